@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'creation' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'fft' (being written)."""
+
+__all__: list[str] = []

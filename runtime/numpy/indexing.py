@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'indexing' (being written)."""
+
+__all__: list[str] = []

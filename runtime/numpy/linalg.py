@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'linalg' (being written)."""
+
+__all__: list[str] = []

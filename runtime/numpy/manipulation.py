@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'manipulation' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'misc' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'reductions' (being written)."""
+
+__all__: list[str] = []

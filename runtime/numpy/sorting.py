@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'sorting' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'ufuncs' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,14 @@
+"""The closed set of primitives, one family module each; importing this registers them all."""
+
+from transpiler.primitives import (  # noqa: F401 - imported to register
+    control,
+    convolution,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    random,
+    reduce,
+    shape,
+)
+from transpiler.primitives.core import PRIMITIVES, Primitive  # noqa: F401

@@ -1,0 +1,148 @@
+"""The ``Primitive`` class and the interpreter stack that ``bind`` dispatches to.
+
+A primitive owns its math: a shape/dtype rule, a NumPy implementation, and (filled by the autodiff and
+batching issues) JVP, transpose and batching rules. ``bind`` does not compute anything itself: it hands
+the operands to the current interpreter, which is the runtime's eager interpreter when nothing is being
+compiled and the front end's IR builder while a function is. This is how one ``jnp.dot`` works on
+concrete arrays and inside a compiled function alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
+
+from transpiler.types import TensorType
+
+ShapeRule = Callable[..., "TensorType | list[TensorType]"]
+
+
+class PrimitiveError(Exception):
+    """Base of the errors primitives raise for bad operands (the message names the primitive)."""
+
+
+class PrimitiveTypeError(PrimitiveError, TypeError):
+    pass
+
+
+class PrimitiveValueError(PrimitiveError, ValueError):
+    pass
+
+
+def check(condition: bool, prim: str, message: str, *, kind: str = "type") -> None:
+    """Raise a primitive error ``'<prim>: <message>'`` unless ``condition`` holds."""
+    if not condition:
+        cls = PrimitiveTypeError if kind == "type" else PrimitiveValueError
+        raise cls(f"{prim}: {message}")
+
+
+class Primitive:
+    """An operation of the IR. ``params`` names its static attributes (the printed ``[k=v]``)."""
+
+    def __init__(self, name: str, *, params: Sequence[str] = (), multiple_results: bool = False):
+        self.name = name
+        self.params = tuple(params)
+        self.multiple_results = multiple_results
+        self.family = ""  # set by the family module through ``register``
+        self.shape_rule: ShapeRule | None = None
+        self.impl: Callable[..., Any] | None = None
+        self.jvp_rule: Callable[..., Any] | None = None
+        self.transpose_rule: Callable[..., Any] | None = None
+        self.vmap_rule: Callable[..., Any] | None = None
+        self.linear = False
+        # Why a rule is absent on purpose, e.g. {"jvp": "comparisons have zero derivative"}.
+        self.no_rule: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return self.name
+
+    # -- rule registration (each returns its argument so it can decorate) --------------------------
+    def def_shape(self, rule: ShapeRule) -> ShapeRule:
+        self.shape_rule = rule
+        return rule
+
+    def def_impl(self, impl: Callable[..., Any]) -> Callable[..., Any]:
+        self.impl = impl
+        return impl
+
+    def def_jvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        self.jvp_rule = rule
+        return rule
+
+    def def_linear(self, transpose: Callable[..., Any]) -> Callable[..., Any]:
+        self.linear = True
+        self.transpose_rule = transpose
+        return transpose
+
+    def def_vmap(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        self.vmap_rule = rule
+        return rule
+
+    def mark_no_rule(self, rule: str, reason: str) -> None:
+        self.no_rule[rule] = reason
+
+    # -- use -----------------------------------------------------------------------------------------
+    def abstract_eval(self, *types: TensorType, **params: Any) -> TensorType | list[TensorType]:
+        if self.shape_rule is None:
+            raise NotImplementedError(f"no shape rule for '{self.name}' ({self.family})")
+        return self.shape_rule(*types, **params)
+
+    def bind(self, *operands: Any, **params: Any) -> Any:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; it takes {list(self.params)}")
+        return current_interpreter().process(self, operands, params)
+
+
+# -- the interpreter stack ---------------------------------------------------------------------------
+class Interpreter:
+    """Something that gives meaning to ``prim.bind``: computes it, records it, or transforms it."""
+
+    def process(self, prim: Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+class ImplInterpreter(Interpreter):
+    """Calls the NumPy implementation directly: the fallback when no runtime is loaded."""
+
+    def process(self, prim, operands, params):
+        if prim.impl is None:
+            raise NotImplementedError(f"no implementation for '{prim.name}' ({prim.family})")
+        return prim.impl(*operands, **params)
+
+
+_base: list[Interpreter] = [ImplInterpreter()]
+_stack: list[Interpreter] = []
+
+
+def set_base_interpreter(interpreter: Interpreter) -> None:
+    """The interpreter used when nothing else is on the stack (the runtime installs its eager one)."""
+    _base[0] = interpreter
+
+
+def current_interpreter() -> Interpreter:
+    return _stack[-1] if _stack else _base[0]
+
+
+@contextlib.contextmanager
+def interpreting(interpreter: Interpreter) -> Iterator[Interpreter]:
+    _stack.append(interpreter)
+    try:
+        yield interpreter
+    finally:
+        _stack.pop()
+
+
+# -- the registry --------------------------------------------------------------------------------------
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register_module(namespace: dict[str, Any]) -> None:
+    """Register every ``*_p`` primitive of a family module; call as ``register_module(globals())``."""
+    family = namespace["__name__"].replace(".", "/") + ".py"
+    for name, prim in namespace.items():
+        if name.endswith("_p") and isinstance(prim, Primitive):
+            if PRIMITIVES.get(prim.name, prim) is not prim:
+                raise ValueError(f"primitive '{prim.name}' registered twice")
+            prim.family = family
+            PRIMITIVES[prim.name] = prim

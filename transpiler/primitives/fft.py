@@ -1,0 +1,5 @@
+"""Primitives of the 'fft' family (being written)."""
+
+from transpiler.primitives.core import register_module
+
+register_module(globals())
