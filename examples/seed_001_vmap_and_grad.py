@@ -1,0 +1,80 @@
+"""Seed 001 (automatic vectorisation, gradients): a 1-D convolution batched by hand, logistic regression.
+
+Run: python examples/seed_001_vmap_and_grad.py [--small]
+"""
+
+import srcjax as jax
+import srcjax.numpy as jnp
+
+x = jnp.arange(5)
+w = jnp.array([2.0, 3.0, 4.0])
+
+
+def convolve(x, w):
+    output = []
+    for i in range(1, len(x) - 1):
+        output.append(jnp.dot(x[i - 1 : i + 2], w))
+    return jnp.array(output)
+
+
+print(convolve(x, w))  # [11. 20. 29.]
+
+xs = jnp.stack([x, x])
+ws = jnp.stack([w, w])
+
+
+def manually_batched_convolve(xs, ws):
+    output = []
+    for i in range(xs.shape[0]):
+        output.append(convolve(xs[i], ws[i]))
+    return jnp.stack(output)
+
+
+print(manually_batched_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
+
+
+def manually_vectorized_convolve(xs, ws):
+    output = []
+    for i in range(1, xs.shape[-1] - 1):
+        output.append(jnp.sum(xs[:, i - 1 : i + 2] * ws, axis=1))
+    return jnp.stack(output, axis=1)
+
+
+print(manually_vectorized_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
+
+# Logistic regression: the model and its loss (its gradients come with jax.grad)
+key = jax.random.key(0)
+
+
+def sigmoid(x):
+    return 0.5 * (jnp.tanh(x / 2) + 1)
+
+
+def predict(W, b, inputs):
+    return sigmoid(jnp.dot(inputs, W) + b)
+
+
+inputs = jnp.array([[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]])
+targets = jnp.array([True, True, False, True])
+
+
+def loss(W, b):
+    preds = predict(W, b, inputs)
+    label_probs = preds * targets + (1 - preds) * (1 - targets)
+    return -jnp.sum(jnp.log(label_probs))
+
+
+key, W_key, b_key = jax.random.split(key, 3)
+W = jax.random.normal(W_key, (3,))
+b = jax.random.normal(b_key, ())
+print("loss", loss(W, b))  # 3.0519385
+
+# Finite differences (the tutorial checks jax.grad against them)
+eps = 1e-4
+b_grad_numerical = (loss(W, b + eps / 2.0) - loss(W, b - eps / 2.0)) / eps
+print("b_grad_numerical", b_grad_numerical)  # about -0.29325485
+key, subkey = jax.random.split(key)
+vec = jax.random.normal(subkey, W.shape)
+unitvec = vec / jnp.sqrt(jnp.vdot(vec, vec))
+W_grad_numerical = (loss(W + eps / 2.0 * unitvec, b) - loss(W - eps / 2.0 * unitvec, b)) / eps
+print("W_dirderiv_numerical", W_grad_numerical)  # about -0.2002716

@@ -1,0 +1,3 @@
+"""srcjax.numpy: 'products' (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""``srcjax.numpy.fft``."""
+
+from runtime.numpy.fft import *  # noqa: F401,F403

@@ -1,0 +1,3 @@
+"""``srcjax.scipy.stats``."""
+
+from srcjax.scipy.stats import norm  # noqa: F401
