@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 demo: $(STAMP)
 	@for f in examples/seed_*.py; do \

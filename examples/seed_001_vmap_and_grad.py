@@ -1,13 +1,11 @@
 """Seed 001 (automatic vectorisation, gradients): a 1-D convolution batched by hand, logistic regression.
 
 Run: python examples/seed_001_vmap_and_grad.py [--small]
+Transpile: srcjax transpile examples/seed_001_vmap_and_grad.py:loss --args 'f32[3], f32[]'
 """
 
 import srcjax as jax
 import srcjax.numpy as jnp
-
-x = jnp.arange(5)
-w = jnp.array([2.0, 3.0, 4.0])
 
 
 def convolve(x, w):
@@ -17,20 +15,11 @@ def convolve(x, w):
     return jnp.array(output)
 
 
-print(convolve(x, w))  # [11. 20. 29.]
-
-xs = jnp.stack([x, x])
-ws = jnp.stack([w, w])
-
-
 def manually_batched_convolve(xs, ws):
     output = []
     for i in range(xs.shape[0]):
         output.append(convolve(xs[i], ws[i]))
     return jnp.stack(output)
-
-
-print(manually_batched_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
 
 
 def manually_vectorized_convolve(xs, ws):
@@ -40,12 +29,7 @@ def manually_vectorized_convolve(xs, ws):
     return jnp.stack(output, axis=1)
 
 
-print(manually_vectorized_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
-
-# Logistic regression: the model and its loss (its gradients come with jax.grad)
-key = jax.random.key(0)
-
-
+# Logistic regression: the model and its loss
 def sigmoid(x):
     return 0.5 * (jnp.tanh(x / 2) + 1)
 
@@ -64,17 +48,32 @@ def loss(W, b):
     return -jnp.sum(jnp.log(label_probs))
 
 
-key, W_key, b_key = jax.random.split(key, 3)
-W = jax.random.normal(W_key, (3,))
-b = jax.random.normal(b_key, ())
-print("loss", loss(W, b))  # 3.0519385
+def main():
+    x = jnp.arange(5)
+    w = jnp.array([2.0, 3.0, 4.0])
+    print(convolve(x, w))  # [11. 20. 29.]
+    xs = jnp.stack([x, x])
+    ws = jnp.stack([w, w])
+    print(manually_batched_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
+    print(manually_vectorized_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
+    print(jax.jit(convolve)(x, w))  # [11. 20. 29.]
 
-# Finite differences (the tutorial checks jax.grad against them)
-eps = 1e-4
-b_grad_numerical = (loss(W, b + eps / 2.0) - loss(W, b - eps / 2.0)) / eps
-print("b_grad_numerical", b_grad_numerical)  # about -0.29325485
-key, subkey = jax.random.split(key)
-vec = jax.random.normal(subkey, W.shape)
-unitvec = vec / jnp.sqrt(jnp.vdot(vec, vec))
-W_grad_numerical = (loss(W + eps / 2.0 * unitvec, b) - loss(W - eps / 2.0 * unitvec, b)) / eps
-print("W_dirderiv_numerical", W_grad_numerical)  # about -0.2002716
+    key = jax.random.key(0)
+    key, W_key, b_key = jax.random.split(key, 3)
+    W = jax.random.normal(W_key, (3,))
+    b = jax.random.normal(b_key, ())
+    print("loss", loss(W, b))  # 3.0519385
+
+    # Finite differences (the tutorial checks jax.grad against them)
+    eps = 1e-4
+    b_grad_numerical = (loss(W, b + eps / 2.0) - loss(W, b - eps / 2.0)) / eps
+    print("b_grad_numerical", b_grad_numerical)  # about -0.29325485
+    key, subkey = jax.random.split(key)
+    vec = jax.random.normal(subkey, W.shape)
+    unitvec = vec / jnp.sqrt(jnp.vdot(vec, vec))
+    W_grad_numerical = (loss(W + eps / 2.0 * unitvec, b) - loss(W - eps / 2.0 * unitvec, b)) / eps
+    print("W_dirderiv_numerical", W_grad_numerical)  # about -0.2002716
+
+
+if __name__ == "__main__":
+    main()

@@ -1,11 +1,13 @@
 """Seed 003 (slides "JAX: Autograd and XLA"): a tanh written with exp, fusion-friendly elementwise code.
 
 Run: python examples/seed_003_slides.py [--small]
+Transpile: srcjax transpile examples/seed_003_slides.py:slow_f --args 'f32[5000,5000]'
 """
 
 from _common import size, timeit
 
 import srcjax.numpy as np
+from srcjax import jit
 
 
 def tanh(x):  # Define a function
@@ -13,15 +15,21 @@ def tanh(x):  # Define a function
     return (1.0 - y) / (1.0 + y)
 
 
-print(tanh(1.0))  # 0.7615942
-
-
 def slow_f(x):
     # Element-wise ops see a large benefit from fusion
     return x * x + x * 2.0
 
 
-n = size(5000, 300)
-x = np.ones((n, n))
-timeit("slow_f(x)", lambda: slow_f(x).block_until_ready(), repeat=3)
-print(slow_f(x)[:2, :2])
+def main():
+    print(tanh(1.0))  # 0.7615942
+
+    n = size(5000, 300)
+    x = np.ones((n, n))
+    fast_f = jit(slow_f)
+    timeit("fast_f(x)", lambda: fast_f(x).block_until_ready(), repeat=3)
+    timeit("slow_f(x)", lambda: slow_f(x).block_until_ready(), repeat=3)
+    print(fast_f(x)[:2, :2])
+
+
+if __name__ == "__main__":
+    main()

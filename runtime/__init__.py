@@ -2,3 +2,7 @@
 API and the numpy / lax / random libraries."""
 
 from runtime import eager  # noqa: F401 - installs the eager interpreter as the base of ``bind``
+from runtime import tree_util as _tree_util
+from transpiler import trees as _trees
+
+_trees.install(_tree_util.tree_flatten, _tree_util.tree_unflatten)  # the compiler sees registered pytrees

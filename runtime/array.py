@@ -1,8 +1,8 @@
 """``Array``: an immutable array in a device buffer, with JAX's methods, operators and repr.
 
-The buffer is a read-only NumPy array on the host (CPU devices). Methods and operators are thin: they
-call ``srcjax.numpy`` (``runtime.numpy``), which binds primitives, so an ``Array`` and a symbolic value
-inside a compiled function answer the same calls the same way.
+The buffer is a read-only NumPy array on the host (CPU devices). Operators and methods come from
+``ArrayMethods``, shared with the symbolic values of a function being compiled: both call
+``srcjax.numpy``, which binds primitives.
 """
 
 from __future__ import annotations
@@ -12,54 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from transpiler.array_methods import ArrayMethods
 from transpiler.types import TensorType
 
-_jnp_module = None
 
-
-def _jnp():
-    global _jnp_module
-    if _jnp_module is None:
-        import runtime.numpy as jnp
-
-        _jnp_module = jnp
-    return _jnp_module
-
-
-_OPERAND_TYPES = (bool, int, float, complex, np.generic, np.ndarray)
-
-
-def _binary(name: str, reflected: bool = False):
-    def method(self, other):
-        if not isinstance(other, (Array, *_OPERAND_TYPES)) and getattr(other, "aval", None) is None:
-            return NotImplemented
-        fn = getattr(_jnp(), name)
-        return fn(other, self) if reflected else fn(self, other)
-
-    method.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return method
-
-
-def _unary(name: str):
-    def method(self):
-        return getattr(_jnp(), name)(self)
-
-    return method
-
-
-def _forward(name: str):
-    """A method that calls ``jnp.<name>(self, ...)``."""
-
-    def method(self, *args, **kwargs):
-        return getattr(_jnp(), name)(self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
-class Array:
+class Array(ArrayMethods):
     __slots__ = ("_value", "aval", "_device", "__weakref__")
-    __array_priority__ = 100  # NumPy defers to our reflected operators
 
     def __init__(self, value: np.ndarray, weak_type: bool = False, device: Any = None):
         value = np.asarray(value)
@@ -96,26 +54,6 @@ class Array:
     @property
     def nbytes(self) -> int:
         return self._value.nbytes
-
-    @property
-    def T(self) -> Array:
-        return _jnp().transpose(self)
-
-    @property
-    def mT(self) -> Array:
-        return _jnp().matrix_transpose(self)
-
-    @property
-    def real(self) -> Array:
-        return _jnp().real(self)
-
-    @property
-    def imag(self) -> Array:
-        return _jnp().imag(self)
-
-    @property
-    def at(self):
-        return _jnp().IndexUpdateHelper(self)
 
     @property
     def device(self):
@@ -214,9 +152,6 @@ class Array:
     def __hash__(self):
         raise TypeError("unhashable type: 'Array' (use a tuple of Python numbers, or x.item(), as a key)")
 
-    def __getitem__(self, index):
-        return _jnp().getitem(self, index)
-
     def __setitem__(self, index, value):
         raise TypeError(
             "'Array' object does not support item assignment. srcjax arrays are immutable; "
@@ -244,86 +179,6 @@ class Array:
         if self.ndim == 0:
             return format(self._value[()], spec)
         return format(self._value, spec)
-
-    # -- operators -------------------------------------------------------------------------------------
-    __add__, __radd__ = _binary("add"), _binary("add", True)
-    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
-    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
-    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
-    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
-    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
-    __divmod__, __rdivmod__ = _binary("divmod"), _binary("divmod", True)
-    __pow__, __rpow__ = _binary("power"), _binary("power", True)
-    __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", True)
-    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
-    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
-    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
-    __lshift__, __rlshift__ = _binary("left_shift"), _binary("left_shift", True)
-    __rshift__, __rrshift__ = _binary("right_shift"), _binary("right_shift", True)
-    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
-    __lt__, __le__ = _binary("less"), _binary("less_equal")
-    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
-    __neg__, __pos__, __abs__ = _unary("negative"), _unary("positive"), _unary("abs")
-    __invert__ = _unary("invert")
-
-    def __round__(self, ndigits=None):
-        if ndigits is None:
-            return round(self._scalar("int"))
-        return _jnp().round(self, ndigits)
-
-    # -- methods (jnp functions with the array first) ---------------------------------------------------
-    all = _forward("all")
-    any = _forward("any")
-    argmax = _forward("argmax")
-    argmin = _forward("argmin")
-    argpartition = _forward("argpartition")
-    argsort = _forward("argsort")
-    astype = _forward("astype")
-    choose = _forward("choose")
-    clip = _forward("clip")
-    compress = _forward("compress")
-    conj = _forward("conj")
-    conjugate = _forward("conjugate")
-    cumprod = _forward("cumprod")
-    cumsum = _forward("cumsum")
-    diagonal = _forward("diagonal")
-    dot = _forward("dot")
-    flatten = _forward("ravel")
-    max = _forward("max")
-    mean = _forward("mean")
-    min = _forward("min")
-    nonzero = _forward("nonzero")
-    prod = _forward("prod")
-    ptp = _forward("ptp")
-    ravel = _forward("ravel")
-    repeat = _forward("repeat")
-    round = _forward("round")
-    searchsorted = _forward("searchsorted")
-    sort = _forward("sort")
-    std = _forward("std")
-    sum = _forward("sum")
-    swapaxes = _forward("swapaxes")
-    take = _forward("take")
-    trace = _forward("trace")
-    var = _forward("var")
-
-    def reshape(self, *shape, order="C"):
-        if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
-            shape = shape[0]
-        return _jnp().reshape(self, shape, order=order)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and not isinstance(axes[0], int):
-            axes = axes[0]
-        return _jnp().transpose(self, axes or None)
-
-    def squeeze(self, axis=None):
-        return _jnp().squeeze(self, axis)
-
-    def view(self, dtype=None):
-        if dtype is None:
-            return self
-        return _jnp().view(self, dtype)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

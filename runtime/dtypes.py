@@ -155,10 +155,21 @@ def result_type(*args: Any, return_weak_type: bool = False) -> Any:
     return (dtype, weak) if return_weak_type else dtype
 
 
+_PY_TYPE_NODES = {int: WEAK_INT, float: WEAK_FLOAT, complex: WEAK_COMPLEX}
+
+
 def promote_types(a: Any, b: Any) -> np.dtype:
-    """``jnp.promote_types``: promotion of two dtypes (never weak)."""
-    node = _least_upper_bound(frozenset((np.dtype(to_dtype(a)), np.dtype(to_dtype(b)))))
-    return np.dtype(node) if not isinstance(node, str) else _weak_node_dtype(node)
+    """``jnp.promote_types``: promotion of two dtypes, as JAX answers it: never weak and not narrowed to 32
+    bits; the Python types int, float, complex are the weak kinds; a weak result is the kind's 64-bit
+    dtype; and with x64 off, uint32 meets a signed type of at most 32 bits in int32."""
+    nodes = [_PY_TYPE_NODES[x] if x in (int, float, complex) else np.dtype(to_dtype(x)) for x in (a, b)]
+    node = _least_upper_bound(frozenset(nodes))
+    if isinstance(node, str):
+        return {WEAK_INT: int64, WEAK_FLOAT: float64, WEAK_COMPLEX: complex128}[node]
+    if node == int64 and not config.x64_enabled and uint32 in nodes and all(
+            isinstance(n, np.dtype) and n.itemsize <= 4 for n in nodes):
+        return int32
+    return np.dtype(node)
 
 
 def to_dtype(x: Any) -> np.dtype:

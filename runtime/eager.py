@@ -53,6 +53,9 @@ def _wrap(prim: core.Primitive, value: Any, typ: TensorType) -> Array:
 
 
 class EagerInterpreter(core.Interpreter):
+    def canonical(self, x):
+        return to_array(x)
+
     def process(self, prim, operands, params):
         arrays = [to_array(x, f"{prim.name} operand {i}") for i, x in enumerate(operands)]
         out_types = prim.abstract_eval(*(a.aval for a in arrays), **params)

@@ -6,6 +6,7 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 """
 
 from runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
+from runtime.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
 from runtime.array import Array
 from runtime.config import config
 from runtime.devices import (
@@ -21,21 +22,22 @@ from runtime.devices import (
     process_index,
 )
 
-from srcjax import (  # noqa: F401 - submodules, as jax has them
-    dtypes,
-    example_libraries,
-    lax,
-    nn,
-    numpy,
-    ops,
-    random,
-    scipy,
-    tree,
-    tree_util,
-)
+from srcjax import numpy  # noqa: F401 - the one submodule every program uses
+
+# The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
+_SUBMODULES = {"dtypes", "example_libraries", "lax", "nn", "ops", "random", "scipy", "tree", "tree_util"}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"srcjax.{name}")
+    raise AttributeError(f"module 'srcjax' has no attribute '{name}'")
 
 __version__ = "0.1.0"
 __all__ = [
+    "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
     "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
     "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
 ]

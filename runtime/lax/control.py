@@ -1,3 +1,451 @@
-"""lax functions of the 'control' family (being written)."""
+"""lax's control flow: ``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``,
+``associative_scan`` and ``stop_gradient``, with JAX's signatures and type checks.
 
-__all__: list[str] = []
+They run eagerly in Python here: the predicate or index is read from the concrete value, and the loop
+runs as a Python loop. JAX traces each function once, so it type-checks every branch and requires a
+loop's carry to keep its type; to give the same errors, ``cond`` and ``switch`` run every branch (the
+untaken ones with NaN checking off) and loops check the carry after every step. Inside a compiled function
+the front end turns these calls into the IR's structured control-flow ops instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.config import config
+from runtime.numpy import _core
+from runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+from transpiler.types import TensorType
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient"]
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _fun_name(f: Callable) -> str:
+    name = getattr(f, "__name__", type(f).__name__)
+    try:
+        return f"{name} at {inspect.getsourcefile(f)}:{inspect.getsourcelines(f)[1]}"
+    except (TypeError, OSError):
+        return name
+
+
+def _type_text(t: TensorType) -> str:
+    return f"{t.dtype.name}[{','.join(str(d) for d in t.shape)}]"
+
+
+def _as_arrays(tree: Any, what: str) -> tuple[list[Any], PyTreeDef]:
+    """The leaves of ``tree`` as arrays (Python scalars become weakly typed arrays)."""
+    leaves, treedef = tree_flatten(tree)
+    out = []
+    for leaf in leaves:
+        if not _core.is_arraylike(leaf):
+            raise TypeError(f"{what}: a value of type {type(leaf).__name__} is not a valid JAX type "
+                            f"(got {leaf!r}); leaves must be arrays or numbers")
+        out.append(leaf if not _core.is_concrete(leaf) else _core.asarray(leaf))
+    return out, treedef
+
+
+def _concrete(x: Any, what: str) -> Any:
+    if not _core.is_concrete(x):
+        raise NotImplementedError(f"{what} on a symbolic value runs only inside a compiled function, where the "
+                                  "front end turns it into a control-flow op")
+    return x
+
+
+@contextlib.contextmanager
+def _untaken() -> Iterator[None]:
+    """Run a branch only for its types: NaNs it computes are not the program's."""
+    saved = config.jax_debug_nans
+    if saved:
+        config.update("jax_debug_nans", False)
+    try:
+        yield
+    finally:
+        if saved:
+            config.update("jax_debug_nans", True)
+
+
+def _type_difference(a: TensorType, b: TensorType) -> str | None:
+    if a.shape != b.shape:
+        return "the shapes do not match"
+    if a.dtype != b.dtype:
+        return "the dtypes do not match"
+    return None
+
+
+# -- cond and switch -----------------------------------------------------------------------------------------
+def _check_pred(pred: Any, name: str) -> bool:
+    if not _core.is_arraylike(pred):
+        raise TypeError(f"{name}: Pred must be a scalar, got {pred!r} of type {type(pred)}")
+    typ = _core.aval(pred)
+    if typ.shape != ():
+        raise TypeError(f"{name}: Pred must be a scalar, got {np.asarray(pred) if _core.is_concrete(pred) else typ} "
+                        f"of shape {typ.shape}.")
+    if typ.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: Pred type must be either boolean or number, got {typ.dtype.name}.")
+    return bool(_concrete(pred, name))
+
+
+def _join_branches(name: str, labels: list[str], funs: Sequence[Callable], outs: list[Any], taken: int) -> Any:
+    """The taken branch's output, after checking every branch returned the same structure and types."""
+    flat = [_as_arrays(out, f"{name}: the output of {label}") for label, out in zip(labels, outs, strict=True)]
+    leaves0, treedef0 = flat[0]
+    for i, (leaves, treedef) in enumerate(flat[1:], 1):
+        where = f"({labels[0]} is {_fun_name(funs[0])}, {labels[i]} is {_fun_name(funs[i])})"
+        if treedef != treedef0:
+            raise TypeError(
+                f"{name} branch outputs must have the same pytree structure, but they differ: the output of "
+                f"{labels[0]} is {treedef0} but the output of {labels[i]} is {treedef} {where}. Revise "
+                f"{labels[0]} and/or {labels[i]} so that they have the same pytree structure.")
+        paths = [p for p, _ in tree_flatten_with_path(treedef0.unflatten(leaves0))[0]]
+        for path, a, b in zip(paths, leaves0, leaves, strict=True):
+            why = _type_difference(_core.aval(a), _core.aval(b))
+            if why:
+                at = f" at {keystr(path)}" if path else ""
+                raise TypeError(
+                    f"{name} branches must have equal output types but they differ: the output of {labels[0]}{at} "
+                    f"has type {_type_text(_core.aval(a))} but the corresponding output of {labels[i]} has type "
+                    f"{_type_text(_core.aval(b))}, so {why} {where}. Revise {labels[0]} and/or {labels[i]} so that "
+                    "all output types match.")
+    chosen = flat[taken][0]
+    # the result is weakly typed only where every branch's output is
+    weak = [all(_core.aval(leaves[i]).weak_type for leaves, _ in flat) for i in range(len(leaves0))]
+    chosen = [x if _core.aval(x).weak_type == w else _core.convert(x, _core.aval(x).dtype, w)
+              for x, w in zip(chosen, weak, strict=True)]
+    return treedef0.unflatten(chosen)
+
+
+def _run_branches(name: str, branches: Sequence[Callable], labels: list[str], taken: int, operands: tuple) -> Any:
+    leaves, treedef = _as_arrays(operands, f"{name} operands")  # rejects non-array operands like JAX does
+    operands = treedef.unflatten(leaves)
+    outs: list[Any] = [None] * len(branches)
+    outs[taken] = branches[taken](*operands)
+    with _untaken():
+        for i, branch in enumerate(branches):
+            if i != taken:
+                outs[i] = branch(*operands)
+    return _join_branches(name, labels, branches, outs, taken)
+
+
+_NO_OPERAND = object()
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, operand: Any = _NO_OPERAND) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``; both must return the same types."""
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("cond: pass operands positionally or as operand=, not both")
+        operands = (operand,)
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("cond: true_fun and false_fun arguments should be callable.")
+    taken = 0 if _check_pred(pred, "cond") else 1
+    return _run_branches("cond", [true_fun, false_fun], ["true_fun", "false_fun"], taken, operands)
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: Any = _NO_OPERAND) -> Any:
+    """``branches[clamp(index, 0, len(branches) - 1)](*operands)``."""
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("switch: pass operands positionally or as operand=, not both")
+        operands = (operand,)
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: Empty branch sequence")
+    if not all(callable(b) for b in branches):
+        raise TypeError("switch: every branch must be callable")
+    if not _core.is_arraylike(index):
+        raise TypeError(f"switch: Index must be an integer scalar, got {index!r} of type {type(index)}")
+    typ = _core.aval(index)
+    if typ.shape != ():
+        raise TypeError(f"switch: Branch index must be scalar, got an index of shape {typ.shape}.")
+    if typ.dtype.kind not in "iu":
+        raise TypeError(f"switch: Index type must be an integer, got {index!r} as {typ.dtype.name}")
+    taken = min(max(int(_concrete(index, "switch")), 0), len(branches) - 1)
+    labels = [f"branch {i}" for i in range(len(branches))]
+    return _run_branches("switch", branches, labels, taken, operands)
+
+
+# -- loops ---------------------------------------------------------------------------------------------------
+class _PromoteCarry(Exception):
+    """A weakly typed initial carry must take the type the body gives it; the loop restarts."""
+
+    def __init__(self, leaves: list[Any]):
+        self.leaves = leaves
+
+
+class _Carry:
+    """The type of a loop's carry, fixed by its initial value; ``check`` holds each step's output to it."""
+
+    def __init__(self, name: str, init_leaves: list[Any], treedef: PyTreeDef):
+        self.name, self.init, self.treedef = name, init_leaves, treedef
+        self.types = [_core.aval(x) for x in init_leaves]
+
+    def check(self, out: Any) -> list[Any]:
+        leaves, treedef = _as_arrays(out, f"{self.name} body output carry")
+        if treedef != self.treedef:
+            raise TypeError(
+                f"{self.name} body function carry input and carry output must have the same pytree structure, "
+                f"but they differ: the carry input is {self.treedef} but the carry output is {treedef}. Revise the "
+                "function so that the carry output has the same pytree structure as the carry input.")
+        promote = [i for i, (t, x) in enumerate(zip(self.types, leaves, strict=True))
+                   if t.weak_type and (_core.aval(x).dtype != t.dtype or not _core.aval(x).weak_type)]
+        if promote:  # JAX re-traces with the weak initial value promoted against the body's output
+            new = list(self.init)
+            for i in promote:
+                new[i] = _core.convert(new[i], dtypes.result_type(new[i], leaves[i]), weak_type=False)
+            if any(_core.aval(a) != _core.aval(b) for a, b in zip(new, self.init, strict=True)):
+                raise _PromoteCarry(new)
+        paths = [p for p, _ in tree_flatten_with_path(self.treedef.unflatten(leaves))[0]]
+        out_leaves = []
+        for path, t, x in zip(paths, self.types, leaves, strict=True):
+            why = _type_difference(t, _core.aval(x))
+            if why:
+                raise TypeError(
+                    f"{self.name} body function carry input and carry output must have equal types, but they "
+                    f"differ: the input carry{keystr(path)} has type {_type_text(t)} but the corresponding output "
+                    f"carry component has type {_type_text(_core.aval(x))}, so {why}. Revise the function so that "
+                    "all output types match the corresponding input types.")
+            out_leaves.append(x if _core.aval(x) == t else _core.convert(x, t.dtype, t.weak_type))
+        return out_leaves
+
+
+def _restarting(run: Callable[[list[Any]], Any], leaves: list[Any]) -> Any:
+    """Run a loop, rerunning it from a promoted initial carry when the body asks for one (at most once
+    per carry leaf, since promoted leaves are strongly typed)."""
+    while True:
+        try:
+            return run(leaves)
+        except _PromoteCarry as promotion:
+            leaves = promotion.leaves
+
+
+def _check_loop_pred(out: Any) -> bool:
+    if not _core.is_arraylike(out) or _core.aval(out).shape != () or _core.aval(out).dtype != np.bool_:
+        got = _type_text(_core.aval(out)) if _core.is_arraylike(out) else type(out).__name__
+        raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output type(s) [{got}].")
+    return bool(_concrete(out, "while_loop"))
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """``val = body_fun(val)`` while ``cond_fun(val)``; the carry keeps the type of ``init_val``."""
+    leaves, treedef = _as_arrays(init_val, "while_loop init_val")
+
+    def run(leaves: list[Any]) -> Any:
+        carry = _Carry("while_loop", leaves, treedef)
+        val = treedef.unflatten(leaves)
+        while _check_loop_pred(cond_fun(val)):
+            val = treedef.unflatten(carry.check(body_fun(val)))
+        return val
+
+    return _restarting(run, leaves)
+
+
+def _fori_bounds(lower: Any, upper: Any) -> tuple[int, int]:
+    for bound in (lower, upper):
+        if not _core.is_arraylike(bound) or _core.aval(bound).shape != ():
+            raise TypeError(f"fori_loop: lower and upper must be integer scalars, got {bound!r}")
+    (dl, wl), (du, wu) = dtypes.dtype_and_weak(lower), dtypes.dtype_and_weak(upper)
+    # a weakly typed bound (a Python int) takes the other bound's integer type
+    same_kind = dl.kind in "iu" and du.kind in "iu"
+    if dl != du and not (same_kind and (wl or wu)):
+        raise TypeError(f"lower and upper arguments to fori_loop must have equal types, got {dl.name} and {du.name}")
+    return int(_concrete(lower, "fori_loop")), int(_concrete(upper, "fori_loop"))
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unroll: int | bool | None = None) -> Any:
+    """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``."""
+    if unroll is not None and not isinstance(unroll, (bool, int, np.integer)):
+        raise TypeError(f"fori_loop: unroll must be an int or a bool, got {unroll!r}")
+    start, stop = _fori_bounds(lower, upper)
+    leaves, treedef = _as_arrays(init_val, "fori_loop init_val")
+
+    def run(leaves: list[Any]) -> Any:
+        carry = _Carry("fori_loop", leaves, treedef)
+        val = treedef.unflatten(leaves)
+        for i in range(start, stop):
+            # eagerly the bounds are concrete, so like JAX the index is a weakly typed default int
+            val = treedef.unflatten(carry.check(body_fun(_core.asarray(i), val)))
+        return val
+
+    return _restarting(run, leaves)
+
+
+def _scan_length(xs_leaves: list[Any], length: int | None) -> int:
+    sizes = []
+    for x in xs_leaves:
+        shape = _core.aval(x).shape
+        if not shape:
+            raise ValueError(f"scan got value with no leading axis to scan over: {x!r}.")
+        sizes.append(shape[0])
+    if length is not None:
+        length = int(length)
+        if any(s != length for s in sizes):
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with leading axis sizes "
+                             f"{sizes}.")
+        return length
+    if not sizes:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    if len(set(sizes)) > 1:
+        raise ValueError(f"scan got values with different leading axis sizes: {', '.join(str(s) for s in sizes)}.")
+    return sizes[0]
+
+
+def _split_pair(out: Any) -> tuple[Any, Any]:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        shown = _type_text(_core.aval(out)) if _core.is_arraylike(out) else type(out).__name__
+        raise TypeError(f"scan body output must be a pair (carry, y), got {shown}.")
+    return out[0], out[1]
+
+
+class _Stacker:
+    """Collects the ``y`` of each scan step and stacks them; every step's ``y`` must have one type."""
+
+    def __init__(self):
+        self.rows: list[list[Any]] = []
+        self.treedef: PyTreeDef | None = None
+        self.types: list[TensorType] = []
+
+    def add(self, y: Any) -> None:
+        leaves, treedef = _as_arrays(y, "scan body output y")
+        types = [_core.aval(x) for x in leaves]
+        if self.treedef is None:
+            self.treedef, self.types = treedef, types
+        elif treedef != self.treedef or any(_type_difference(a, b) for a, b in zip(types, self.types, strict=True)):
+            raise TypeError(f"scan body output y must keep one type across steps: it was {self.treedef} with types "
+                            f"{self.types}, then {treedef} with types {types}")
+        self.rows.append(leaves)
+
+    def stacked(self, reverse: bool) -> Any:
+        from runtime import numpy as jnp
+
+        rows = self.rows[::-1] if reverse else self.rows
+        columns = [[row[i] for row in rows] for i in range(len(self.types))]
+        return tree_unflatten(self.treedef, [jnp.stack(c) for c in columns])
+
+    def empty(self) -> Any:
+        """Zero-length stacks of the types one (discarded) step produced."""
+        from runtime import lax
+
+        leaves = [lax.slice_in_dim(lax.expand_dims(x, (0,)), 0, 0, axis=0) for x in self.rows[0]]
+        return tree_unflatten(self.treedef, leaves)
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the last carry and stacked ys."""
+    if not callable(f):
+        raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
+    if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
+        raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+    from runtime import lax
+
+    xs_leaves, xs_def = _as_arrays(xs, "scan xs")
+    n = _scan_length(xs_leaves, length)
+    init_leaves, treedef = _as_arrays(init, "scan init")
+
+    def run(leaves: list[Any]) -> tuple[Any, Any]:
+        carry = _Carry("scan", leaves, treedef)
+        val, ys = treedef.unflatten(leaves), _Stacker()
+        for i in (range(n - 1, -1, -1) if reverse else range(n)):
+            x = xs_def.unflatten([lax.index_in_dim(leaf, i, 0, keepdims=False) for leaf in xs_leaves])
+            new, y = _split_pair(f(val, x))
+            val = treedef.unflatten(carry.check(new))
+            ys.add(y)
+        if n == 0:  # run one step on zeros only to learn the types of y
+            from runtime import numpy as jnp
+
+            x = xs_def.unflatten([jnp.zeros(_core.aval(leaf).shape[1:], _core.aval(leaf).dtype) for leaf in xs_leaves])
+            with _untaken():
+                new, y = _split_pair(f(val, x))
+                carry.check(new)
+                ys.add(y)
+            return val, ys.empty()
+        return val, ys.stacked(reverse)
+
+    return _restarting(run, init_leaves)
+
+
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - lax's name; shadows the builtin below
+    """``f`` applied to each slice of ``xs`` along the leading axis, the results stacked."""
+    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+        raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}")
+    # batching only changes how the work is grouped, not the result: eagerly it is one slice at a time
+    _, ys = scan(lambda carry, x: ((), f(x)), (), xs)
+    return ys
+
+
+# -- associative scan ----------------------------------------------------------------------------------------
+def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int = 0) -> Any:
+    """Inclusive prefix combination of ``elems`` along ``axis`` by an associative ``fn``, in O(log n) rounds.
+
+    Pairs of neighbours are combined, the half-length result is scanned recursively (giving the prefixes
+    at odd positions), and each even position combines the prefix before it with its own element.
+    """
+    from runtime import lax
+    from runtime import numpy as jnp
+
+    leaves, treedef = _as_arrays(elems, "associative_scan elems")
+    if not leaves:
+        return elems
+    ndim = _core.aval(leaves[0]).ndim
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"associative_scan: axis {axis} is out of bounds for arrays of rank {ndim}")
+    axis = axis % ndim
+    sizes = [_core.aval(x).shape[axis] for x in leaves]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"Array inputs to associative_scan must have the same first dimension. "
+                         f"(saw: {[_core.aval(x).shape for x in leaves]})")
+
+    def combine(a: list[Any], b: list[Any]) -> list[Any]:
+        out, out_def = tree_flatten(fn(treedef.unflatten(a), treedef.unflatten(b)))
+        if out_def != treedef:
+            raise ValueError(f"associative_scan: fn must return the structure of its inputs {treedef}, got {out_def}")
+        return out
+
+    def part(xs: list[Any], start: int, stop: int | None, stride: int = 1) -> list[Any]:
+        return [lax.slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def interleave(even: list[Any], odd: list[Any]) -> list[Any]:
+        out = []
+        for a, b in zip(even, odd, strict=True):
+            n_even, n_odd = _core.aval(a).shape[axis], _core.aval(b).shape[axis]
+            if n_odd < n_even:  # pad the odd positions with a dummy element, sliced off below
+                b = jnp.concatenate([b, lax.slice_in_dim(a, 0, 1, axis=axis)], axis=axis)
+            pairs = jnp.stack([a, b], axis=axis + 1)
+            shape = list(_core.aval(a).shape)
+            shape[axis] = 2 * n_even
+            out.append(lax.slice_in_dim(jnp.reshape(pairs, shape), 0, n_even + n_odd, axis=axis))
+        return out
+
+    def prefix(xs: list[Any]) -> list[Any]:
+        n = _core.aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        odd = prefix(combine(part(xs, 0, n - 1, 2), part(xs, 1, None, 2)))
+        rest = part(xs, 2, None, 2)
+        even = combine(part(odd, 0, _core.aval(odd[0]).shape[axis] - 1) if n % 2 == 0 else odd, rest)
+        firsts = part(xs, 0, 1)  # position 0 is its own prefix
+        even = [jnp.concatenate([x, e], axis=axis) for x, e in zip(firsts, even, strict=True)]
+        return interleave(even, odd)
+
+    if reverse:
+        leaves = [lax.rev(x, (axis,)) for x in leaves]
+    out = prefix(leaves)
+    if reverse:
+        out = [lax.rev(x, (axis,)) for x in out]
+    return treedef.unflatten(out)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` itself; differentiation will treat it as a constant.
+
+    Identity for now: the autodiff issue gives it a zero JVP (as its own primitive), so derivatives
+    stop here while values pass through unchanged.
+    """
+    return tree_map(lambda leaf: _core.asarray(leaf) if _core.is_concrete(leaf) else leaf, x)

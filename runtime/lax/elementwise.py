@@ -1,3 +1,434 @@
-"""lax functions of the 'elementwise' family (being written)."""
+"""``lax``'s elementwise functions: arithmetic, math, comparisons, bit operations, selects and conversions.
 
-__all__: list[str] = []
+Signatures are JAX's. lax is strict about dtypes: array operands must share one dtype (a mismatch is a
+``TypeError`` naming both), and nothing is promoted. A Python scalar takes the dtype of the arrays it
+meets, when its value fits that kind (an int goes into any number dtype, a float into floats and complex,
+a complex into complex); its result stays weakly typed when every operand is. Shapes are broadcast as JAX's
+lax does: 0-d operands go anywhere, other operands need equal ranks and sizes that match or are 1.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
+from transpiler.primitives import elementwise as ew
+
+__all__ = [
+    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp",
+    "clz", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv",
+    "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma", "log",
+    "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg", "nextafter", "population_count", "pow", "real",
+    "reciprocal", "rem", "round", "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
+]
+
+_PY_SCALARS = (bool, int, float, complex)
+# The dtype kinds a Python scalar may take on: its value keeps its meaning there.
+_SCALAR_FITS = {bool: "b", int: "iufc", float: "fc", complex: "c"}
+
+
+class RoundingMethod(enum.IntEnum):
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def _is_python_scalar(x: Any) -> bool:
+    return isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)
+
+
+def _check_operands(name: str, args: tuple[Any, ...]) -> None:
+    for i, x in enumerate(args):
+        if not is_arraylike(x):
+            hint = " (convert it with jnp.asarray first)" if isinstance(x, (list, tuple)) else ""
+            raise TypeError(f"lax.{name}: argument {i} is a {type(x).__name__}, not an array or a scalar{hint}")
+
+
+def _scalar_as(name: str, x: Any, dtype: np.dtype, all_dtypes: list[np.dtype]) -> Any:
+    """A Python scalar as a weakly typed value of ``dtype``, if its value means the same there."""
+    kind = type(x) if type(x) in _SCALAR_FITS else next(t for t in _SCALAR_FITS if isinstance(x, t))
+    if dtype.kind not in _SCALAR_FITS[kind]:
+        names = ", ".join(d.name for d in all_dtypes)
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {names} (a Python "
+                        f"{kind.__name__} cannot take the dtype {dtype.name}; jnp.{name} promotes its arguments)")
+    if kind is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"lax.{name}: Python int {x} does not fit in {dtype.name}")
+    return convert(x, dtype, weak_type=True)
+
+
+def _unify(name: str, args: tuple[Any, ...]) -> list[Any]:
+    """lax's operand rule: arrays share one dtype; Python scalars take it (see the module docstring)."""
+    _check_operands(name, args)
+    typed = [aval(x).dtype for x in args if not _is_python_scalar(x)]
+    if not typed:  # only Python scalars: each has its default (weak) dtype, and those must agree
+        typed = [aval(x).dtype for x in args]
+    if any(d != typed[0] for d in typed):
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        f"{', '.join(aval(x).dtype.name for x in args)} (jnp.{name} promotes its arguments)")
+    return [_scalar_as(name, x, typed[0], [aval(a).dtype for a in args]) if _is_python_scalar(x) else x
+            for x in args]
+
+
+def _broadcast(name: str, args: list[Any]) -> list[Any]:
+    """JAX's lax broadcasting: 0-d operands broadcast anywhere, the others need one rank and sizes n or 1."""
+    shapes = [aval(x).shape for x in args]
+    ranks = {len(s) for s in shapes if s}
+    if len(ranks) > 1:
+        raise TypeError(f"lax.{name}: arrays must have the same number of dimensions, got shapes "
+                        f"{', '.join(map(str, shapes))} (lax does not add leading axes; use jnp.{name} or "
+                        "lax.broadcast_in_dim)")
+    if not ranks:
+        return args
+    target = []
+    for sizes in zip(*(s for s in shapes if s)):
+        sizes = set(sizes) - {1}
+        if len(sizes) > 1:
+            raise TypeError(f"lax.{name}: incompatible shapes {', '.join(map(str, shapes))}")
+        target.append(sizes.pop() if sizes else 1)
+    return [broadcast_to(x, tuple(target)) if aval(x).shape != tuple(target) else x for x in args]
+
+
+def _nary(prim, name: str, *args: Any) -> Any:
+    return prim.bind(*_broadcast(name, _unify(name, args)))
+
+
+def _unary(prim, name: str, x: Any) -> Any:
+    _check_operands(name, (x,))
+    return prim.bind(x)
+
+
+# -- arithmetic ------------------------------------------------------------------------------------------
+def add(x: Any, y: Any) -> Any:
+    return _nary(ew.add_p, "add", x, y)
+
+
+def sub(x: Any, y: Any) -> Any:
+    return _nary(ew.sub_p, "sub", x, y)
+
+
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    if out_dtype is not None:  # multiply in ``out_dtype`` (e.g. int8 operands, an int32 product)
+        want = dtypes.canonicalize_dtype(dtypes.to_dtype(out_dtype))
+        x, y = (v if _is_python_scalar(v) else convert_element_type(v, want) for v in (x, y))
+    return _nary(ew.mul_p, "mul", x, y)
+
+
+def div(x: Any, y: Any) -> Any:
+    """x / y; integers round toward zero."""
+    return _nary(ew.div_p, "div", x, y)
+
+
+def rem(x: Any, y: Any) -> Any:
+    """The remainder of ``div``: it has the sign of ``x``."""
+    return _nary(ew.rem_p, "rem", x, y)
+
+
+def pow(x: Any, y: Any) -> Any:
+    """x ** y for an inexact ``x``; ``y`` has ``x``'s dtype or an integer dtype."""
+    _check_operands("pow", (x, y))
+    y_is_int = (isinstance(y, int) and not isinstance(y, bool)) or (
+        not _is_python_scalar(y) and aval(y).dtype.kind in "iu")
+    if y_is_int:
+        x = x if not _is_python_scalar(x) else convert(x, aval(x).dtype, weak_type=True)
+        y = y if not _is_python_scalar(y) else convert(y, aval(y).dtype, weak_type=True)
+        return ew.pow_p.bind(*_broadcast("pow", [x, y]))
+    return _nary(ew.pow_p, "pow", x, y)
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    return _unary_with(ew.integer_pow_p, "integer_pow", x, y=y)
+
+
+def _unary_with(prim, name: str, x: Any, **params: Any) -> Any:
+    _check_operands(name, (x,))
+    return prim.bind(x, **params)
+
+
+def square(x: Any) -> Any:
+    return _unary(ew.square_p, "square", x)
+
+
+def reciprocal(x: Any) -> Any:
+    return integer_pow(x, -1)
+
+
+def neg(x: Any) -> Any:
+    return _unary(ew.neg_p, "neg", x)
+
+
+def abs(x: Any) -> Any:  # noqa: A001 - lax's name
+    return _unary(ew.abs_p, "abs", x)
+
+
+def sign(x: Any) -> Any:
+    return _unary(ew.sign_p, "sign", x)
+
+
+def floor(x: Any) -> Any:
+    return _unary(ew.floor_p, "floor", x)
+
+
+def ceil(x: Any) -> Any:
+    return _unary(ew.ceil_p, "ceil", x)
+
+
+def round(x: Any, rounding_method: Any = RoundingMethod.AWAY_FROM_ZERO) -> Any:  # noqa: A001 - lax's name
+    try:
+        method = RoundingMethod(rounding_method)
+    except ValueError:
+        raise ValueError(f"lax.round: rounding_method must be a lax.RoundingMethod, got {rounding_method!r}") from None
+    return _unary_with(ew.round_p, "round", x, rounding_method=int(method))
+
+
+def max(x: Any, y: Any) -> Any:  # noqa: A001 - lax's name
+    return _nary(ew.max_p, "max", x, y)
+
+
+def min(x: Any, y: Any) -> Any:  # noqa: A001 - lax's name
+    return _nary(ew.min_p, "min", x, y)
+
+
+def nextafter(x1: Any, x2: Any) -> Any:
+    return _nary(ew.nextafter_p, "nextafter", x1, x2)
+
+
+def atan2(x: Any, y: Any) -> Any:
+    return _nary(ew.atan2_p, "atan2", x, y)
+
+
+# -- transcendental functions (``accuracy`` is accepted and ignored: NumPy has one accuracy) -------------
+def exp(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.exp_p, "exp", x)
+
+
+def exp2(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.exp2_p, "exp2", x)
+
+
+def log(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.log_p, "log", x)
+
+
+def log1p(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.log1p_p, "log1p", x)
+
+
+def expm1(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.expm1_p, "expm1", x)
+
+
+def tanh(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.tanh_p, "tanh", x)
+
+
+def logistic(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.logistic_p, "logistic", x)
+
+
+def sin(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.sin_p, "sin", x)
+
+
+def cos(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.cos_p, "cos", x)
+
+
+def tan(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.tan_p, "tan", x)
+
+
+def sqrt(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.sqrt_p, "sqrt", x)
+
+
+def rsqrt(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.rsqrt_p, "rsqrt", x)
+
+
+def cbrt(x: Any, *, accuracy: Any = None) -> Any:
+    return _unary(ew.cbrt_p, "cbrt", x)
+
+
+def asin(x: Any) -> Any:
+    return _unary(ew.asin_p, "asin", x)
+
+
+def acos(x: Any) -> Any:
+    return _unary(ew.acos_p, "acos", x)
+
+
+def atan(x: Any) -> Any:
+    return _unary(ew.atan_p, "atan", x)
+
+
+def sinh(x: Any) -> Any:
+    return _unary(ew.sinh_p, "sinh", x)
+
+
+def cosh(x: Any) -> Any:
+    return _unary(ew.cosh_p, "cosh", x)
+
+
+def asinh(x: Any) -> Any:
+    return _unary(ew.asinh_p, "asinh", x)
+
+
+def acosh(x: Any) -> Any:
+    return _unary(ew.acosh_p, "acosh", x)
+
+
+def atanh(x: Any) -> Any:
+    return _unary(ew.atanh_p, "atanh", x)
+
+
+def erf(x: Any) -> Any:
+    return _unary(ew.erf_p, "erf", x)
+
+
+def erfc(x: Any) -> Any:
+    return _unary(ew.erfc_p, "erfc", x)
+
+
+def erf_inv(x: Any) -> Any:
+    return _unary(ew.erf_inv_p, "erf_inv", x)
+
+
+def lgamma(x: Any) -> Any:
+    return _unary(ew.lgamma_p, "lgamma", x)
+
+
+def digamma(x: Any) -> Any:
+    return _unary(ew.digamma_p, "digamma", x)
+
+
+def is_finite(x: Any) -> Any:
+    return _unary(ew.is_finite_p, "is_finite", x)
+
+
+# -- comparisons and bit operations ----------------------------------------------------------------------
+def eq(x: Any, y: Any) -> Any:
+    return _nary(ew.eq_p, "eq", x, y)
+
+
+def ne(x: Any, y: Any) -> Any:
+    return _nary(ew.ne_p, "ne", x, y)
+
+
+def lt(x: Any, y: Any) -> Any:
+    return _nary(ew.lt_p, "lt", x, y)
+
+
+def le(x: Any, y: Any) -> Any:
+    return _nary(ew.le_p, "le", x, y)
+
+
+def gt(x: Any, y: Any) -> Any:
+    return _nary(ew.gt_p, "gt", x, y)
+
+
+def ge(x: Any, y: Any) -> Any:
+    return _nary(ew.ge_p, "ge", x, y)
+
+
+def bitwise_and(x: Any, y: Any) -> Any:
+    return _nary(ew.and_p, "bitwise_and", x, y)
+
+
+def bitwise_or(x: Any, y: Any) -> Any:
+    return _nary(ew.or_p, "bitwise_or", x, y)
+
+
+def bitwise_xor(x: Any, y: Any) -> Any:
+    return _nary(ew.xor_p, "bitwise_xor", x, y)
+
+
+def bitwise_not(x: Any) -> Any:
+    return _unary(ew.not_p, "bitwise_not", x)
+
+
+def population_count(x: Any) -> Any:
+    return _unary(ew.population_count_p, "population_count", x)
+
+
+def clz(x: Any) -> Any:
+    return _unary(ew.clz_p, "clz", x)
+
+
+def shift_left(x: Any, y: Any) -> Any:
+    return _nary(ew.shift_left_p, "shift_left", x, y)
+
+
+def shift_right_logical(x: Any, y: Any) -> Any:
+    return _nary(ew.shift_right_logical_p, "shift_right_logical", x, y)
+
+
+def shift_right_arithmetic(x: Any, y: Any) -> Any:
+    return _nary(ew.shift_right_arithmetic_p, "shift_right_arithmetic", x, y)
+
+
+# -- selection -------------------------------------------------------------------------------------------
+def select_n(which: Any, *cases: Any) -> Any:
+    """cases[which] elementwise; ``which`` is bool (two cases) or integer, of shape () or the cases'."""
+    if not cases:
+        raise ValueError("lax.select_n: needs at least one case")
+    _check_operands("select_n", (which,))
+    cases = _broadcast("select_n", _unify("select_n", cases))
+    which_shape = aval(which).shape
+    if which_shape and which_shape != aval(cases[0]).shape:
+        cases = _broadcast("select_n", [which, *cases])[1:]
+    return ew.select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """on_true where ``pred`` holds, else on_false."""
+    return select_n(pred, on_false, on_true)
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002 - lax's names
+    """x limited to [min, max]; the bounds are scalars or have x's shape."""
+    return ew.clamp_p.bind(*_unify("clamp", (min, x, max)))
+
+
+# -- complex numbers -------------------------------------------------------------------------------------
+def complex(x: Any, y: Any) -> Any:  # noqa: A001 - lax's name
+    """x + i y."""
+    return _nary(ew.complex_p, "complex", x, y)
+
+
+def real(x: Any) -> Any:
+    return _unary(ew.real_p, "real", x)
+
+
+def imag(x: Any) -> Any:
+    return _unary(ew.imag_p, "imag", x)
+
+
+def conj(x: Any) -> Any:
+    return _unary(ew.conj_p, "conj", x)
+
+
+# -- conversion ------------------------------------------------------------------------------------------
+def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+    """``operand`` as ``new_dtype`` (canonicalised: float64 is float32 unless x64 is on); never weak."""
+    _check_operands("convert_element_type", (operand,))
+    want = dtypes.canonicalize_dtype(dtypes.to_dtype(new_dtype))
+    typ = aval(operand)
+    if typ.dtype == want and not typ.weak_type and not _is_python_scalar(operand):
+        return operand
+    if _is_python_scalar(operand):  # through its own weak dtype, so a float keeps XLA's conversion rules
+        operand = convert(operand, typ.dtype, weak_type=True)
+    return ew.convert_element_type_p.bind(operand, new_dtype=want, weak_type=False)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """The bits of ``operand`` read as ``new_dtype``; a narrower type adds a last axis, a wider one eats it."""
+    _check_operands("bitcast_convert_type", (operand,))
+    want = dtypes.canonicalize_dtype(dtypes.to_dtype(new_dtype))
+    return ew.bitcast_convert_type_p.bind(operand, new_dtype=want)

@@ -3,8 +3,21 @@
 Each submodule lists its public names in ``__all__``; this module re-exports them all.
 """
 
-from runtime.numpy import _core, creation, indexing, manipulation, misc, products, reductions, sorting, ufuncs
-from runtime.numpy import fft, linalg  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
+import importlib
+
+from runtime.numpy import (  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
+    _core,
+    creation,
+    fft,
+    indexing,
+    linalg,
+    manipulation,
+    misc,
+    products,
+    reductions,
+    sorting,
+    ufuncs,
+)
 from runtime.numpy._core import *  # noqa: F401,F403
 from runtime.numpy.creation import *  # noqa: F401,F403
 from runtime.numpy.indexing import *  # noqa: F401,F403
@@ -15,7 +28,9 @@ from runtime.numpy.reductions import *  # noqa: F401,F403
 from runtime.numpy.sorting import *  # noqa: F401,F403
 from runtime.numpy.ufuncs import *  # noqa: F401,F403
 
-__all__ = sorted(
-    {name for m in (_core, creation, indexing, manipulation, misc, products, reductions, sorting, ufuncs) for name in m.__all__}
-    | {"fft", "linalg"}
-)
+_MODULES = (_core, creation, indexing, manipulation, misc, products, reductions, sorting, ufuncs)
+__all__ = sorted({name for m in _MODULES for name in m.__all__} | {"fft", "linalg"})
+
+from transpiler.array_methods import install_numpy_api  # noqa: E402
+
+install_numpy_api(importlib.import_module(__name__))

@@ -158,7 +158,10 @@ def isrealobj(x: Any) -> bool:
 def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
     """``x`` as ``dtype`` (and weak bit), binding a conversion only when something changes."""
     dtype = np.dtype(dtype)
-    if isinstance(x, _SCALARS) and not isinstance(x, np.generic):
+    if isinstance(x, int) and not isinstance(x, (bool, np.generic)):
+        # as in JAX: the int must fit the default int dtype (OverflowError otherwise); narrower ints wrap
+        x = to_array(x)._value.astype(dtype)
+    elif isinstance(x, _SCALARS) and not isinstance(x, np.generic):
         x = np.asarray(x, dtype) if not (isinstance(x, complex) and dtype.kind != "c") else np.asarray(x.real, dtype)
     typ = aval(x)
     if typ.dtype == dtype and typ.weak_type == weak_type and not isinstance(x, (np.ndarray, np.generic)):
@@ -240,10 +243,11 @@ def promote_dtypes(*args: Any) -> list[Any]:
 
 
 def promote_dtypes_inexact(*args: Any) -> list[Any]:
-    """As ``promote_dtypes``, then integers and bools become the default float (keeping the weak bit)."""
+    """As ``promote_dtypes``, then integers and bools become floats (keeping the weak bit): float64 for
+    64-bit integers, float32 for narrower ones (JAX's rule; with x64 off both are float32)."""
     dtype, weak = dtypes.result_type(*args, return_weak_type=True)
     if dtype.kind not in "fc":
-        dtype = dtypes.default_float_dtype()
+        dtype = dtypes.canonicalize_dtype(np.float64 if dtype.itemsize == 8 else np.float32)
     return [convert(x, dtype, weak) for x in args]
 
 

@@ -1,5 +1,179 @@
-"""Primitives of the 'control' family (being written)."""
+"""Structured control flow: ``cond``, ``while``, ``for`` and ``scan`` ops, which hold regions.
 
-from transpiler.primitives.core import register_module
+They are built by the front end (a Python ``if``/``while``/``for`` on symbolic values) and by the lax
+control-flow functions, never through ``bind``. Each declares how its regions must be typed
+(``check_regions``, run by the verifier) and how to run it given a way to run a block (``run``, used by
+the IR interpreter). Regions may use values of enclosing blocks.
+
+- ``cond %p {A} {B}``: ``p`` bool runs A when true, else B; an integer index picks branch ``clamp(p)``.
+  Branches take no parameters and yield values of the op's result types.
+- ``while (init...) cond {C} body {B}``: C and B take the carried values; C yields a bool scalar, B the
+  next carried values; the results are the final carried values.
+- ``for (n, init...) {B}``: B takes the iteration number ``k`` (i32, 0 <= k < n) and the carried values
+  and yields the next ones.
+- ``scan[length, reverse, num_carry] (init..., xs...) {B}``: B takes the carry and one slice of each xs
+  (axis 0) and yields the carry and one slice of each output; the results are the final carry and the
+  stacked outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from transpiler.primitives.core import Primitive, register_module
+from transpiler.types import TensorType
+
+RunBlock = Callable[[Any, Sequence[Any]], list[Any]]
+
+
+class ControlPrimitive(Primitive):
+    """A primitive whose ops hold regions; ``run`` and ``check_regions`` replace impl and shape rule."""
+
+    def __init__(self, name: str, *, params: Sequence[str] = ()):
+        super().__init__(name, params=params, multiple_results=True)
+        self.run: Callable[..., list[Any]] | None = None
+        self.check_regions: Callable[..., list[str]] | None = None
+
+    def abstract_eval(self, *types, **params):
+        raise TypeError(f"'{self.name}' ops are built with regions by the front end, not through bind")
+
+    def bind(self, *operands, **params):
+        raise TypeError(f"'{self.name}' ops are built with regions by the front end, not through bind")
+
+
+def _types(values: Sequence[Any]) -> list[TensorType]:
+    return [v.aval for v in values]
+
+
+def _strong(types: Sequence[TensorType]) -> list[TensorType]:
+    return [t.strong() for t in types]
+
+
+def _expect(errors: list[str], got: Sequence[TensorType], want: Sequence[TensorType], what: str) -> None:
+    if _strong(got) != _strong(want):
+        errors.append(f"{what} has types ({', '.join(map(str, got))}), expected ({', '.join(map(str, want))})")
+
+
+cond_p = ControlPrimitive("cond")
+
+
+def _cond_check(op) -> list[str]:
+    errors: list[str] = []
+    (pred,) = op.operands
+    if pred.aval.shape != () or pred.aval.dtype.kind not in "biu":
+        errors.append(f"cond predicate must be a bool or integer scalar, got {pred.aval}")
+    if pred.aval.dtype.kind == "b" and len(op.regions) != 2:
+        errors.append(f"a bool cond has 2 branches, got {len(op.regions)}")
+    for i, branch in enumerate(op.regions):
+        if branch.params:
+            errors.append(f"cond branch {i} must take no parameters")
+        _expect(errors, _types(branch.results), _types(op.results), f"cond branch {i} yield")
+    return errors
+
+
+def _cond_run(op, operands, run_block: RunBlock) -> list[Any]:
+    index = operands[0]
+    if op.operands[0].aval.dtype.kind == "b":
+        branch = 0 if bool(index) else 1
+    else:
+        branch = int(np.clip(int(index), 0, len(op.regions) - 1))
+    return run_block(op.regions[branch], [])
+
+
+cond_p.check_regions, cond_p.run = _cond_check, _cond_run
+
+while_p = ControlPrimitive("while")
+
+
+def _while_check(op) -> list[str]:
+    errors: list[str] = []
+    cond_block, body = op.regions
+    carried = _types(op.operands)
+    _expect(errors, _types(cond_block.params), carried, "while condition parameters")
+    _expect(errors, _types(body.params), carried, "while body parameters")
+    _expect(errors, _types(body.results), carried, "while body yield")
+    _expect(errors, _types(op.results), carried, "while results")
+    if len(cond_block.results) != 1 or cond_block.results[0].aval.strong() != TensorType(np.bool_, ()):
+        errors.append("while condition must yield one bool scalar")
+    return errors
+
+
+def _while_run(op, operands, run_block: RunBlock) -> list[Any]:
+    cond_block, body = op.regions
+    carried = list(operands)
+    while bool(run_block(cond_block, carried)[0]):
+        carried = run_block(body, carried)
+    return carried
+
+
+while_p.check_regions, while_p.run = _while_check, _while_run
+
+for_p = ControlPrimitive("for")
+
+
+def _for_check(op) -> list[str]:
+    errors: list[str] = []
+    (body,) = op.regions
+    trip, *init = op.operands
+    if trip.aval.shape != () or trip.aval.dtype.kind not in "iu":
+        errors.append(f"for trip count must be an integer scalar, got {trip.aval}")
+    carried = _types(init)
+    if not body.params or body.params[0].aval.strong() != TensorType(np.int32, ()):
+        errors.append("for body's first parameter must be the i32 iteration number")
+    _expect(errors, _types(body.params[1:]), carried, "for body parameters")
+    _expect(errors, _types(body.results), carried, "for body yield")
+    _expect(errors, _types(op.results), carried, "for results")
+    return errors
+
+
+def _for_run(op, operands, run_block: RunBlock) -> list[Any]:
+    (body,) = op.regions
+    trip, *carried = operands
+    for k in range(int(trip)):
+        carried = run_block(body, [np.int32(k), *carried])
+    return list(carried)
+
+
+for_p.check_regions, for_p.run = _for_check, _for_run
+
+scan_p = ControlPrimitive("scan", params=("length", "reverse", "num_carry"))
+
+
+def _scan_check(op) -> list[str]:
+    errors: list[str] = []
+    (body,) = op.regions
+    n, length = op.params["num_carry"], op.params["length"]
+    init, xs = op.operands[:n], op.operands[n:]
+    for x in xs:
+        if not x.aval.shape or x.aval.shape[0] != length:
+            errors.append(f"scan input {x.aval} does not have a leading axis of length {length}")
+    slices = [t.update(shape=t.shape[1:]) for t in _types(xs)]
+    _expect(errors, _types(body.params), _types(init) + slices, "scan body parameters")
+    _expect(errors, _types(body.results[:n]), _types(init), "scan body carry")
+    ys = [t.update(shape=(length, *t.shape)) for t in _types(body.results[n:])]
+    _expect(errors, _types(op.results), _types(init) + ys, "scan results")
+    return errors
+
+
+def _scan_run(op, operands, run_block: RunBlock, stack: Callable[[list[Any]], Any] | None = None) -> list[Any]:
+    (body,) = op.regions
+    n, length, reverse = op.params["num_carry"], op.params["length"], op.params["reverse"]
+    carry, xs = list(operands[:n]), operands[n:]
+    outputs: list[list[Any]] = [[] for _ in body.results[n:]]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        out = run_block(body, [*carry, *(x[i] for x in xs)])
+        carry = out[:n]
+        for column, y in zip(outputs, out[n:]):
+            column.append(y)
+    if reverse:
+        outputs = [column[::-1] for column in outputs]
+    stacked = [stack(column) if stack else np.stack([np.asarray(y) for y in column]) for column in outputs]
+    return [*carry, *stacked]
+
+
+scan_p.check_regions, scan_p.run = _scan_check, _scan_run
 
 register_module(globals())

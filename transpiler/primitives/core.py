@@ -101,6 +101,10 @@ class Interpreter:
     def process(self, prim: Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
         raise NotImplementedError
 
+    def canonical(self, x: Any) -> Any:
+        """A concrete operand (Python scalar, NumPy array) as this interpreter's array type."""
+        return x
+
 
 class ImplInterpreter(Interpreter):
     """Calls the NumPy implementation directly: the fallback when no runtime is loaded."""
@@ -118,6 +122,10 @@ _stack: list[Interpreter] = []
 def set_base_interpreter(interpreter: Interpreter) -> None:
     """The interpreter used when nothing else is on the stack (the runtime installs its eager one)."""
     _base[0] = interpreter
+
+
+def base_interpreter() -> Interpreter:
+    return _base[0]
 
 
 def current_interpreter() -> Interpreter:

@@ -1,9 +1,11 @@
 """Elementwise primitives: math, comparisons, logic and bit operations, selects and conversions.
 
 Operands of an n-ary elementwise primitive have one shape and one dtype (``srcjax.lax`` and
-``srcjax.numpy`` broadcast and promote before binding). The result is weakly typed only when every
-operand is. Each primitive is one line through a family constructor; the ones with parameters or
-unusual typing are written out below them.
+``srcjax.numpy`` broadcast and promote before binding); ``pow`` also takes an integer exponent. The
+result is weakly typed only when every operand is. The dtypes each primitive accepts are XLA's (checked
+against JAX): transcendental functions take floats and complex numbers, ``erf``-like ones floats only,
+bit operations integers (and bools for the logical ones). Each primitive is one line through a family
+constructor; the ones with parameters or unusual typing are written out below them.
 """
 
 from __future__ import annotations
@@ -16,42 +18,45 @@ from transpiler.primitives import special
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, complex_dtype, real_dtype, short_name
 
-# -- dtype classes ---------------------------------------------------------------------------------------
-KINDS = {
-    "float": "f",
-    "inexact": "fc",
-    "complex": "c",
-    "number": "iufc",
-    "signed": "ifc",
-    "int": "iu",
-    "int_or_bool": "iub",
-    "real": "iuf",
-    "any": "biufc",
-    "real_or_bool": "biuf",
+# dtype classes, as sets of NumPy kind letters (b bool, i signed, u unsigned, f float, c complex)
+KIND_NAMES = {
+    "f": "floating",
+    "fc": "floating or complex",
+    "c": "complex",
+    "iufc": "integer, floating or complex",
+    "ifc": "signed integer, floating or complex",
+    "iu": "integer",
+    "biu": "bool or integer",
+    "iuf": "integer or floating",
+    "biuf": "bool, integer or floating",
+    "biufc": "any",
 }
 
 
-def _same_shape_and_dtype(name: str, types: tuple[TensorType, ...], kinds: str) -> None:
+def check_kind(name: str, dtype: np.dtype, kinds: str, what: str = "operands") -> None:
+    check(dtype.kind in kinds, name, f"does not accept {dtype.name} {what}; they must be {KIND_NAMES[kinds]}")
+
+
+def check_same(name: str, types: tuple[TensorType, ...], kinds: str) -> None:
+    """Every operand has the first one's shape and dtype, and that dtype is of ``kinds``."""
     first = types[0]
-    for t in types[1:]:
-        check(t.shape == first.shape, name, f"operands must have the same shape, got {[t.shape for t in types]}",
-              kind="value")
-        check(t.dtype == first.dtype, name,
-              f"operands must have the same dtype, got {', '.join(short_name(t.dtype) for t in types)}")
-    check(first.dtype.kind in KINDS[kinds], name, f"does not accept {first.dtype.name} operands ({kinds} only)")
+    check(all(t.dtype == first.dtype for t in types), name,
+          f"operands must have the same dtype, got {', '.join(short_name(t.dtype) for t in types)}")
+    check(all(t.shape == first.shape for t in types), name,
+          f"operands must have the same shape, got {', '.join(str(t.shape) for t in types)}", kind="value")
+    check_kind(name, first.dtype, kinds)
 
 
-def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "inexact",
-                result: Callable[[np.dtype], np.dtype] | None = None, params: tuple[str, ...] = ()) -> Primitive:
+def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "fc",
+                result: Callable[[np.dtype], np.dtype] | None = None) -> Primitive:
     """A primitive applying ``impl`` elementwise; ``result`` maps the operand dtype to the result's."""
-    prim = Primitive(name, params=params)
+    prim = Primitive(name)
 
-    def shape_rule(*types: TensorType, **kw) -> TensorType:
+    def shape_rule(*types: TensorType) -> TensorType:
         check(len(types) == arity, name, f"takes {arity} operand(s), got {len(types)}")
-        _same_shape_and_dtype(name, types, kinds)
+        check_same(name, types, kinds)
         dtype = types[0].dtype if result is None else np.dtype(result(types[0].dtype))
-        weak = all(t.weak_type for t in types) and dtype.kind != "b"
-        return TensorType(dtype, types[0].shape, weak)
+        return TensorType(dtype, types[0].shape, all(t.weak_type for t in types))
 
     prim.def_shape(shape_rule)
     prim.def_impl(impl)
@@ -66,8 +71,8 @@ def binary(name: str, impl: Callable, **kw) -> Primitive:
     return elementwise(name, impl, 2, **kw)
 
 
-def comparison(name: str, impl: Callable) -> Primitive:
-    prim = elementwise(name, impl, 2, kinds="any", result=lambda d: np.bool_)
+def comparison(name: str, impl: Callable, kinds: str) -> Primitive:
+    prim = binary(name, impl, kinds=kinds, result=lambda d: np.bool_)
     prim.mark_no_rule("jvp", "comparisons have zero derivative")
     return prim
 
@@ -77,59 +82,130 @@ def _to_bool(dtype) -> np.dtype:
 
 
 # -- arithmetic ------------------------------------------------------------------------------------------
-neg_p = unary("neg", np.negative, kinds="number")
-add_p = binary("add", np.add, kinds="number")
-sub_p = binary("sub", np.subtract, kinds="number")
-mul_p = binary("mul", np.multiply, kinds="number")
+def _div(x, y):
+    if x.dtype.kind not in "iu":
+        return np.true_divide(x, y)
+    # XLA's integer division rounds toward zero; x / 0 is -1 (signed) or all ones (unsigned), and
+    # MIN / -1 wraps to MIN. NumPy floors, so the quotient is corrected where the remainder is nonzero.
+    special_divisor = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
+    safe = np.where(special_divisor, 1, y).astype(x.dtype)
+    q = np.floor_divide(x, safe)
+    q = q + ((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)))
+    q = np.where(y == -1, np.negative(x), q) if x.dtype.kind == "i" else q
+    return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
 
 
-def _div_impl(x, y):
-    if x.dtype.kind in "iu":  # C-style division, rounding toward zero, as XLA does
-        q = np.floor_divide(x, np.where(y == 0, 1, y))
-        fix = (np.remainder(x, np.where(y == 0, 1, y)) != 0) & ((x < 0) != (y < 0))
-        return np.where(y == 0, -1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max, q + fix).astype(x.dtype)
-    return np.true_divide(x, y)
+def _rem(x, y):
+    if x.dtype.kind not in "iu":
+        return np.fmod(x, y)  # the sign of the dividend, like C
+    special_divisor = (y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0
+    return np.where(y == 0, x, np.fmod(x, np.where(special_divisor, 1, y).astype(x.dtype))).astype(x.dtype)
 
 
-def _rem_impl(x, y):
-    if x.dtype.kind in "iu":  # C-style remainder: the sign of the dividend
-        safe = np.where(y == 0, 1, y)
-        return np.where(y == 0, x, x - safe * _div_impl(x, safe)).astype(x.dtype)
-    return np.fmod(x, y)
+def _extremum(numpy_fn: Callable, prefer_negative_zero: bool) -> Callable:
+    """np.maximum / np.minimum (NaN-propagating), except that XLA orders -0.0 below +0.0."""
+
+    def impl(x, y):
+        out = numpy_fn(x, y)
+        if x.dtype.kind != "f":
+            return out
+        both_zero = (x == 0) & (y == 0)
+        pick_x = np.signbit(x) if prefer_negative_zero else ~np.signbit(x)
+        return np.where(both_zero, np.where(pick_x, x, y), out)
+
+    return impl
 
 
-div_p = binary("div", _div_impl, kinds="number")
-rem_p = binary("rem", _rem_impl, kinds="real")
-max_p = binary("max", np.maximum, kinds="any")
-min_p = binary("min", np.minimum, kinds="any")
-pow_p = binary("pow", np.power, kinds="inexact")
-atan2_p = binary("atan2", np.arctan2, kinds="float")
-nextafter_p = binary("nextafter", np.nextafter, kinds="float")
-abs_p = unary("abs", np.abs, kinds="signed", result=real_dtype)
-sign_p = unary("sign", lambda x: np.sign(x) if x.dtype.kind != "c" else np.where(x == 0, 0, x / np.abs(x)),
-               kinds="number")
-floor_p = unary("floor", np.floor, kinds="float")
-ceil_p = unary("ceil", np.ceil, kinds="float")
-is_finite_p = unary("is_finite", np.isfinite, kinds="float", result=_to_bool)
+def _sign(x):
+    if x.dtype.kind == "c":
+        magnitude = np.abs(x)
+        return np.where(magnitude == 0, 0, x / np.where(magnitude == 0, 1, magnitude)).astype(x.dtype)
+    if x.dtype.kind in "iu":
+        return np.sign(x) if x.dtype.kind == "i" else (x != 0).astype(x.dtype)
+    return np.where((x == 0) | np.isnan(x), x, np.sign(x)).astype(x.dtype)  # keeps -0.0 and NaN
+
+
+def _round(x, rounding_method):
+    if rounding_method == 1:  # to nearest even
+        return np.round(x)
+    # away from zero; x - trunc(x) is exact, so no rounding error decides the halfway cases
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def _atan2(x, y):
+    if x.dtype.kind != "c":
+        return np.arctan2(x, y)
+    # atan2(x, y) = -i log((y + i x) / sqrt(x^2 + y^2)), which reduces to arctan2 for real arguments
+    return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype)
+
+
+def _pow(x, y):
+    if y.dtype.kind in "iu":  # x ** n with an integer n: compute in the widest float, round once
+        wide = np.complex128 if x.dtype.kind == "c" else np.float64
+        return np.power(x.astype(wide), y.astype(np.float64)).astype(x.dtype)
+    return np.power(x, y)
+
+
+neg_p = unary("neg", np.negative, kinds="iufc")
+add_p = binary("add", np.add, kinds="iufc")
+sub_p = binary("sub", np.subtract, kinds="iufc")
+mul_p = binary("mul", np.multiply, kinds="iufc")
+div_p = binary("div", _div, kinds="iufc")
+rem_p = binary("rem", _rem, kinds="iuf")
+max_p = binary("max", _extremum(np.maximum, prefer_negative_zero=False), kinds="biufc")
+min_p = binary("min", _extremum(np.minimum, prefer_negative_zero=True), kinds="biufc")
+atan2_p = binary("atan2", _atan2, kinds="fc")
+nextafter_p = binary("nextafter", np.nextafter, kinds="f")
+abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype)
+sign_p = unary("sign", _sign, kinds="iufc")
+square_p = unary("square", lambda x: x * x, kinds="iufc")
+floor_p = unary("floor", np.floor, kinds="f")
+ceil_p = unary("ceil", np.ceil, kinds="f")
+is_finite_p = unary("is_finite", np.isfinite, kinds="f", result=_to_bool)
 is_finite_p.mark_no_rule("jvp", "is_finite has zero derivative")
+
+pow_p = Primitive("pow")
+
+
+@pow_p.def_shape
+def _pow_shape(x: TensorType, y: TensorType) -> TensorType:
+    check_kind("pow", x.dtype, "fc", "bases")
+    check(y.dtype == x.dtype or y.dtype.kind in "iu", "pow",
+          f"the exponent must have the base's dtype or an integer dtype, got {short_name(x.dtype)} and "
+          f"{short_name(y.dtype)}")
+    check(x.shape == y.shape, "pow", f"operands must have the same shape, got {x.shape}, {y.shape}", kind="value")
+    return x.update(weak_type=x.weak_type and y.weak_type)
+
+
+pow_p.def_impl(_pow)
 
 integer_pow_p = Primitive("integer_pow", params=("y",))
 
 
 @integer_pow_p.def_shape
 def _integer_pow_shape(x: TensorType, *, y: int) -> TensorType:
-    check(isinstance(y, (int, np.integer)), "integer_pow", f"exponent must be a Python int, got {y!r}")
-    check(x.dtype.kind in "iufc", "integer_pow", f"does not accept {x.dtype.name} operands")
-    check(y >= 0 or x.dtype.kind in "fc", "integer_pow", "integers cannot be raised to a negative power",
-          kind="value")
+    check(isinstance(y, (int, np.integer)) and not isinstance(y, bool), "integer_pow",
+          f"the exponent must be a Python int, got {y!r}")
+    check_kind("integer_pow", x.dtype, "iufc")
+    check(y >= 0 or x.dtype.kind in "fc", "integer_pow",
+          f"integers cannot be raised to negative powers, got {short_name(x.dtype)} ** {y}")
     return x
 
 
 @integer_pow_p.def_impl
 def _integer_pow_impl(x, *, y):
-    if y == 0:
+    # binary exponentiation, as XLA lowers it: x^13 = x * x^4 * x^8; a negative power is 1 / x^|y|
+    n, power, acc = abs(int(y)), x, None
+    while n:
+        if n & 1:
+            acc = power if acc is None else acc * power
+        n >>= 1
+        if n:
+            power = power * power
+    if acc is None:
         return np.ones_like(x)
-    return np.power(x, x.dtype.type(y)) if y > 0 else np.reciprocal(np.power(x, x.dtype.type(-y)))
+    return np.reciprocal(acc) if y < 0 else acc
 
 
 round_p = Primitive("round", params=("rounding_method",))
@@ -137,18 +213,13 @@ round_p = Primitive("round", params=("rounding_method",))
 
 @round_p.def_shape
 def _round_shape(x: TensorType, *, rounding_method: int = 0) -> TensorType:
-    check(x.dtype.kind == "f", "round", f"does not accept {x.dtype.name} operands (float only)")
-    check(rounding_method in (0, 1), "round", f"rounding_method must be 0 (away from zero) or 1 (to nearest even), "
+    check_kind("round", x.dtype, "f")
+    check(rounding_method in (0, 1), "round", "rounding_method must be 0 (AWAY_FROM_ZERO) or 1 (TO_NEAREST_EVEN), "
           f"got {rounding_method!r}", kind="value")
     return x
 
 
-@round_p.def_impl
-def _round_impl(x, *, rounding_method=0):
-    if rounding_method == 1:
-        return np.round(x)
-    return np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))
-
+round_p.def_impl(lambda x, *, rounding_method=0: _round(x, rounding_method))
 
 # -- transcendental functions ----------------------------------------------------------------------------
 exp_p = unary("exp", np.exp)
@@ -171,59 +242,71 @@ acosh_p = unary("acosh", np.arccosh)
 atanh_p = unary("atanh", np.arctanh)
 sqrt_p = unary("sqrt", np.sqrt)
 rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)))
-cbrt_p = unary("cbrt", np.cbrt, kinds="float")
-erf_p = unary("erf", special.erf, kinds="float")
-erfc_p = unary("erfc", special.erfc, kinds="float")
-erf_inv_p = unary("erf_inv", special.erf_inv, kinds="float")
-lgamma_p = unary("lgamma", special.lgamma, kinds="float")
-digamma_p = unary("digamma", special.digamma, kinds="float")
+cbrt_p = unary("cbrt", np.cbrt, kinds="f")
+erf_p = unary("erf", special.erf, kinds="f")
+erfc_p = unary("erfc", special.erfc, kinds="f")
+erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f")
+lgamma_p = unary("lgamma", special.lgamma, kinds="f")
+digamma_p = unary("digamma", special.digamma, kinds="f")
 
 # -- comparisons and logic -------------------------------------------------------------------------------
-eq_p = comparison("eq", np.equal)
-ne_p = comparison("ne", np.not_equal)
-lt_p = comparison("lt", np.less)
-le_p = comparison("le", np.less_equal)
-gt_p = comparison("gt", np.greater)
-ge_p = comparison("ge", np.greater_equal)
-not_p = unary("not", np.invert, kinds="int_or_bool")
-and_p = binary("and", np.bitwise_and, kinds="int_or_bool")
-or_p = binary("or", np.bitwise_or, kinds="int_or_bool")
-xor_p = binary("xor", np.bitwise_xor, kinds="int_or_bool")
-population_count_p = unary("population_count", np.bitwise_count, kinds="int")
-clz_p = unary("clz", lambda x: special.count_leading_zeros(x), kinds="int")
+eq_p = comparison("eq", np.equal, "biufc")
+ne_p = comparison("ne", np.not_equal, "biufc")
+lt_p = comparison("lt", np.less, "biuf")
+le_p = comparison("le", np.less_equal, "biuf")
+gt_p = comparison("gt", np.greater, "biuf")
+ge_p = comparison("ge", np.greater_equal, "biuf")
+not_p = unary("not", np.invert, kinds="biu")
+and_p = binary("and", np.bitwise_and, kinds="biu")
+or_p = binary("or", np.bitwise_or, kinds="biu")
+xor_p = binary("xor", np.bitwise_xor, kinds="biu")
+population_count_p = unary("population_count", lambda x: special.population_count(x), kinds="iu")
+clz_p = unary("clz", special.count_leading_zeros, kinds="iu")
 for _p in (not_p, and_p, or_p, xor_p, population_count_p, clz_p):
-    _p.mark_no_rule("jvp", "bitwise operations are not differentiable")
+    _p.mark_no_rule("jvp", "bit operations are not differentiable")
 
 
-def _shift(kind: str):
+def _shift(direction: str) -> Callable:
+    """Shifts by amounts outside [0, bits) give 0, or the sign fill for an arithmetic right shift. Shifts
+    work on the bit pattern: arithmetic ones read it as signed, even in an unsigned dtype, as XLA does."""
+
     def impl(x, y):
         bits = x.dtype.itemsize * 8
+        unsigned, signed = np.dtype(f"u{x.dtype.itemsize}"), np.dtype(f"i{x.dtype.itemsize}")
         in_range = (y >= 0) & (y < bits) if x.dtype.kind == "i" else y < bits
-        safe = np.where(in_range, y, 0).astype(x.dtype)
-        if kind == "left":
-            out, overflow = np.left_shift(x, safe), 0
-        elif kind == "right_arithmetic":
-            out, overflow = np.right_shift(x, safe), np.where(x < 0, -1, 0)
-        else:  # logical: shift the unsigned view
-            unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}"))
-            out, overflow = np.right_shift(unsigned, safe.view(unsigned.dtype)).view(x.dtype), 0
-        return np.where(in_range, out, overflow).astype(x.dtype)
+        amount = np.where(in_range, y, 0).astype(unsigned)
+        if direction == "right_arithmetic":
+            pattern = np.asarray(x).view(signed)  # same itemsize: any layout views (and 0-d stays 0-d)
+            shifted = np.right_shift(pattern, amount.astype(signed))
+            outside = np.where(pattern < 0, signed.type(-1), signed.type(0))
+        else:  # on the unsigned pattern, so that left shifts wrap and logical shifts fill with zeros
+            pattern = np.asarray(x).view(unsigned)
+            shifted = np.left_shift(pattern, amount) if direction == "left" else np.right_shift(pattern, amount)
+            outside = np.zeros_like(pattern)
+        return np.where(in_range, shifted, outside).view(x.dtype)
 
     return impl
 
 
-shift_left_p = binary("shift_left", _shift("left"), kinds="int")
-shift_right_arithmetic_p = binary("shift_right_arithmetic", _shift("right_arithmetic"), kinds="int")
-shift_right_logical_p = binary("shift_right_logical", _shift("right_logical"), kinds="int")
+shift_left_p = binary("shift_left", _shift("left"), kinds="iu")
+shift_right_arithmetic_p = binary("shift_right_arithmetic", _shift("right_arithmetic"), kinds="iu")
+shift_right_logical_p = binary("shift_right_logical", _shift("right_logical"), kinds="iu")
 for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
     _p.mark_no_rule("jvp", "bit shifts are not differentiable")
 
+
 # -- complex numbers -------------------------------------------------------------------------------------
-complex_p = binary("complex", lambda x, y: x + np.asarray(1j, complex_dtype(x.dtype)) * y, kinds="float",
-                   result=complex_dtype)
-real_p = unary("real", np.real, kinds="complex", result=real_dtype)
-imag_p = unary("imag", np.imag, kinds="complex", result=real_dtype)
-conj_p = unary("conj", np.conj, kinds="number", result=lambda d: d if d.kind == "c" else complex_dtype(d))
+def _complex(x, y):
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), complex_dtype(x.dtype))
+    out.real, out.imag = x, y  # not x + 1j * y, which turns an infinite y into a NaN real part
+    return out
+
+
+complex_p = binary("complex", _complex, kinds="f", result=complex_dtype)
+real_p = unary("real", np.real, kinds="c", result=real_dtype)
+imag_p = unary("imag", np.imag, kinds="c", result=real_dtype)
+conj_p = unary("conj", lambda x: np.conj(x).astype(complex_dtype(x.dtype) if x.dtype.kind == "f" else x.dtype),
+               kinds="fc", result=lambda d: d if d.kind == "c" else complex_dtype(d))
 
 # -- selection and conversion ----------------------------------------------------------------------------
 select_n_p = Primitive("select_n")
@@ -232,9 +315,10 @@ select_n_p = Primitive("select_n")
 @select_n_p.def_shape
 def _select_n_shape(which: TensorType, *cases: TensorType) -> TensorType:
     check(len(cases) >= 1, "select_n", "needs at least one case")
-    check(which.dtype.kind in "biu", "select_n", f"the selector must be bool or integer, got {which.dtype.name}")
-    check(which.dtype.kind != "b" or len(cases) <= 2, "select_n", "a bool selector chooses between at most 2 cases")
-    _same_shape_and_dtype("select_n", cases, "any")
+    check_kind("select_n", which.dtype, "biu", "selectors")
+    check(which.dtype.kind != "b" or len(cases) <= 2, "select_n",
+          f"a bool selector chooses between at most 2 cases, got {len(cases)}")
+    check_same("select_n", cases, "biufc")
     check(which.shape in ((), cases[0].shape), "select_n",
           f"the selector has shape {which.shape}; it must be () or the cases' shape {cases[0].shape}", kind="value")
     return cases[0].update(weak_type=all(c.weak_type for c in cases))
@@ -242,9 +326,11 @@ def _select_n_shape(which: TensorType, *cases: TensorType) -> TensorType:
 
 @select_n_p.def_impl
 def _select_n_impl(which, *cases):
-    if len(cases) == 1:
-        return cases[0]
-    return np.choose(which.astype(np.int32), cases) if which.ndim else cases[int(which)]
+    # case i where which == i; out-of-range selectors clamp to the first or last case, as XLA's do
+    out = np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape))
+    for i, case in enumerate(cases[1:], start=1):
+        out = np.where(which >= i, case, out)
+    return out
 
 
 clamp_p = Primitive("clamp")
@@ -253,11 +339,12 @@ clamp_p = Primitive("clamp")
 @clamp_p.def_shape
 def _clamp_shape(lo: TensorType, x: TensorType, hi: TensorType) -> TensorType:
     for name, bound in (("min", lo), ("max", hi)):
-        check(bound.dtype == x.dtype, "clamp", f"{name} has dtype {bound.dtype.name}, operand has {x.dtype.name}")
+        check(bound.dtype == x.dtype, "clamp",
+              f"{name} has dtype {short_name(bound.dtype)} but the operand has {short_name(x.dtype)}")
         check(bound.shape in ((), x.shape), "clamp",
               f"{name} has shape {bound.shape}; it must be () or the operand's {x.shape}", kind="value")
-    check(x.dtype.kind in "iuf", "clamp", f"does not accept {x.dtype.name} operands")
-    return x
+    check_kind("clamp", x.dtype, "biufc")
+    return x.update(weak_type=lo.weak_type and x.weak_type and hi.weak_type)
 
 
 clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
@@ -269,19 +356,22 @@ convert_element_type_p = Primitive("convert_element_type", params=("new_dtype", 
 def _convert_shape(x: TensorType, *, new_dtype, weak_type: bool = False) -> TensorType:
     new_dtype = np.dtype(new_dtype)
     check(new_dtype.kind in "biufc", "convert_element_type", f"cannot convert to {new_dtype}")
-    return TensorType(new_dtype, x.shape, weak_type)
+    return TensorType(new_dtype, x.shape, bool(weak_type))
 
 
 @convert_element_type_p.def_impl
 def _convert_impl(x, *, new_dtype, weak_type=False):
     new_dtype = np.dtype(new_dtype)
     if x.dtype.kind == "c" and new_dtype.kind != "c":
-        x = np.real(x)
-    if x.dtype.kind == "f" and new_dtype.kind in "iu":  # NaN -> 0 and saturation, as XLA converts
-        info = np.iinfo(new_dtype)
-        x = np.clip(np.nan_to_num(np.trunc(x), nan=0.0), info.min, info.max)
-        return np.where(x >= float(info.max), info.max, x.astype(np.float64).astype(new_dtype)).astype(new_dtype)
-    return x.astype(new_dtype)
+        x = np.real(x)  # XLA drops the imaginary part, also when converting to bool
+    if x.dtype.kind != "f" or new_dtype.kind not in "iu":
+        return x.astype(new_dtype)
+    # float -> integer, as XLA converts: round toward zero, NaN -> 0, saturate at the integer's range
+    info = np.iinfo(new_dtype)
+    t = np.trunc(np.where(np.isnan(x), 0, x).astype(np.float64))
+    too_big, too_small = t >= float(info.max), t <= float(info.min)
+    inside = np.where(too_big | too_small, 0, t).astype(new_dtype)
+    return np.where(too_big, info.max, np.where(too_small, info.min, inside)).astype(new_dtype)
 
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",))
@@ -290,12 +380,16 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",)
 @bitcast_convert_type_p.def_shape
 def _bitcast_shape(x: TensorType, *, new_dtype) -> TensorType:
     new_dtype = np.dtype(new_dtype)
+    name = "bitcast_convert_type"
+    check(new_dtype == x.dtype or (new_dtype.kind not in "bc" and x.dtype.kind not in "bc"), name,
+          f"cannot reinterpret {short_name(x.dtype)} as {short_name(new_dtype)}: bool and complex values can "
+          "only be bitcast to their own dtype")
     old, new = x.dtype.itemsize, new_dtype.itemsize
     if old == new:
         return TensorType(new_dtype, x.shape)
     if old > new:
         return TensorType(new_dtype, (*x.shape, old // new))
-    check(x.ndim >= 1 and x.shape[-1] == new // old, "bitcast_convert_type",
+    check(x.ndim >= 1 and x.shape[-1] == new // old, name,
           f"converting {x} to {new_dtype.name} needs a last axis of size {new // old}", kind="value")
     return TensorType(new_dtype, x.shape[:-1])
 
@@ -303,10 +397,8 @@ def _bitcast_shape(x: TensorType, *, new_dtype) -> TensorType:
 @bitcast_convert_type_p.def_impl
 def _bitcast_impl(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
-    x = np.ascontiguousarray(x)
-    if x.dtype.itemsize >= new_dtype.itemsize:
-        return x.view(new_dtype).reshape(_bitcast_shape(TensorType(x.dtype, x.shape), new_dtype=new_dtype).shape)
-    return x.view(new_dtype).reshape(x.shape[:-1])
+    out_shape = _bitcast_shape(TensorType(x.dtype, x.shape), new_dtype=new_dtype).shape
+    return np.ascontiguousarray(x).view(new_dtype).reshape(out_shape)
 
 
 register_module(globals())

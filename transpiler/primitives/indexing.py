@@ -1,5 +1,412 @@
-"""Primitives of the 'indexing' family (being written)."""
+"""Indexing primitives: static and dynamic slices, and XLA's gather and scatter.
 
-from transpiler.primitives.core import register_module
+Semantics are XLA's, because the numpy layer (``x[idx]``, ``x.at[idx]``) and autodiff rely on them: dynamic
+starts are clamped so the slice fits; a gather reads one window per index vector; a scatter writes one
+window per index vector, and a window that does not fit in the operand is dropped (``FILL_OR_DROP``,
+``PROMISE_IN_BOUNDS``) or moved to fit (``CLIP``). The index vector of ``gather``/``scatter`` indices is
+always their last axis.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from transpiler.primitives.core import Primitive, check, register_module
+from transpiler.types import TensorType
+
+
+def _ints(xs) -> tuple[int, ...]:
+    return tuple(int(x) for x in xs)
+
+
+def _is_int_sequence(xs) -> bool:
+    return isinstance(xs, (tuple, list)) and all(isinstance(x, (int, np.integer)) for x in xs)
+
+
+# -- slice -------------------------------------------------------------------------------------------------
+slice_p = Primitive("slice", params=("start_indices", "limit_indices", "strides"))
+
+
+@slice_p.def_shape
+def _slice_shape(x: TensorType, *, start_indices, limit_indices, strides=None) -> TensorType:
+    name = "slice"
+    starts, limits = _ints(start_indices), _ints(limit_indices)
+    steps = (1,) * x.ndim if strides is None else _ints(strides)
+    for what, seq in (("start_indices", starts), ("limit_indices", limits), ("strides", steps)):
+        check(len(seq) == x.ndim, name, f"{what} {seq} must have one entry per operand axis ({x})", kind="value")
+    check(all(s >= 1 for s in steps), name, f"strides {steps} must be positive", kind="value")
+    for axis, (lo, hi, n) in enumerate(zip(starts, limits, x.shape)):
+        check(0 <= lo <= hi <= n, name,
+              f"axis {axis}: need 0 <= start ({lo}) <= limit ({hi}) <= size ({n}) for operand {x}", kind="value")
+    # ceil((limit - start) / stride) elements per axis
+    return x.update(shape=tuple(-(-(hi - lo) // st) for lo, hi, st in zip(starts, limits, steps)))
+
+
+@slice_p.def_impl
+def _slice_impl(x, *, start_indices, limit_indices, strides=None):
+    steps = (1,) * x.ndim if strides is None else strides
+    return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start_indices, limit_indices, steps))]
+
+
+# -- dynamic_slice and dynamic_update_slice ---------------------------------------------------------------
+def _check_start_indices(name: str, operand: TensorType, starts: tuple[TensorType, ...]) -> None:
+    check(len(starts) == operand.ndim, name,
+          f"needs one start index per operand axis: operand {operand} has {operand.ndim}, got {len(starts)}",
+          kind="value")
+    for axis, start in enumerate(starts):
+        check(start.shape == () and start.dtype.kind in "iu", name,
+              f"start index for axis {axis} must be an integer scalar, got {start}")
+    check(len({s.dtype for s in starts}) <= 1, name,
+          f"start indices must have one integer dtype, got {', '.join(str(s) for s in starts)}")
+
+
+def _clamped_starts(starts, shape, sizes) -> list[int]:
+    """XLA moves a start that would make the window overflow: ``clamp(start, 0, size - window)``."""
+    return [int(min(max(int(s), 0), n - k)) for s, n, k in zip(starts, shape, sizes)]
+
+
+dynamic_slice_p = Primitive("dynamic_slice", params=("slice_sizes",))
+
+
+@dynamic_slice_p.def_shape
+def _dynamic_slice_shape(x: TensorType, *starts: TensorType, slice_sizes) -> TensorType:
+    name = "dynamic_slice"
+    _check_start_indices(name, x, starts)
+    sizes = _ints(slice_sizes)
+    check(len(sizes) == x.ndim, name, f"slice_sizes {sizes} must have one entry per operand axis ({x})",
+          kind="value")
+    check(all(0 <= k <= n for k, n in zip(sizes, x.shape)), name,
+          f"slice_sizes {sizes} must lie between 0 and the operand's shape {x.shape}", kind="value")
+    return x.update(shape=sizes)
+
+
+@dynamic_slice_p.def_impl
+def _dynamic_slice_impl(x, *starts, slice_sizes):
+    lows = _clamped_starts(starts, x.shape, slice_sizes)
+    return x[tuple(slice(lo, lo + k) for lo, k in zip(lows, slice_sizes))]
+
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+@dynamic_update_slice_p.def_shape
+def _dynamic_update_slice_shape(x: TensorType, update: TensorType, *starts: TensorType) -> TensorType:
+    name = "dynamic_update_slice"
+    check(update.dtype == x.dtype, name, f"update {update} must have the operand's dtype ({x})")
+    check(update.ndim == x.ndim and all(u <= n for u, n in zip(update.shape, x.shape)), name,
+          f"update {update} must have the operand's rank and fit inside it ({x})", kind="value")
+    _check_start_indices(name, x, starts)
+    return x
+
+
+@dynamic_update_slice_p.def_impl
+def _dynamic_update_slice_impl(x, update, *starts):
+    lows = _clamped_starts(starts, x.shape, update.shape)
+    out = np.array(x, copy=True)
+    out[tuple(slice(lo, lo + k) for lo, k in zip(lows, update.shape))] = update
+    return out
+
+
+# -- gather and scatter: parameters ----------------------------------------------------------------------
+class GatherScatterMode(enum.Enum):
+    """What gather and scatter do with index vectors whose window does not fit in the operand."""
+
+    CLIP = enum.auto()  # move the window inside the operand
+    FILL_OR_DROP = enum.auto()  # gather: return fill_value for it; scatter: skip it
+    PROMISE_IN_BOUNDS = enum.auto()  # the caller promises it never happens (gather clips, scatter skips)
+    ONE_HOT = enum.auto()  # JAX lowers some gathers to one-hot matmuls; not supported here
+
+    @staticmethod
+    def from_any(mode: str | GatherScatterMode | None) -> GatherScatterMode:
+        if isinstance(mode, GatherScatterMode):
+            return mode
+        if mode == "clip":
+            return GatherScatterMode.CLIP
+        if mode is None or mode in ("fill", "drop"):
+            return GatherScatterMode.FILL_OR_DROP
+        if mode == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        if mode == "one_hot":
+            return GatherScatterMode.ONE_HOT
+        raise ValueError(f"unknown gather/scatter mode {mode!r} (use 'clip', 'fill', 'drop' or 'promise_in_bounds')")
+
+    def __repr__(self) -> str:
+        return f"GatherScatterMode.{self.name}"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class GatherDimensionNumbers:
+    """XLA's gather dimension numbers (the index vector is the last axis of the indices)."""
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in self.__dataclass_fields__:
+            object.__setattr__(self, field, _ints(getattr(self, field)))
+
+
+@dataclass(frozen=True)
+class ScatterDimensionNumbers:
+    """XLA's scatter dimension numbers (the index vector is the last axis of the indices)."""
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in self.__dataclass_fields__:
+            object.__setattr__(self, field, _ints(getattr(self, field)))
+
+
+def default_fill_value(dtype: np.dtype):
+    """What an out-of-bounds gather returns by default: NaN, the most negative int, the largest uint, True."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind == "i":
+        return int(np.iinfo(dtype).min)
+    if dtype.kind == "u":
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+# -- gather and scatter: checks shared by both -----------------------------------------------------------
+def _check_axes(name: str, what: str, axes: tuple[int, ...], rank: int, *, ordered: bool = True) -> None:
+    check(all(0 <= a < rank for a in axes), name, f"{what} {axes} out of range for rank {rank}", kind="value")
+    check(len(set(axes)) == len(axes), name, f"{what} {axes} repeats an axis", kind="value")
+    if ordered:
+        check(list(axes) == sorted(axes), name, f"{what} {axes} must be sorted", kind="value")
+
+
+def _check_index_map(name: str, operand: TensorType, indices: TensorType, index_map: tuple[int, ...],
+                     map_name: str, operand_batching: tuple[int, ...], indices_batching: tuple[int, ...],
+                     indices_batching_name: str) -> None:
+    """The checks on indices, the index map and batching dims that gather and scatter share."""
+    check(indices.dtype.kind in "iu", name, f"indices must be integers, got {indices}")
+    check(indices.ndim >= 1, name, f"indices must have an index-vector axis (the last); got {indices}", kind="value")
+    check(indices.shape[-1] == len(index_map), name,
+          f"the index vector (last axis of indices {indices}) has {indices.shape[-1]} entries but {map_name} "
+          f"{index_map} names {len(index_map)} operand axes", kind="value")
+    _check_axes(name, map_name, index_map, operand.ndim, ordered=False)
+    _check_axes(name, "operand_batching_dims", operand_batching, operand.ndim)
+    _check_axes(name, indices_batching_name, indices_batching, indices.ndim - 1, ordered=False)
+    check(not set(index_map) & set(operand_batching), name,
+          f"{map_name} {index_map} and operand_batching_dims {operand_batching} must be disjoint", kind="value")
+    check(len(operand_batching) == len(indices_batching), name,
+          f"operand_batching_dims {operand_batching} and {indices_batching_name} {indices_batching} must pair up",
+          kind="value")
+    for od, idx in zip(operand_batching, indices_batching):
+        check(operand.shape[od] == indices.shape[idx], name,
+              f"batching axis {od} of the operand {operand} and axis {idx} of indices {indices} differ in size",
+              kind="value")
+
+
+def _window_index_arrays(shape, batch_shape, indices, index_map, operand_batching, indices_batching,
+                         windowed, window_sizes, mode_clip: bool):
+    """Per operand axis, an integer array (broadcastable to ``batch_shape + window``) of positions read.
+
+    ``windowed`` lists the operand axes that keep a window axis (in operand order, sizes ``window_sizes``);
+    the others are collapsed/inserted or batching axes (window size 1). Starts are clamped so each window
+    fits, which is XLA's behaviour for gather and for a clipping scatter.
+    """
+    nb, nw = len(batch_shape), len(windowed)
+    sizes = [1] * len(shape)
+    for axis, k in zip(windowed, window_sizes):
+        sizes[axis] = k
+    out = []
+    for axis, n in enumerate(shape):
+        if axis in index_map:
+            start = indices[..., index_map.index(axis)]
+            if mode_clip:
+                start = np.clip(start, 0, max(n - sizes[axis], 0))
+            start = start.reshape(batch_shape + (1,) * nw)
+        elif axis in operand_batching:
+            b = indices_batching[operand_batching.index(axis)]
+            start = np.arange(batch_shape[b]).reshape([-1 if i == b else 1 for i in range(nb)] + [1] * nw)
+        else:
+            start = np.zeros((1,) * (nb + nw), np.int64)
+        if axis in windowed:
+            j = windowed.index(axis)
+            start = start + np.arange(sizes[axis]).reshape([1] * nb + [-1 if i == j else 1 for i in range(nw)])
+        out.append(start)
+    return out
+
+
+def _in_bounds(indices, shape, index_map, sizes) -> np.ndarray:
+    """Mask over the batch: every start of the index vector lets its window fit (0 <= s <= size - window)."""
+    upper = np.array([shape[a] - sizes[a] for a in index_map], np.int64)
+    return np.all((indices >= 0) & (indices <= upper), axis=-1)
+
+
+# -- gather ----------------------------------------------------------------------------------------------
+gather_p = Primitive("gather", params=("dimension_numbers", "slice_sizes", "mode", "fill_value",
+                                       "indices_are_sorted", "unique_indices"))
+
+
+@gather_p.def_shape
+def _gather_shape(x: TensorType, indices: TensorType, *, dimension_numbers, slice_sizes, mode=None,
+                  fill_value=None, indices_are_sorted=False, unique_indices=False) -> TensorType:
+    name = "gather"
+    dn = dimension_numbers
+    check(isinstance(dn, GatherDimensionNumbers), name,
+          f"dimension_numbers must be a GatherDimensionNumbers, got {type(dn).__name__}")
+    check(mode is None or isinstance(mode, GatherScatterMode), name, f"mode must be a GatherScatterMode, got {mode!r}")
+    check(mode != GatherScatterMode.ONE_HOT, name, "mode ONE_HOT is not supported", kind="value")
+    sizes = _ints(slice_sizes)
+    batch_shape = indices.shape[:-1]
+    out_rank = len(dn.offset_dims) + max(indices.ndim - 1, 0)
+    _check_index_map(name, x, indices, dn.start_index_map, "start_index_map", dn.operand_batching_dims,
+                     dn.start_indices_batching_dims, "start_indices_batching_dims")
+    _check_axes(name, "offset_dims", dn.offset_dims, out_rank)
+    _check_axes(name, "collapsed_slice_dims", dn.collapsed_slice_dims, x.ndim)
+    check(not set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims), name,
+          f"collapsed_slice_dims {dn.collapsed_slice_dims} and operand_batching_dims {dn.operand_batching_dims} "
+          "must be disjoint", kind="value")
+    check(len(sizes) == x.ndim, name, f"slice_sizes {sizes} must have one entry per operand axis ({x})", kind="value")
+    check(all(0 <= k <= n for k, n in zip(sizes, x.shape)), name,
+          f"slice_sizes {sizes} must lie between 0 and the operand's shape {x.shape}", kind="value")
+    for axis in dn.collapsed_slice_dims + dn.operand_batching_dims:
+        check(sizes[axis] == 1, name, f"axis {axis} is collapsed or batching, so its slice size must be 1, "
+              f"got {sizes[axis]}", kind="value")
+    windowed = [a for a in range(x.ndim) if a not in dn.collapsed_slice_dims + dn.operand_batching_dims]
+    check(len(windowed) == len(dn.offset_dims), name,
+          f"offset_dims {dn.offset_dims} must name one output axis per operand axis that is neither collapsed nor "
+          f"batching ({len(windowed)} for operand {x})", kind="value")
+    window = iter(sizes[a] for a in windowed)
+    batch = iter(batch_shape)
+    shape = tuple(next(window) if i in dn.offset_dims else next(batch) for i in range(out_rank))
+    return x.update(shape=shape)
+
+
+@gather_p.def_impl
+def _gather_impl(x, indices, *, dimension_numbers, slice_sizes, mode=None, fill_value=None,
+                 indices_are_sorted=False, unique_indices=False):
+    dn = dimension_numbers
+    indices = indices.astype(np.int64)
+    batch_shape, nb = indices.shape[:-1], indices.ndim - 1
+    windowed = [a for a in range(x.ndim) if a not in dn.collapsed_slice_dims + dn.operand_batching_dims]
+    # Axes read whole need no index array: move them last and slice them with ':' (a view, no copy).
+    whole = [a for a in windowed if slice_sizes[a] == x.shape[a]]
+    picked = [a for a in range(x.ndim) if a not in whole]
+    part = [a for a in windowed if a not in whole]
+    arrays = _window_index_arrays(x.shape, batch_shape, indices, dn.start_index_map, dn.operand_batching_dims,
+                                  dn.start_indices_batching_dims, part, [slice_sizes[a] for a in part], True)
+    moved = np.transpose(x, picked + whole)
+    out = moved[tuple(arrays[a] for a in picked)]
+    out = np.broadcast_to(out, batch_shape + tuple(slice_sizes[a] for a in part + whole))
+    # window axes back to operand order, then to their output positions
+    order = [nb + (part + whole).index(a) for a in windowed]
+    out = np.transpose(out, list(range(nb)) + order)
+    out = np.moveaxis(out, list(range(nb, nb + len(windowed))), list(dn.offset_dims))
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        fill = default_fill_value(x.dtype) if fill_value is None else fill_value
+        mask = _in_bounds(indices, x.shape, dn.start_index_map, slice_sizes)
+        mask = np.expand_dims(mask, tuple(dn.offset_dims))  # batch axes sit where the output's do
+        out = np.where(mask, out, np.asarray(fill).astype(x.dtype))
+    return out if out.flags.c_contiguous else np.array(out, order="C")  # not ascontiguousarray: it makes 0-d 1-d
+
+
+# -- scatter ---------------------------------------------------------------------------------------------
+def _scatter_shape(name: str, kinds: str):
+    def rule(x: TensorType, indices: TensorType, updates: TensorType, *, dimension_numbers, mode=None,
+             indices_are_sorted=False, unique_indices=False) -> TensorType:
+        dn = dimension_numbers
+        check(isinstance(dn, ScatterDimensionNumbers), name,
+              f"dimension_numbers must be a ScatterDimensionNumbers, got {type(dn).__name__}")
+        check(mode is None or isinstance(mode, GatherScatterMode), name,
+              f"mode must be a GatherScatterMode, got {mode!r}")
+        check(mode != GatherScatterMode.ONE_HOT, name, "mode ONE_HOT is not supported", kind="value")
+        check(updates.dtype == x.dtype, name, f"updates {updates} must have the operand's dtype ({x})")
+        check(x.dtype.kind in kinds, name, f"does not accept {x.dtype.name} operands")
+        _check_index_map(name, x, indices, dn.scatter_dims_to_operand_dims, "scatter_dims_to_operand_dims",
+                         dn.operand_batching_dims, dn.scatter_indices_batching_dims, "scatter_indices_batching_dims")
+        _check_axes(name, "update_window_dims", dn.update_window_dims, updates.ndim)
+        _check_axes(name, "inserted_window_dims", dn.inserted_window_dims, x.ndim)
+        check(not set(dn.inserted_window_dims) & set(dn.operand_batching_dims), name,
+              f"inserted_window_dims {dn.inserted_window_dims} and operand_batching_dims "
+              f"{dn.operand_batching_dims} must be disjoint", kind="value")
+        windowed = [a for a in range(x.ndim) if a not in dn.inserted_window_dims + dn.operand_batching_dims]
+        check(len(windowed) == len(dn.update_window_dims), name,
+              f"update_window_dims {dn.update_window_dims} must name one updates axis per operand axis that is "
+              f"neither inserted nor batching ({len(windowed)} for operand {x})", kind="value")
+        for axis, u in zip(windowed, dn.update_window_dims):
+            check(updates.shape[u] <= x.shape[axis], name,
+                  f"window axis {u} of updates {updates} is larger than operand axis {axis} ({x})", kind="value")
+        scatter_axes = [updates.shape[i] for i in range(updates.ndim) if i not in dn.update_window_dims]
+        check(tuple(scatter_axes) == indices.shape[:-1], name,
+              f"the non-window axes of updates {updates} must match the batch axes of indices {indices}",
+              kind="value")
+        return x
+
+    return rule
+
+
+def _scatter_impl(combine: Callable | None):
+    """An implementation writing each update window with ``combine`` (a ufunc's ``.at``), or replacing."""
+
+    def impl(x, indices, updates, *, dimension_numbers, mode=None, indices_are_sorted=False,
+             unique_indices=False):
+        dn = dimension_numbers
+        indices = indices.astype(np.int64)
+        batch_shape = indices.shape[:-1]
+        windowed = [a for a in range(x.ndim) if a not in dn.inserted_window_dims + dn.operand_batching_dims]
+        window_sizes = [updates.shape[u] for u in dn.update_window_dims]
+        scatter_axes = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
+        updates = np.transpose(updates, scatter_axes + list(dn.update_window_dims))  # batch axes, then window
+        sizes = [1] * x.ndim
+        for axis, k in zip(windowed, window_sizes):
+            sizes[axis] = k
+        if mode == GatherScatterMode.CLIP:  # move each window inside the operand
+            upper = [max(x.shape[a] - sizes[a], 0) for a in dn.scatter_dims_to_operand_dims]
+            indices = np.clip(indices, 0, np.array(upper, np.int64))
+        arrays = _window_index_arrays(x.shape, batch_shape, indices, dn.scatter_dims_to_operand_dims,
+                                      dn.operand_batching_dims, dn.scatter_indices_batching_dims, windowed,
+                                      window_sizes, False)
+        # windows that do not fit are dropped
+        keep = _in_bounds(indices, x.shape, dn.scatter_dims_to_operand_dims, sizes)
+        arrays = [np.broadcast_to(a, updates.shape) for a in arrays]
+        if not keep.all():
+            keep = np.broadcast_to(keep.reshape(batch_shape + (1,) * len(windowed)), updates.shape)
+            arrays, updates = [a[keep] for a in arrays], updates[keep]
+        # one flat position per update element: ufunc.at is fastest on a 1-d target
+        flat = np.ravel_multi_index(tuple(arrays), x.shape) if x.ndim else np.zeros(updates.shape, np.int64)
+        out = np.array(x, copy=True)
+        if combine is None:
+            out.reshape(-1)[flat] = updates
+        else:
+            combine(out.reshape(-1), flat, updates)
+        return out
+
+    return impl
+
+
+_SCATTER_PARAMS = ("dimension_numbers", "mode", "indices_are_sorted", "unique_indices")
+scatter_p = Primitive("scatter", params=_SCATTER_PARAMS)
+scatter_p.def_shape(_scatter_shape("scatter", "biufc"))
+scatter_p.def_impl(_scatter_impl(None))
+scatter_add_p = Primitive("scatter_add", params=_SCATTER_PARAMS)  # bool: logical or
+scatter_add_p.def_shape(_scatter_shape("scatter_add", "biufc"))
+scatter_add_p.def_impl(_scatter_impl(np.add.at))
+scatter_mul_p = Primitive("scatter_mul", params=_SCATTER_PARAMS)  # bool: logical and
+scatter_mul_p.def_shape(_scatter_shape("scatter_mul", "biufc"))
+scatter_mul_p.def_impl(_scatter_impl(np.multiply.at))
+scatter_min_p = Primitive("scatter_min", params=_SCATTER_PARAMS)
+scatter_min_p.def_shape(_scatter_shape("scatter_min", "biuf"))
+scatter_min_p.def_impl(_scatter_impl(np.minimum.at))
+scatter_max_p = Primitive("scatter_max", params=_SCATTER_PARAMS)
+scatter_max_p.def_shape(_scatter_shape("scatter_max", "biuf"))
+scatter_max_p.def_impl(_scatter_impl(np.maximum.at))
 
 register_module(globals())

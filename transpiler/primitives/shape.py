@@ -8,7 +8,16 @@ from __future__ import annotations
 import numpy as np
 
 from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType
+from transpiler.types import TensorType, short_name
+
+
+def _check_axes(name: str, axes, ndim: int, what: str = "dimensions") -> tuple[int, ...]:
+    """Axes given to a primitive: distinct ints in ``[0, ndim)`` (lax normalises negative ones first)."""
+    axes = tuple(axes)
+    check(all(isinstance(a, (int, np.integer)) for a in axes), name, f"{what} {axes} must be ints")
+    check(all(0 <= a < ndim for a in axes), name, f"{what} {axes} out of range for rank {ndim}", kind="value")
+    check(len(set(axes)) == len(axes), name, f"{what} {axes} repeat an axis", kind="value")
+    return tuple(int(a) for a in axes)
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim", params=("shape", "broadcast_dimensions"))
 
@@ -22,8 +31,8 @@ def _broadcast_in_dim_shape(x: TensorType, *, shape, broadcast_dimensions) -> Te
     check(all(d >= 0 for d in shape), name, f"negative size in shape {shape}", kind="value")
     check(all(0 <= d < len(shape) for d in dims), name, f"broadcast_dimensions {dims} out of range for {shape}",
           kind="value")
-    check(all(a < b for a, b in zip(dims, dims[1:])), name, f"broadcast_dimensions {dims} must be increasing",
-          kind="value")
+    check(all(a < b for a, b in zip(dims, dims[1:], strict=False)), name,
+          f"broadcast_dimensions {dims} must be increasing", kind="value")
     for axis, dim in enumerate(dims):
         check(x.shape[axis] in (1, shape[dim]), name,
               f"operand axis {axis} has size {x.shape[axis]}, which cannot broadcast to {shape[dim]} "
@@ -59,5 +68,137 @@ def _reshape_impl(x, *, new_sizes, dimensions=None):
         x = np.transpose(x, dimensions)
     return np.reshape(x, new_sizes)
 
+
+
+
+transpose_p = Primitive("transpose", params=("permutation",))
+
+
+@transpose_p.def_shape
+def _transpose_shape(x: TensorType, *, permutation) -> TensorType:
+    perm = tuple(permutation)
+    check(sorted(perm) == list(range(x.ndim)), "transpose",
+          f"permutation {perm} must be a permutation of the operand's {x.ndim} axes (operand is {x})", kind="value")
+    return x.update(shape=tuple(x.shape[p] for p in perm))
+
+
+transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
+
+squeeze_p = Primitive("squeeze", params=("dimensions",))
+
+
+@squeeze_p.def_shape
+def _squeeze_shape(x: TensorType, *, dimensions) -> TensorType:
+    dims = _check_axes("squeeze", dimensions, x.ndim)
+    for d in dims:
+        check(x.shape[d] == 1, "squeeze", f"cannot squeeze axis {d} of {x}: its size is not 1", kind="value")
+    return x.drop_axes(dims)
+
+
+squeeze_p.def_impl(lambda x, *, dimensions: np.reshape(x, _squeeze_shape(TensorType(x.dtype, x.shape),
+                                                                          dimensions=dimensions).shape))
+
+expand_dims_p = Primitive("expand_dims", params=("dimensions",))
+
+
+@expand_dims_p.def_shape
+def _expand_dims_shape(x: TensorType, *, dimensions) -> TensorType:
+    # ``dimensions`` are the new size-1 axes, numbered in the result
+    dims = _check_axes("expand_dims", dimensions, x.ndim + len(tuple(dimensions)))
+    rest = iter(x.shape)
+    return x.update(shape=tuple(1 if axis in dims else next(rest) for axis in range(x.ndim + len(dims))))
+
+
+expand_dims_p.def_impl(lambda x, *, dimensions: np.reshape(x, _expand_dims_shape(TensorType(x.dtype, x.shape),
+                                                                                  dimensions=dimensions).shape))
+
+concatenate_p = Primitive("concatenate", params=("dimension",))
+
+
+@concatenate_p.def_shape
+def _concatenate_shape(*xs: TensorType, dimension: int) -> TensorType:
+    name = "concatenate"
+    check(len(xs) >= 1, name, "needs at least one operand")
+    first = xs[0]
+    check(first.ndim >= 1, name, f"cannot concatenate rank-0 operands ({first})", kind="value")
+    check(0 <= dimension < first.ndim, name, f"dimension {dimension} out of range for rank {first.ndim}",
+          kind="value")
+    for x in xs[1:]:
+        check(x.dtype == first.dtype, name,
+              f"operands must have one dtype, got {', '.join(short_name(t.dtype) for t in xs)}")
+        check(x.ndim == first.ndim and all(a == b for i, (a, b) in enumerate(zip(x.shape, first.shape, strict=True))
+                                           if i != dimension), name,
+              f"operand shapes must agree except along dimension {dimension}, got {[t.shape for t in xs]}",
+              kind="value")
+    size = sum(x.shape[dimension] for x in xs)
+    shape = first.shape[:dimension] + (size,) + first.shape[dimension + 1:]
+    return first.update(shape=shape, weak_type=all(x.weak_type for x in xs))
+
+
+concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+
+pad_p = Primitive("pad", params=("padding_config",))
+
+
+def _padded_size(size: int, lo: int, hi: int, interior: int) -> int:
+    # lo + the operand with ``interior`` fill elements between neighbours + hi
+    return lo + size + max(size - 1, 0) * interior + hi
+
+
+@pad_p.def_shape
+def _pad_shape(x: TensorType, value: TensorType, *, padding_config) -> TensorType:
+    name = "pad"
+    config = tuple(tuple(c) for c in padding_config)
+    check(value.shape == (), name, f"padding_value must be a scalar, got {value}", kind="value")
+    check(value.dtype == x.dtype, name, f"padding_value has dtype {value.dtype.name}, operand has {x.dtype.name}")
+    check(len(config) == x.ndim and all(len(c) == 3 for c in config), name,
+          f"padding_config {config} must have one (lo, hi, interior) triple per operand axis ({x})", kind="value")
+    check(all(c[2] >= 0 for c in config), name, f"interior padding must be >= 0, got {config}", kind="value")
+    shape = tuple(_padded_size(n, *c) for n, c in zip(x.shape, config, strict=True))
+    check(all(d >= 0 for d in shape), name, f"padding_config {config} removes more than {x} has", kind="value")
+    return x.update(shape=shape, weak_type=x.weak_type and value.weak_type)
+
+
+@pad_p.def_impl
+def _pad_impl(x, value, *, padding_config):
+    # Pad with the non-negative parts, then cut what negative lo/hi remove from the result.
+    config = list(zip(x.shape, padding_config, strict=True))
+    grown = [_padded_size(n, max(lo, 0), max(hi, 0), interior) for n, (lo, hi, interior) in config]
+    out = np.full(grown, value, dtype=x.dtype)
+    put = tuple(slice(max(lo, 0), max(lo, 0) + _padded_size(n, 0, 0, interior), interior + 1)
+                for n, (lo, hi, interior) in config)
+    out[put] = x
+    cut = tuple(slice(max(-lo, 0), g - max(-hi, 0)) for g, (lo, hi, _) in zip(grown, padding_config, strict=True))
+    return out[cut]
+
+
+iota_p = Primitive("iota", params=("dtype", "shape", "dimension"))
+
+
+@iota_p.def_shape
+def _iota_shape(*, dtype, shape, dimension: int) -> TensorType:
+    dtype, shape = np.dtype(dtype), tuple(shape)
+    check(dtype.kind in "iufc", "iota", f"dtype must be a number type, got {dtype.name}")
+    check(all(d >= 0 for d in shape), "iota", f"negative size in shape {shape}", kind="value")
+    check(0 <= dimension < len(shape), "iota", f"dimension {dimension} out of range for shape {shape}", kind="value")
+    return TensorType(dtype, shape)
+
+
+@iota_p.def_impl
+def _iota_impl(*, dtype, shape, dimension):
+    line = np.arange(shape[dimension], dtype=dtype)
+    return np.broadcast_to(line.reshape([-1 if axis == dimension else 1 for axis in range(len(shape))]), shape)
+
+
+rev_p = Primitive("rev", params=("dimensions",))
+
+
+@rev_p.def_shape
+def _rev_shape(x: TensorType, *, dimensions) -> TensorType:
+    _check_axes("rev", dimensions, x.ndim)
+    return x
+
+
+rev_p.def_impl(lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if len(dimensions) else x)
 
 register_module(globals())

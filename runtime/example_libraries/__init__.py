@@ -1,0 +1,1 @@
+"""``srcjax.example_libraries``: JAX's small example libraries, ``optimizers`` and ``stax``."""

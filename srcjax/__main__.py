@@ -1,0 +1,150 @@
+"""The ``srcjax`` command.
+
+    srcjax transpile FILE.py:FUNC --args 'f32[3], f32[]' [--emit ir|python]
+
+prints the IR or the generated Python of FUNC specialised to the argument types. ``--args`` takes a
+comma-separated list of ``dtype[shape]`` types (``f32[3,4]``, ``i32[]``, ``bool[5]``) and Python literals
+for static arguments; it may be left out when FUNC's parameters are annotated with such strings.
+Transformations (``--grad``, ``--vmap``, ...) are listed in ``TRANSFORMS`` as they are built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import inspect
+import os
+import re
+import runpy
+import sys
+from typing import Any, Callable
+
+from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
+
+# name -> (help, function(fn, options) -> transformed fn); filled as transformations land
+TRANSFORMS: dict[str, tuple[str, Callable[[Callable, argparse.Namespace], Callable]]] = {}
+
+_TYPE = re.compile(r"^\s*([a-z]+[0-9]*)\[([0-9,\s]*)\]\s*$")
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_type(text: str) -> TensorType | None:
+    match = _TYPE.match(text)
+    if not match:
+        return None
+    name, dims = match.groups()
+    if name not in DTYPES_BY_SHORT_NAME:
+        raise UsageError(f"unknown dtype '{name}' in '{text.strip()}' (known: {', '.join(DTYPES_BY_SHORT_NAME)})")
+    shape = tuple(int(d) for d in dims.replace(" ", "").split(",") if d)
+    return TensorType(DTYPES_BY_SHORT_NAME[name], shape)
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at commas that are not inside brackets or parentheses."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "[({":
+            depth += 1
+        elif ch in "])}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
+def parse_args_spec(text: str) -> list[Any]:
+    out: list[Any] = []
+    for part in split_top_level(text):
+        typ = parse_type(part)
+        if typ is not None:
+            out.append(typ)
+            continue
+        try:
+            out.append(ast.literal_eval(part.strip()))
+        except (ValueError, SyntaxError):
+            raise UsageError(f"cannot read argument '{part.strip()}': expected a type like f32[3] or a Python "
+                             "literal") from None
+    return out
+
+
+def args_from_annotations(fn: Callable) -> list[Any]:
+    out = []
+    for name, param in inspect.signature(fn).parameters.items():
+        annotation = param.annotation
+        typ = parse_type(annotation) if isinstance(annotation, str) else None
+        if typ is None:
+            raise UsageError(f"--args is needed: parameter '{name}' of {fn.__name__} has no type annotation like "
+                             "'f32[3]'")
+        out.append(typ)
+    return out
+
+
+def load_function(spec: str) -> Callable:
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise UsageError(f"expected FILE.py:FUNCTION, got '{spec}'")
+    if not os.path.exists(path):
+        raise UsageError(f"no such file: {path}")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    with contextlib.redirect_stdout(sys.stderr):  # whatever the module prints is not part of the output
+        namespace = runpy.run_path(path, run_name="__srcjax_transpile__")
+    fn: Any = namespace
+    for part in name.split("."):
+        fn = fn.get(part) if isinstance(fn, dict) else getattr(fn, part, None)
+        if fn is None:
+            raise UsageError(f"{path} has no function '{name}'")
+    return getattr(fn, "__srcjax_inline__", fn)
+
+
+def transpile(options: argparse.Namespace) -> str:
+    from transpiler.emit_python import emit_module
+    from transpiler.frontend.calls import trace_function
+    from transpiler.printer import print_function
+
+    import srcjax  # noqa: F401 - loads the runtime (arrays, numpy) that compiled code runs with
+
+    fn = load_function(options.target)
+    args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
+    name = fn.__name__
+    for transform in TRANSFORMS:
+        if getattr(options, transform, False):
+            fn = TRANSFORMS[transform][1](fn, options)
+            name = f"{transform}_{name}"
+    ir, _ = trace_function(fn, args, name=name)
+    if options.emit == "ir":
+        return print_function(ir)
+    return emit_module(ir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="srcjax", description="srcjax: JAX's programming model as a compiler")
+    commands = parser.add_subparsers(dest="command", required=True)
+    t = commands.add_parser("transpile", help="print the IR or generated Python of a function")
+    t.add_argument("target", help="FILE.py:FUNCTION")
+    t.add_argument("--args", help="argument types, e.g. 'f32[3], f32[]' (Python literals for static ones)")
+    t.add_argument("--emit", choices=["ir", "python"], default="python")
+    for name, (help_text, _) in TRANSFORMS.items():
+        t.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", help=help_text)
+    options = parser.parse_args(argv)
+    from transpiler.frontend.errors import TranspileError
+
+    try:
+        if options.command == "transpile":
+            print(transpile(options))
+    except (UsageError, TranspileError) as e:
+        print(f"srcjax: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Programs the front end must reject, each with the error it must report.
+
+``BAD[name] = (argument types, message pattern, anchor)``: the error must match the pattern and point at
+the first occurrence of ``anchor`` on the line marked ``# <- name``.
+"""
+
+import numpy as np
+
+import srcjax.numpy as jnp
+from srcjax import lax
+
+BAD = {}
+TWO_LAMBDAS = [lambda x: x * x, lambda x: x * x * x]
+LOG = []
+COUNTER = 0
+
+
+class Settings:
+    scale = 1.0
+
+
+SETTINGS = Settings()
+
+
+def bad(*args, match, anchor):
+    def register(fn):
+        BAD[fn.__name__] = (fn, args, match, anchor)
+        return fn
+
+    return register
+
+
+@bad("f32[3]", match=r"print\(\) of a value", anchor="print(x)")
+def print_symbolic(x):
+    print(x)  # <- print_symbolic
+    return x
+
+
+@bad("f32[]", match=r"bool\(\) needs a concrete value", anchor="bool(x)")
+def bool_of_symbolic(x):
+    flag = bool(x)  # <- bool_of_symbolic
+    return x if flag else -x
+
+
+@bad("f32[]", match=r"float\(\) needs a concrete value", anchor="float(x)")
+def float_of_symbolic(x):
+    return float(x) * 2  # <- float_of_symbolic
+
+
+@bad("i32[]", match=r"as a Python index", anchor="[10, 20, 30][i]")
+def python_index_from_array(i):
+    return [10, 20, 30][i]  # <- python_index_from_array
+
+
+@bad("f32[3]", match=r"truth value of an array of shape \(3,\) is ambiguous", anchor="x > 0")
+def if_on_array(x):
+    if x > 0:  # <- if_on_array
+        x = x + 1
+    return x
+
+
+@bad("f32[3]", match=r"shape differs", anchor="x.sum() > 0")
+def branch_shape_mismatch(x):
+    if x.sum() > 0:  # <- branch_shape_mismatch
+        y = x
+    else:
+        y = x[:2]
+    return y
+
+
+@bad("f32[3]", match=r"structure differs", anchor="x[0] > 0")
+def branch_structure_mismatch(x):
+    if x[0] > 0:  # <- branch_structure_mismatch
+        y = (x, x)
+    else:
+        y = x
+    return y
+
+
+@bad("f32[]", match=r"static value differs", anchor="x > 0")
+def branch_static_mismatch(x):
+    if x > 0:  # <- branch_static_mismatch
+        mode = "up"
+    else:
+        mode = "down"
+    return x, mode
+
+
+@bad("f32[]", match=r"'z' may be undefined here", anchor="z")
+def undefined_after_branch(x):
+    if x > 0:
+        z = x * 2
+    return z  # <- undefined_after_branch
+
+
+@bad("f32[3]", match=r"needs a concrete value", anchor="np.sin(x)")
+def numpy_on_symbolic(x):
+    return np.sin(x)  # <- numpy_on_symbolic
+
+
+@bad("f32[]", match=r"cannot assign global variables", anchor="global COUNTER")
+def assign_global(x):
+    global COUNTER  # <- assign_global
+    COUNTER = 1
+    return x
+
+
+@bad("f32[]", match=r"cannot change 'SETTINGS.scale'", anchor="SETTINGS.scale")
+def mutate_global_object(x):
+    SETTINGS.scale = x  # <- mutate_global_object
+    return x
+
+
+@bad("f32[]", match=r"unsupported statement .*Try", anchor="try:")
+def try_statement(x):
+    try:  # <- try_statement
+        y = x + 1
+    except ValueError:
+        y = x
+    return y
+
+
+@bad("f32[]", match=r"unsupported statement .*With", anchor="with open")
+def with_statement(x):
+    with open("/dev/null") as f:  # <- with_statement
+        f.read()
+    return x
+
+
+@bad("f32[]", match=r"generators cannot be compiled", anchor="yield x")
+def generator(x):
+    yield x  # <- generator
+
+
+@bad("f32[]", match=r"unsupported statement .*ClassDef", anchor="class Local")
+def local_class(x):
+    class Local:  # <- local_class
+        pass
+
+    return x
+
+
+@bad("f32[3]", match=r"cannot change Python lists or dicts", anchor="while")
+def list_in_symbolic_while(x):
+    out = []
+    while x.sum() < 10.0:  # <- list_in_symbolic_while
+        out.append(x)
+        x = x + 1.0
+    return x
+
+
+@bad("f32[2]", match=r"shape changes inside a loop", anchor="while")
+def shape_change_in_while(s):
+    while s.sum() < 10.0:  # <- shape_change_in_while
+        s = jnp.concatenate([s, s])
+    return s
+
+
+@bad("f32[]", match=r"cannot assert on a value", anchor="x > 0")
+def assert_symbolic(x):
+    assert x > 0  # <- assert_symbolic
+    return x
+
+
+@bad("f32[]", match=r"cannot format a value", anchor="x")
+def format_symbolic(x):
+    label = f"value {x}"  # <- format_symbolic
+    return label
+
+
+@bad("f32[]", match=r"name 'undefined_helper' is not defined", anchor="undefined_helper")
+def undefined_name(x):
+    return undefined_helper(x)  # <- undefined_name  # noqa: F821
+
+
+def _two_args(a, b):
+    return a + b
+
+
+@bad("f32[]", match=r"_two_args\(\): missing a required argument", anchor="_two_args(x)")
+def wrong_arity(x):
+    return _two_args(x)  # <- wrong_arity
+
+
+@bad("f32[3]", match=r"cannot unpack 3 values into 2 targets", anchor="a, b")
+def unpack_mismatch(x):
+    a, b = x  # <- unpack_mismatch
+    return a + b
+
+
+@bad("f32[4]", match=r"cannot filter on a value", anchor="v > 0")
+def comprehension_symbolic_filter(x):
+    return sum([v for v in x if v > 0])  # <- comprehension_symbolic_filter
+
+
+@bad("f32[3]", "i32[3]", match=r"lax.add requires arguments to have the same dtypes, got f32, i32", anchor="lax.add(x, i)")
+def lax_dtype_mismatch(x, i):
+    return lax.add(x, i)  # <- lax_dtype_mismatch
+
+
+@bad("f32[3]", match=r"incompatible shapes", anchor="x + jnp.ones(4)")
+def broadcast_mismatch(x):
+    return x + jnp.ones(4)  # <- broadcast_mismatch
+
+
+@bad("f32[]", match=r"cannot assign variables of an enclosing function", anchor="nonlocal total")
+def nonlocal_assignment(x):
+    total = x
+
+    def add():
+        nonlocal total  # <- nonlocal_assignment
+        total = total + 1
+
+    add()
+    return total
+
+
+def _forever(x):
+    return _forever(x) + 1  # <- unbounded_recursion (reported where the nesting passes the limit)
+
+
+@bad("f32[]", match=r"calls nest deeper than", anchor="_forever(x)")
+def unbounded_recursion(x):
+    return _forever(x)
+
+
+@bad("f32[3]", match=r"has no attribute 'nonexistent'", anchor="x.nonexistent")
+def missing_attribute(x):
+    return x.nonexistent  # <- missing_attribute
+
+
+@bad("f32[]", match=r"iteration over a 0-d array", anchor="s")
+def iterate_scalar(s):
+    total = 0.0
+    for v in s:  # <- iterate_scalar
+        total = total + v
+    return total
+
+
+@bad("f32[]", "i32[]", match=r"step must be a static number", anchor="range(0, 10, k)")
+def symbolic_range_step(x, k):
+    for i in range(0, 10, k):  # <- symbolic_range_step
+        x = x + 1.0
+    return x
+
+
+@bad("f32[]", match=r"Python list or dict was changed inside an `if`", anchor="x > 0")
+def list_in_symbolic_if(x):
+    out = []
+    if x > 0:  # <- list_in_symbolic_if
+        out.append(x)
+    return x
+
+
+@bad("f32[3]", match=r"returned a value of type str", anchor="def returns_string")
+def returns_string(x):  # <- returns_string
+    return "done"

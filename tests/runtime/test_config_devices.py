@@ -1,0 +1,73 @@
+"""config.update, devices and device_put / device_get."""
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from runtime.config import config
+
+
+@pytest.fixture
+def restore_config():
+    saved = dict(config._values)
+    yield
+    config._values.update(saved)
+
+
+def test_defaults():
+    assert config.jax_enable_x64 is False
+    assert config.jax_threefry_partitionable is False
+    assert config.read("jax_disable_jit") is False
+
+
+def test_update_and_unknown_names(restore_config):
+    srcjax.config.update("jax_debug_nans", True)
+    assert config.jax_debug_nans is True
+    with pytest.raises(AttributeError, match="unknown config option 'jax_no_such_flag'"):
+        srcjax.config.update("jax_no_such_flag", 1)
+    with pytest.raises(AttributeError, match="config.update"):
+        config.jax_enable_x64 = True
+
+
+def test_x64_widens_defaults(restore_config):
+    assert jnp.asarray(1.0).dtype == np.float32
+    assert jnp.asarray(np.arange(3)).dtype == np.int32
+    srcjax.config.update("jax_enable_x64", True)
+    assert jnp.asarray(1.0).dtype == np.float64
+    assert jnp.asarray(np.arange(3)).dtype == np.int64
+    assert srcjax.device_put(np.ones(2)).dtype == np.float64
+
+
+def test_virtual_cpu_devices(restore_config):
+    assert len(srcjax.devices()) == 1
+    srcjax.config.update("jax_num_cpu_devices", 4)
+    devs = srcjax.devices()
+    assert [d.id for d in devs] == [0, 1, 2, 3] and all(d.platform == "cpu" for d in devs)
+    assert srcjax.device_count() == 4
+    x = srcjax.device_put(np.ones(3), devs[2])
+    assert x.device == devs[2] and x.committed
+    with pytest.raises(ValueError, match="at least 1"):
+        srcjax.config.update("jax_num_cpu_devices", 0)
+
+
+def test_debug_nans(restore_config):
+    srcjax.config.update("jax_debug_nans", True)
+    with pytest.raises(FloatingPointError, match="nan"):
+        jnp.log(jnp.asarray(-1.0))
+
+
+def test_device_put_get_pytrees():
+    tree = {"a": np.ones(2), "b": (np.zeros(1, np.int64), 3.0)}
+    put = srcjax.device_put(tree)
+    assert isinstance(put["a"], srcjax.Array) and put["a"].dtype == np.float32
+    assert put["b"][0].dtype == np.int32
+    back = srcjax.device_get(put)
+    assert isinstance(back["a"], np.ndarray)
+    with pytest.raises(TypeError, match="Device"):
+        srcjax.device_put(np.ones(2), "gpu:0")
+
+
+def test_block_until_ready_on_pytree():
+    tree = [jnp.ones(2), (jnp.zeros(3),)]
+    assert srcjax.block_until_ready(tree) is tree

@@ -1,0 +1,119 @@
+"""lax's shape functions against NumPy (exact: they only move elements), with JAX's signatures, dtypes and weak
+types (recorded with JAX 0.10.2), its treatment of negative axes, and bad input."""
+
+import numpy as np
+import pytest
+
+import srcjax.numpy as jnp
+from srcjax import lax
+
+RNG = np.random.default_rng(0)
+X = RNG.integers(0, 100, size=(2, 3)).astype(np.float32)
+Y = RNG.integers(0, 100, size=(2, 3, 4)).astype(np.float32)
+
+
+def a(x, dtype=np.float32):
+    return jnp.asarray(np.asarray(x).astype(dtype))
+
+
+def same(out, expected, dtype="float32", weak=False):
+    assert str(out.dtype) == dtype, (out.dtype, dtype)
+    assert out.weak_type == weak, (out.weak_type, weak)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+
+
+# (label, lax call, NumPy oracle, JAX's dtype, JAX's weak bit)
+CASES = [
+    ("broadcast", lambda: lax.broadcast(a(X), (4,)), np.broadcast_to(X, (4, 2, 3)), "float32", False),
+    ("broadcast python scalar", lambda: lax.broadcast(1.0, (2,)), [1.0, 1.0], "float32", True),
+    ("broadcast nothing", lambda: lax.broadcast(a(X), ()), X, "float32", False),
+    ("broadcast_in_dim", lambda: lax.broadcast_in_dim(a(X[:, :1]), (4, 2, 3), (1, 2)),
+     np.broadcast_to(X[:, :1], (4, 2, 3)), "float32", False),
+    ("broadcast_in_dim int scalar", lambda: lax.broadcast_in_dim(2, (3,), ()), [2, 2, 2], "int32", True),
+    ("broadcast_to_rank", lambda: lax.broadcast_to_rank(a(X), 4), X[None, None], "float32", False),
+    ("broadcast_to_rank already", lambda: lax.broadcast_to_rank(a(X), 1), X, "float32", False),
+    ("broadcast_like", lambda: lax.broadcast_like(a(X[0]), a(X)), np.broadcast_to(X[0], X.shape), "float32", False),
+    ("reshape", lambda: lax.reshape(a(X), (3, 2)), X.reshape(3, 2), "float32", False),
+    ("reshape with dimensions", lambda: lax.reshape(a(X), (3, 2), (1, 0)), X.T.reshape(3, 2), "float32", False),
+    ("reshape int size", lambda: lax.reshape(a(X), 6), X.ravel(), "float32", False),
+    ("transpose", lambda: lax.transpose(a(Y), (2, 0, 1)), Y.transpose(2, 0, 1), "float32", False),
+    ("transpose scalar", lambda: lax.transpose(1.0, ()), 1.0, "float32", True),
+    ("squeeze negative", lambda: lax.squeeze(a(X[:1, :, None]), (-1, 0)), X[0], "float32", False),
+    ("expand_dims negative", lambda: lax.expand_dims(a(X), (-1, 0)), X[None, :, :, None], "float32", False),
+    ("concatenate", lambda: lax.concatenate([a(X), a(X[:, :1]), a(X)], 1), np.concatenate([X, X[:, :1], X], 1),
+     "float32", False),
+    ("concatenate one", lambda: lax.concatenate([a(X)], 0), X, "float32", False),
+    ("concatenate ints", lambda: lax.concatenate([a([1], np.int8), a([2, 3], np.int8)], 0), [1, 2, 3], "int8", False),
+    ("pad", lambda: lax.pad(a(X), 0.0, [(1, 1, 0), (0, 2, 1)]),
+     np.pad(np.insert(X, [1, 2], 0.0, axis=1), ((1, 1), (0, 2))), "float32", False),
+    ("pad negative", lambda: lax.pad(a([0.0, 1, 2, 3]), 9.0, [(-1, 2, 1)]), [9, 1, 9, 2, 9, 3, 9, 9], "float32",
+     False),
+    ("pad numpy scalar", lambda: lax.pad(a(X), np.float32(-1), [(0, 1, 0), (1, 0, 0)]),
+     np.pad(X, ((0, 1), (1, 0)), constant_values=-1), "float32", False),
+    ("pad weak with weak", lambda: lax.pad(lax.broadcast(1.0, (2,)), 0.0, [(1, 0, 0)]), [0, 1, 1], "float32", True),
+    ("iota", lambda: lax.iota(int, 3), [0, 1, 2], "int32", False),
+    ("iota float16", lambda: lax.iota(jnp.float16, 3), [0, 1, 2], "float16", False),
+    ("iota float64 narrows", lambda: lax.iota(np.float64, 2), [0, 1], "float32", False),
+    ("iota empty", lambda: lax.iota(jnp.int32, 0), np.zeros(0), "int32", False),
+    ("broadcasted_iota", lambda: lax.broadcasted_iota("int32", (2, 3), 1), [[0, 1, 2], [0, 1, 2]], "int32", False),
+    ("broadcasted_iota uint8", lambda: lax.broadcasted_iota(jnp.uint8, (2, 3), 0), [[0] * 3, [1] * 3], "uint8",
+     False),
+    ("rev", lambda: lax.rev(a(X), (1,)), X[:, ::-1], "float32", False),
+    ("rev both", lambda: lax.rev(a(X), (0, 1)), X[::-1, ::-1], "float32", False),
+    ("rev nothing", lambda: lax.rev(a(X), ()), X, "float32", False),
+    ("collapse", lambda: lax.collapse(a(Y), 1), Y.reshape(2, 12), "float32", False),
+    ("collapse negative start", lambda: lax.collapse(a(Y), -2), Y.reshape(2, 12), "float32", False),
+    ("collapse negative stop", lambda: lax.collapse(a(Y), 0, -1), Y.reshape(6, 4), "float32", False),
+    ("collapse one axis", lambda: lax.collapse(a(Y), 1, 2), Y, "float32", False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_lax_shape_function_matches_numpy(case):
+    _, call, expected, dtype, weak = case
+    same(call(), expected, dtype, weak)
+
+
+def test_identity_calls_return_the_operand_itself():
+    x = a(X)
+    assert lax.reshape(x, (2, 3)) is x
+    assert lax.transpose(x, (0, 1)) is x
+    assert lax.broadcast_in_dim(x, (2, 3), (0, 1)) is x
+    assert lax.squeeze(x, ()) is x
+    assert lax.rev(x, ()) is x
+
+
+def test_broadcast_shapes():
+    assert lax.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    assert lax.broadcast_shapes((), (4, 1)) == (4, 1)
+    with pytest.raises(ValueError, match="incompatible shapes"):
+        lax.broadcast_shapes((2,), (3,))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    # like JAX, transpose, concatenate and rev take no negative axes
+    (lambda: lax.concatenate([a(X), a(X)], -1), ValueError, "dimension -1 out of range"),
+    (lambda: lax.rev(a(X), (-1,)), ValueError, r"dimensions \(-1,\) out of range"),
+    (lambda: lax.transpose(a(X), (-1, 0)), ValueError, "must be a permutation"),
+    (lambda: lax.concatenate([a([1.0, 2]), a([1, 2], np.int32)], 0), TypeError, "one dtype"),
+    (lambda: lax.concatenate([a(1.0), a(2.0)], 0), ValueError, "rank-0"),
+    (lambda: lax.concatenate([], 0), ValueError, "at least one"),
+    (lambda: lax.pad(a(X), a(0, np.int32), [(1, 1, 0)] * 2), TypeError, "padding_value has dtype int32"),
+    (lambda: lax.pad(a([1.0, 2, 3]), 0.0, [(-2, -2, 0)]), ValueError, "removes more"),
+    (lambda: lax.pad(a([1.0, 2, 3]), 0.0, [(0, 0, -1)]), ValueError, "interior padding"),
+    (lambda: lax.reshape(a(X), (-1,)), ValueError, "negative size"),
+    (lambda: lax.reshape(a(X), (4,)), ValueError, "cannot reshape"),
+    (lambda: lax.squeeze(a(X), (0,)), ValueError, "size is not 1"),
+    (lambda: lax.squeeze(a(X), (2,)), ValueError, "out of bounds"),
+    (lambda: lax.expand_dims(a(X), (5,)), ValueError, "out of bounds"),
+    (lambda: lax.expand_dims(a(X), (0, -4)), ValueError, "repeated axis"),
+    (lambda: lax.broadcast_in_dim(a([1.0, 2, 3]), (2, 4), (1,)), ValueError, "cannot broadcast"),
+    (lambda: lax.iota(jnp.bool_, 3), TypeError, "number type"),
+    (lambda: lax.broadcasted_iota("int32", (2, 3), -1), ValueError, "out of range"),
+    (lambda: lax.collapse(a(Y), 2, 1), ValueError, "cannot collapse"),
+    (lambda: lax.transpose([1, 2], (0,)), TypeError, "expected an array"),
+    (lambda: lax.reshape(a(X), (2, "3")), TypeError, "new_sizes must be a sequence of ints"),
+], ids=lambda v: getattr(v, "__name__", str(v))[:24])
+def test_bad_input_raises_clear_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

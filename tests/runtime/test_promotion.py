@@ -1,0 +1,143 @@
+"""JAX's type promotion, the whole table: the dtype and weak type of ``jnp.add(a, b)`` for every pair of
+argument kinds, recorded from JAX 0.10.2 (x64 off, then on), checked against ``runtime.dtypes`` and
+against ``jnp.add`` itself. ``i*``, ``f*``, ``c*`` are Python scalars (weakly typed); a trailing ``*`` in
+a result marks a weakly typed result."""
+
+import numpy as np
+import pytest
+
+import runtime.numpy as jnp
+from runtime import dtypes
+from runtime.config import config
+
+KINDS_32 = ["bool", "u8", "u16", "u32", "i8", "i16", "i32", "f16", "f32", "c64", "i*", "f*", "c*"]
+KINDS_64 = ["bool", "u8", "u16", "u32", "i8", "i16", "i32", "f16", "f32", "c64", "u64", "i64", "f64", "c128",
+            "i*", "f*", "c*"]
+
+# row: first argument, columns: second argument in the order of KINDS_32 / KINDS_64
+TABLE_X64_OFF = {
+    "bool": "bool u8 u16 u32 i8 i16 i32 f16 f32 c64 i32* f32* c64*",
+    "u8": "u8 u8 u16 u32 i16 i16 i32 f16 f32 c64 u8 f32* c64*",
+    "u16": "u16 u16 u16 u32 i32 i32 i32 f16 f32 c64 u16 f32* c64*",
+    "u32": "u32 u32 u32 u32 i32 i32 i32 f16 f32 c64 u32 f32* c64*",
+    "i8": "i8 i16 i32 i32 i8 i16 i32 f16 f32 c64 i8 f32* c64*",
+    "i16": "i16 i16 i32 i32 i16 i16 i32 f16 f32 c64 i16 f32* c64*",
+    "i32": "i32 i32 i32 i32 i32 i32 i32 f16 f32 c64 i32 f32* c64*",
+    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f32 c64 f16 f16 c64",
+    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 c64 f32 f32 c64",
+    "c64": "c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64",
+    "i*": "i32* u8 u16 u32 i8 i16 i32 f16 f32 c64 i32* f32* c64*",
+    "f*": "f32* f32* f32* f32* f32* f32* f32* f16 f32 c64 f32* f32* c64*",
+    "c*": "c64* c64* c64* c64* c64* c64* c64* c64 c64 c64 c64* c64* c64*",
+}
+TABLE_X64_ON = {
+    "bool": "bool u8 u16 u32 i8 i16 i32 f16 f32 c64 u64 i64 f64 c128 i64* f64* c128*",
+    "u8": "u8 u8 u16 u32 i16 i16 i32 f16 f32 c64 u64 i64 f64 c128 u8 f64* c128*",
+    "u16": "u16 u16 u16 u32 i32 i32 i32 f16 f32 c64 u64 i64 f64 c128 u16 f64* c128*",
+    "u32": "u32 u32 u32 u32 i64 i64 i64 f16 f32 c64 u64 i64 f64 c128 u32 f64* c128*",
+    "i8": "i8 i16 i32 i64 i8 i16 i32 f16 f32 c64 f64* i64 f64 c128 i8 f64* c128*",
+    "i16": "i16 i16 i32 i64 i16 i16 i32 f16 f32 c64 f64* i64 f64 c128 i16 f64* c128*",
+    "i32": "i32 i32 i32 i64 i32 i32 i32 f16 f32 c64 f64* i64 f64 c128 i32 f64* c128*",
+    "f16": "f16 f16 f16 f16 f16 f16 f16 f16 f32 c64 f16 f16 f64 c128 f16 f16 c64",
+    "f32": "f32 f32 f32 f32 f32 f32 f32 f32 f32 c64 f32 f32 f64 c128 f32 f32 c64",
+    "c64": "c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c128 c128 c64 c64 c64",
+    "u64": "u64 u64 u64 u64 f64* f64* f64* f16 f32 c64 u64 f64* f64 c128 u64 f64* c128*",
+    "i64": "i64 i64 i64 i64 i64 i64 i64 f16 f32 c64 f64* i64 f64 c128 i64 f64* c128*",
+    "f64": "f64 f64 f64 f64 f64 f64 f64 f64 f64 c128 f64 f64 f64 c128 f64 f64 c128",
+    "c128": "c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128",
+    "i*": "i64* u8 u16 u32 i8 i16 i32 f16 f32 c64 u64 i64 f64 c128 i64* f64* c128*",
+    "f*": "f64* f64* f64* f64* f64* f64* f64* f16 f32 c64 f64* f64* f64 c128 f64* f64* c128*",
+    "c*": "c128* c128* c128* c128* c128* c128* c128* c64 c64 c64 c128* c128* c128 c128 c128* c128* c128*",
+}
+
+DTYPES = {
+    "bool": np.bool_, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "i8": np.int8,
+    "i16": np.int16, "i32": np.int32, "i64": np.int64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    "c64": np.complex64, "c128": np.complex128,
+}
+SCALARS = {"i*": 3, "f*": 0.5, "c*": 0.5 + 1j}
+
+
+def value(kind):
+    """A Python scalar for a weak kind, else a small array of that dtype."""
+    return SCALARS[kind] if kind in SCALARS else jnp.asarray(np.array([1, 0, 1]).astype(DTYPES[kind]))
+
+
+def pair(kind):
+    """The (dtype, weak) a kind takes part in promotion with, under the current x64 setting."""
+    return dtypes.dtype_and_weak(SCALARS[kind]) if kind in SCALARS else (np.dtype(DTYPES[kind]), False)
+
+
+def expected(text):
+    return np.dtype(DTYPES[text.rstrip("*")]), text.endswith("*")
+
+
+@pytest.fixture(params=[False, True], ids=["x64_off", "x64_on"])
+def table(request):
+    config.update("jax_enable_x64", request.param)
+    yield (KINDS_64, TABLE_X64_ON) if request.param else (KINDS_32, TABLE_X64_OFF)
+    config.update("jax_enable_x64", False)
+
+
+def cases(kinds, rows):
+    for a in kinds:
+        for b, result in zip(kinds, rows[a].split(), strict=True):
+            yield a, b, expected(result)
+
+
+def test_the_tables_are_complete_and_symmetric(table):
+    kinds, rows = table
+    assert list(rows) == kinds
+    for a, b, result in cases(kinds, rows):
+        assert expected(rows[b].split()[kinds.index(a)]) == result
+
+
+def test_runtime_dtypes_promote_like_jax(table):
+    kinds, rows = table
+    wrong = [(a, b, result, dtypes.promote_types_and_weak(pair(a), pair(b)))
+             for a, b, result in cases(kinds, rows) if dtypes.promote_types_and_weak(pair(a), pair(b)) != result]
+    assert not wrong
+
+
+def test_jnp_add_promotes_like_jax(table):
+    kinds, rows = table
+    wrong = []
+    for a, b, (dtype, weak) in cases(kinds, rows):
+        out = jnp.add(value(a), value(b))
+        if (out.dtype, out.weak_type) != (dtype, weak):
+            wrong.append((a, b, dtype, weak, out.dtype, out.weak_type))
+    assert not wrong
+
+
+def test_result_type_agrees_with_the_table(table):
+    kinds, rows = table
+    for a, b, (dtype, weak) in cases(kinds, rows):
+        assert jnp.result_type(value(a), value(b)) == dtype
+        assert dtypes.result_type(value(a), value(b), return_weak_type=True) == (dtype, weak)
+
+
+PROMOTE_TYPES = [  # (a, b, x64 off, x64 on), recorded from jnp.promote_types: never weak, not narrowed
+    (np.uint32, np.int32, "int32", "int64"), (np.int64, np.uint64, "float64", "float64"),
+    (np.uint64, np.int8, "float64", "float64"), (np.int8, np.int64, "int64", "int64"),
+    (np.uint32, np.int64, "int64", "int64"), (np.uint32, np.int8, "int32", "int64"),
+    (np.float16, np.float64, "float64", "float64"), (np.int64, np.float16, "float16", "float16"),
+    (np.bool_, np.int64, "int64", "int64"), (np.uint16, np.int16, "int32", "int32"), (int, np.int8, "int8", "int8"),
+    (float, np.int32, "float64", "float64"), (np.int32, np.int32, "int32", "int32"),
+]
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
+def test_promote_types_of_dtypes(x64):
+    config.update("jax_enable_x64", x64)
+    try:
+        got = [str(jnp.promote_types(a, b)) for a, b, *_ in PROMOTE_TYPES]
+    finally:
+        config.update("jax_enable_x64", False)
+    assert got == [on if x64 else off for *_, off, on in PROMOTE_TYPES]
+
+
+def test_python_ints_must_fit_the_default_int():
+    with pytest.raises(OverflowError, match="2147483648"):
+        jnp.add(jnp.asarray(np.ones(2, np.int32)), 2**31)
+    wrapped = jnp.add(jnp.asarray(np.ones(1, np.uint8)), 300)  # fits int32, then wraps into uint8 as JAX's does
+    assert wrapped.dtype == np.uint8 and int(wrapped[0]) == 45

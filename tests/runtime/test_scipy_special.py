@@ -1,0 +1,187 @@
+"""srcjax.scipy.special and srcjax.scipy.stats.norm against float64 references from Python's math module
+(scipy is not a dependency) and a few values recorded from JAX."""
+
+import math
+
+import numpy as np
+import pytest
+
+from runtime import numpy as jnp
+from runtime.config import config
+from runtime.scipy import special
+from runtime.scipy.stats import norm
+
+X = np.array([-4.0, -2.5, -1.0, -0.3, 0.0, 0.2, 0.7, 1.0, 2.0, 3.5, 6.0])
+POSITIVE = np.array([0.01, 0.1, 0.5, 1.0, 1.5, 2.0, 3.7, 10.0, 31.5])
+
+
+def vec(f):
+    return np.vectorize(f, otypes=[np.float64])
+
+
+def f32(a):
+    return jnp.asarray(np.asarray(a, np.float32))
+
+
+def _digamma(x):
+    # central difference of lgamma, step small enough for float32 comparisons
+    h = 1e-5
+    return (math.lgamma(x + h) - math.lgamma(x - h)) / (2 * h)
+
+
+def _ndtr(x):
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+UNARY = [
+    ("erf", X, vec(math.erf), 1e-6),
+    ("erfc", X, vec(math.erfc), 2e-6),
+    ("expit", X, lambda x: 1 / (1 + np.exp(-x)), 1e-6),
+    ("gammaln", np.concatenate([POSITIVE, [-0.5, -2.5]]), vec(math.lgamma), 2e-6),
+    ("digamma", np.concatenate([POSITIVE, [-0.5, -2.5]]), vec(_digamma), 1e-5),
+    ("gamma", np.array([-2.5, -1.5, -0.5, 0.5, 1.0, 2.5, 5.0, 10.0]), vec(math.gamma), 3e-6),
+    ("ndtr", X, vec(_ndtr), 2e-6),
+    ("logit", np.array([1e-4, 0.1, 0.25, 0.5, 0.9, 0.999]), lambda p: np.log(p / (1 - p)), 2e-6),
+    ("entr", np.array([0.0, 1e-3, 0.5, 1.0, 2.5]), lambda x: np.where(x > 0, -x * np.log(np.where(x > 0, x, 1)), 0),
+     1e-6),
+]
+
+
+@pytest.mark.parametrize("name, x, reference, rtol", UNARY)
+def test_unary_special_functions(name, x, reference, rtol):
+    got = getattr(special, name)(f32(x))
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_allclose(np.asarray(got), reference(x), rtol=rtol, atol=1e-7)
+
+
+def test_poles_and_edges():
+    assert special.gammaln(f32([0.0, -1.0])).tolist() == [np.inf, np.inf]
+    assert np.isnan(np.asarray(special.digamma(f32([0.0, -1.0])))).all()
+    assert special.gammasgn(f32([-2.5, -1.5, -0.5, -0.0, 0.0, 3.0])).tolist() == [-1, 1, -1, -1, 1, 1]
+    assert np.isnan(special.gammasgn(f32([-2.0])).item()) and np.isnan(special.gamma(f32([-1.0])).item())
+    assert special.gamma(f32([0.0])).item() == np.inf
+    assert special.logit(f32([0.0, 1.0])).tolist() == [-np.inf, np.inf]
+    assert special.entr(f32([-1.0])).item() == -np.inf
+    assert special.erfinv(f32([-1.0, 1.0])).tolist() == [-np.inf, np.inf] and np.isnan(special.erfinv(2.0).item())
+
+
+def test_erfinv_inverts_erf():
+    y = np.array([-0.999, -0.7, -0.1, 0.0, 0.3, 0.5, 0.9, 0.9999])
+    got = np.asarray(special.erfinv(f32(y)), np.float64)
+    np.testing.assert_allclose(vec(math.erf)(got), y, rtol=2e-6, atol=1e-7)
+    assert special.erfinv(0.5).item() == pytest.approx(0.47693628, rel=1e-6)
+
+
+def test_binary_special_functions():
+    x, y = np.array([0.0, 0.0, 1.0, 2.5, -1.0]), np.array([0.0, 3.0, 2.0, 0.5, 4.0])
+    np.testing.assert_allclose(np.asarray(special.xlogy(f32(x), f32(y))), [0, 0, np.log(2), 2.5 * np.log(0.5),
+                                                                           -np.log(4)], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.xlog1py(f32(x), f32(y - 1))), [0, 0, np.log(2), 2.5 * np.log(0.5),
+                                                                                -np.log(4)], rtol=1e-6)
+    a, b = np.array([1.0, 2.0, 0.5, 7.5]), np.array([1.0, 3.0, 0.5, 0.25])
+    lbeta = vec(math.lgamma)(a) + vec(math.lgamma)(b) - vec(math.lgamma)(a + b)
+    np.testing.assert_allclose(np.asarray(special.betaln(f32(a), f32(b))), lbeta, atol=3e-6)
+    np.testing.assert_allclose(np.asarray(special.beta(f32(a), f32(b))), np.exp(lbeta), rtol=1e-5)
+    # kl_div and rel_entr at their edges: JAX gives [1, 0.30685282, inf, inf, inf] and [0, -0.6931472, inf, inf, inf]
+    p, q = f32([0.0, 1, 1, -1, 0]), f32([1.0, 2, 0, 1, -1])
+    np.testing.assert_allclose(np.asarray(special.kl_div(p, q)), [1, 1 - np.log(2), np.inf, np.inf, np.inf], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.rel_entr(p, q)), [0, -np.log(2), np.inf, np.inf, np.inf], rtol=1e-6)
+
+
+def test_integer_inputs_are_promoted_and_weak_types_kept():
+    out = special.xlogy(jnp.asarray([0, 1]), 2)
+    assert out.dtype == np.float32 and out.tolist() == pytest.approx([0.0, math.log(2)])
+    out = special.expit(2)
+    assert out.weak_type and out.item() == pytest.approx(0.880797, rel=1e-6)
+    assert special.erf(jnp.asarray([1])).dtype == np.float32
+
+
+def test_softmax_family_reduces_all_axes_by_default():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(np.asarray(special.softmax(f32(x))), e / e.sum(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.log_softmax(f32(x), axis=1)),
+                               x - np.log(np.exp(x).sum(1, keepdims=True)), rtol=1e-6)
+    np.testing.assert_allclose(special.logsumexp(f32(x)).item(), np.log(np.exp(x).sum()), rtol=1e-6)
+
+
+# -- the normal distribution ---------------------------------------------------------------------------------
+def test_ndtri_inverts_ndtr():
+    p = np.array([1e-30, 1e-10, 1e-5, 0.02, 0.1, 0.3, 0.5, 0.7, 0.97, 0.999, 0.9999])
+    got = np.asarray(special.ndtri(f32(p)), np.float64)
+    np.testing.assert_allclose(vec(_ndtr)(got), p.astype(np.float32), rtol=2e-5)
+    # JAX: ndtri([0, 1e-30, 1e-7, 0.3, 0.5, 0.999, 1, 1.5])
+    got = special.ndtri(f32([0.0, 1e-30, 1e-7, 0.3, 0.5, 0.999, 1.0, 1.5]))
+    expected = [-np.inf, -11.464024, -5.1993375, -0.5244005, 0.0, 3.0902362, np.inf, np.nan]
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+
+
+def test_ndtri_and_log_ndtr_in_float64():
+    config.update("jax_enable_x64", True)
+    try:
+        p = np.array([1e-300, 1e-100, 1e-20, 1e-3, 0.02425, 0.3, 0.5, 0.8, 0.999999])
+        x = special.ndtri(jnp.asarray(p))
+        assert x.dtype == np.float64
+        np.testing.assert_allclose(vec(_ndtr)(np.asarray(x)), p, rtol=1e-12)
+        z = np.array([-35.0, -25.0, -19.0, -10.0, -1.0, 0.0, 3.0, 7.9, 8.5, 20.0])
+        got = np.asarray(special.log_ndtr(jnp.asarray(z)))
+        reference = [math.log(_ndtr(v)) if v < 5 else math.log1p(-_ndtr(-v)) for v in z]
+        # below -20 a three-term asymptotic series is used (as in JAX): relative error ~ 7!! / x^8
+        np.testing.assert_allclose(got, reference, rtol=1e-11)
+    finally:
+        config.update("jax_enable_x64", False)
+
+
+def test_log_ndtr_in_float32_tails():
+    z = np.array([-30.0, -12.0, -5.0, 0.0, 3.0, 7.0, 12.0])
+    got = special.log_ndtr(f32(z))
+    # the asymptotic series below -10 and -Phi(-x) above 5 keep full float32 accuracy where log(Phi) would not
+    # (JAX gives -454.32123, -75.410675, ..., -1.2798126e-12, -1.776496e-33)
+    reference = [math.log(_ndtr(v)) if v < 0 else math.log1p(-_ndtr(-v)) for v in z]
+    # far right the float32 rounding of x / sqrt(2) alone moves Phi(-x) by ~1e-5 relative
+    np.testing.assert_allclose(np.asarray(got), reference, rtol=2e-5)
+    with pytest.raises(ValueError, match="series_order"):
+        special.log_ndtr(1.0, series_order=-1)
+
+
+def test_multigammaln():
+    a = np.array([2.5, 3.0, 7.25])
+    reference = [3 * 2 / 4 * math.log(math.pi) + sum(math.lgamma(v - j / 2) for j in range(3)) for v in a]
+    np.testing.assert_allclose(np.asarray(special.multigammaln(f32(a), 3)), reference, rtol=2e-6)
+
+
+NORM = [
+    ("pdf", lambda x, m, s: np.exp(-0.5 * ((x - m) / s) ** 2) / (s * np.sqrt(2 * np.pi))),
+    ("logpdf", lambda x, m, s: -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi)),
+    ("cdf", lambda x, m, s: vec(_ndtr)((x - m) / s)),
+    ("logcdf", lambda x, m, s: np.log(vec(_ndtr)((x - m) / s))),
+    ("sf", lambda x, m, s: vec(_ndtr)(-(x - m) / s)),
+    ("logsf", lambda x, m, s: np.log(vec(_ndtr)(-(x - m) / s))),
+]
+
+
+@pytest.mark.parametrize("name, reference", NORM)
+@pytest.mark.parametrize("loc, scale", [(0.0, 1.0), (1.5, 0.5), (-2.0, 3.0)])
+def test_norm_functions(name, reference, loc, scale):
+    got = getattr(norm, name)(f32(X), loc, scale)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), reference(X, loc, scale), rtol=1e-5, atol=1e-7)
+
+
+def test_norm_quantiles():
+    q = np.array([0.001, 0.025, 0.3, 0.5, 0.975, 0.999])
+    for loc, scale in [(0.0, 1.0), (1.0, 2.0)]:
+        x = np.asarray(norm.ppf(f32(q), loc, scale), np.float64)
+        np.testing.assert_allclose(vec(_ndtr)((x - loc) / scale), q, rtol=3e-6)
+        x = np.asarray(norm.isf(f32(q), loc, scale), np.float64)
+        np.testing.assert_allclose(vec(_ndtr)(-(x - loc) / scale), q, rtol=3e-6)
+    assert norm.ppf(0.975).item() == pytest.approx(1.9599643, rel=1e-6)  # JAX
+    assert norm.isf(0.025, 1, 2).item() == pytest.approx(4.9199286, rel=1e-6)  # JAX
+    assert norm.logcdf(-30.0).item() == pytest.approx(-454.32123, rel=1e-6)
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        special.erf([1.0, 2.0])
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        norm.pdf("x")

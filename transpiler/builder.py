@@ -1,0 +1,128 @@
+"""The IR builder: the interpreter that records ``prim.bind`` calls as ops while a function is compiled.
+
+Operations whose operands are all concrete are not recorded: they run at once on the base interpreter
+(the runtime's eager one), which is partial evaluation — static work stays static. Concrete operands
+mixed with symbolic ones become constants: 0-d ones inline ``Literal``s, larger ones the function's
+``consts``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
+from transpiler.primitives import core
+from transpiler.types import TensorType
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, Value)
+
+
+class Builder(core.Interpreter):
+    def __init__(self, name: str, source: SourceLoc | None = None):
+        self.function = Function(name, [], Block(), source=source)
+        self._blocks: list[Block] = [self.function.body]
+        self._consts: dict[int, Value] = {}  # id(concrete array) -> its const value
+        self.loc: SourceLoc | None = source
+
+    # -- values ------------------------------------------------------------------------------------------
+    @property
+    def block(self) -> Block:
+        return self._blocks[-1]
+
+    def param(self, aval: TensorType, name: str | None = None) -> Value:
+        value = Value(aval, name)
+        self.function.params.append(value)
+        self.function.body.params.append(value)
+        return value
+
+    def operand(self, x: Any) -> Value:
+        """``x`` as an IR value: itself if symbolic, else a literal or a constant."""
+        if isinstance(x, Value):
+            return x
+        if not isinstance(getattr(x, "aval", None), TensorType):
+            x = core.base_interpreter().canonical(x)  # Python scalars take the runtime's canonical dtypes
+        aval = _concrete_aval(x)
+        if aval.shape == ():
+            return Literal(_host_value(x), aval)
+        key = id(x)
+        if key not in self._consts:
+            value = Value(aval, None)
+            self.function.consts.append((value, np.asarray(_host_value(x))))
+            self._consts[key] = value
+            self._keepalive = getattr(self, "_keepalive", []) + [x]  # ids stay unique while we hold them
+        return self._consts[key]
+
+    # -- recording ---------------------------------------------------------------------------------------
+    def process(self, prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
+        if not any(isinstance(x, Value) for x in operands):
+            if not _grows_scalars(prim, operands, params):
+                return core.base_interpreter().process(prim, operands, params)
+        values = [self.operand(x) for x in operands]
+        out = prim.abstract_eval(*(v.aval for v in values), **params)
+        results = [Value(t) for t in out] if prim.multiple_results else [Value(out)]
+        self.emit(Op(prim, values, dict(params), results, loc=self.loc))
+        return results if prim.multiple_results else results[0]
+
+    def emit(self, op: Op) -> Op:
+        self.block.ops.append(op)
+        return op
+
+    @contextlib.contextmanager
+    def region(self, param_avals: Sequence[TensorType] = (), names: Sequence[str | None] = ()) -> Iterator[Block]:
+        """Build a nested block; ops bound inside go to it. Its params are fresh values of the given types."""
+        names = list(names) + [None] * (len(param_avals) - len(names))
+        block = Block(params=[Value(t, n) for t, n in zip(param_avals, names)])
+        self._blocks.append(block)
+        try:
+            yield block
+        finally:
+            self._blocks.pop()
+
+    @contextlib.contextmanager
+    def reopen(self, block: Block) -> Iterator[Block]:
+        """Append more ops to a block built earlier (conversions of a branch's results)."""
+        self._blocks.append(block)
+        try:
+            yield block
+        finally:
+            self._blocks.pop()
+
+    @contextlib.contextmanager
+    def at(self, loc: SourceLoc | None) -> Iterator[None]:
+        saved, self.loc = self.loc, loc
+        try:
+            yield
+        finally:
+            self.loc = saved
+
+    def finish(self, results: Sequence[Any]) -> Function:
+        self.function.body.results = [self.operand(r) for r in results]
+        return self.function
+
+
+def _grows_scalars(prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> bool:
+    """True for ops that make an array from scalars (a broadcast of 0.0, an iota): folding them would put a
+    big constant in the IR, so they are recorded instead."""
+    if prim.multiple_results or not all(_concrete_aval(x).shape == () for x in operands):
+        return False
+    out = prim.abstract_eval(*(_concrete_aval(core.base_interpreter().canonical(x)) for x in operands), **params)
+    return out.shape != () and out.size > 1
+
+
+def _concrete_aval(x: Any) -> TensorType:
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, TensorType):
+        return aval
+    from transpiler.types import type_of_value
+
+    return type_of_value(x)
+
+
+def _host_value(x: Any) -> Any:
+    value = getattr(x, "_value", None)
+    return value if value is not None else x

@@ -1,0 +1,310 @@
+"""Calls from interpreted code, and the entry point that turns a Python function into IR.
+
+User functions (defined outside srcjax, NumPy and the standard library, with source on disk) are
+interpreted from their own source, so their control flow is compiled too; functions defined inside
+interpreted code (``def`` and ``lambda``) become ``InterpretedFunction``s, which interpret themselves
+even when library code (``tree_map``, ``lax.scan``) calls them. Everything else is called directly.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import inspect
+import os
+import sysconfig
+import types
+from typing import Any, Callable, Iterator, Sequence
+
+import libcst as cst
+
+from transpiler.builder import Builder
+from transpiler.frontend.errors import TranspileError
+from transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
+from transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
+from transpiler.ir import Function, SourceLoc, Value
+from transpiler.passes import eliminate_dead_code
+from transpiler.primitives import core
+from transpiler.trees import tree_flatten, tree_unflatten
+from transpiler.types import TensorType
+
+MAX_DEPTH = 40  # interpreted calls use several Python frames each
+
+_here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_LIBRARY_ROOTS = tuple(
+    {os.path.join(_here, pkg) + os.sep for pkg in ("transpiler", "runtime", "codegen", "srcjax")}
+    | {os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
+       if (p := sysconfig.get_paths().get(key))}
+)
+
+
+class Trace:
+    """One compilation: its builder, the array library, and the call depth."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+        self.depth = 0
+        from transpiler.array_methods import numpy_api
+
+        self.jnp = numpy_api()
+
+
+_active: list[Trace] = []
+
+
+@contextlib.contextmanager
+def active(trace: Trace) -> Iterator[Trace]:
+    _active.append(trace)
+    try:
+        yield trace
+    finally:
+        _active.pop()
+
+
+def current_trace() -> Trace:
+    if _active:
+        return _active[-1]
+    return Trace(Builder("eager"))  # not installed as interpreter: every bind runs eagerly
+
+
+def is_user_function(fn: Any) -> bool:
+    if isinstance(fn, InterpretedFunction):
+        return True
+    if not isinstance(fn, types.FunctionType):
+        return False
+    path = fn.__code__.co_filename
+    if path.startswith("<"):
+        return False
+    return not os.path.realpath(path).startswith(_LIBRARY_ROOTS) and not path.startswith(_LIBRARY_ROOTS)
+
+
+def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
+    """Call ``fn`` from interpreted code at ``node``."""
+    trace = frame.trace
+    if fn is builtins.print and any(is_symbolic(leaf) for leaf in tree_flatten((args, kwargs))[0]):
+        raise frame.error(node, "print() of a value that is only known when the compiled function runs",
+                          note="return the value and print it outside the compiled function")
+    if fn is builtins.range and any(is_symbolic(a) for a in args):
+        try:
+            return SymbolicRange(*args)
+        except TypeError as e:
+            raise frame.wrap(node, e) from e
+    target, args = _unwrap(fn, args)
+    if target is not None:
+        trace.depth += 1
+        try:
+            if trace.depth > MAX_DEPTH:
+                raise frame.error(node, f"calls nest deeper than {MAX_DEPTH} levels (unbounded recursion?)")
+            return interpret(trace, target, args, kwargs, caller=frame, node=node)
+        finally:
+            trace.depth -= 1
+    try:
+        return fn(*args, **kwargs)
+    except (TranspileError, Exit):
+        raise
+    except RecursionError:
+        raise frame.error(node, "calls nest too deeply (unbounded recursion?)") from None
+    except Exception as e:  # noqa: BLE001 - reported at the call site
+        raise frame.wrap(node, e) from e
+
+
+def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
+    """The user function a call reaches (through partials, bound methods and jit wrappers), if any."""
+    while True:
+        if isinstance(fn, functools.partial):
+            if fn.keywords:
+                return (_PartialCall(fn) if is_user_function(fn.func) else None), args
+            fn, args = fn.func, [*fn.args, *args]
+        elif isinstance(fn, types.MethodType) and is_user_function(fn.__func__):
+            fn, args = fn.__func__, [fn.__self__, *args]
+        elif getattr(fn, "__srcjax_inline__", None) is not None:
+            fn = fn.__srcjax_inline__  # jit-wrapped functions are interpreted from their own source
+        else:
+            return (fn if is_user_function(fn) else None), args
+
+
+class _PartialCall:
+    """A ``functools.partial`` with keywords over a user function, interpreted with its bound arguments."""
+
+    def __init__(self, partial: functools.partial):
+        self.partial = partial
+
+
+def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: Frame | None = None,
+              node: cst.CSTNode | None = None) -> Any:
+    """Run a user function by interpreting its source (or call it, when its source cannot be found)."""
+    if isinstance(fn, _PartialCall):
+        p = fn.partial
+        return interpret(trace, p.func, [*p.args, *args], {**p.keywords, **kwargs}, caller, node)
+    if isinstance(fn, InterpretedFunction):
+        return fn.run(trace, args, kwargs, caller, node)
+    try:
+        source = function_source(fn)
+    except SourceNotFound:
+        return fn(*args, **kwargs)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        if caller is not None and node is not None:
+            raise caller.wrap(node, TypeError(f"{fn.__name__}(): {e}")) from None
+        raise
+    bound.apply_defaults()
+    frame = Frame(trace, source, fn, dict(bound.arguments))
+    return run_function_body(frame, source.node)
+
+
+def run_function_body(frame: Frame, node: cst.FunctionDef | cst.Lambda) -> Any:
+    frame.env[RET] = False
+    try:
+        if isinstance(node, cst.Lambda):
+            return frame.eval(node.body)
+        frame.run_body(node.body)
+    except Exit as e:
+        if e.kind == "return":
+            return e.value
+        raise frame.error(node, f"'{e.kind}' outside a loop") from None
+    if frame.env.get(RET) is not False:
+        return frame.env.get(RETVAL)
+    return None
+
+
+class InterpretedFunction:
+    """A ``def`` or ``lambda`` evaluated inside interpreted code; calling it interprets its body."""
+
+    def __init__(self, frame: Frame, node: cst.FunctionDef | cst.Lambda):
+        self.frame, self.node = frame, node
+        self.__name__ = node.name.value if isinstance(node, cst.FunctionDef) else "<lambda>"
+        self.__qualname__ = self.__name__
+        self.__doc__ = None
+        self.signature = _signature(frame, node.params)
+        self.source = FunctionSource(frame.source.file, node, self.__name__)
+
+    def __repr__(self) -> str:
+        loc = self.frame.loc(self.node)
+        return f"<function {self.__name__} at {os.path.basename(loc.file)}:{loc.line}>"
+
+    def __call__(self, *args, **kwargs):
+        return self.run(current_trace(), args, kwargs)
+
+    def run(self, trace: Trace, args: Sequence[Any], kwargs: dict, caller: Frame | None = None,
+            node: cst.CSTNode | None = None) -> Any:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            error = TypeError(f"{self.__name__}(): {e}")
+            if caller is not None and node is not None:
+                raise caller.wrap(node, error) from None
+            raise error from None
+        bound.apply_defaults()
+        frame = Frame(trace, self.source, self.frame.fn, dict(bound.arguments), outer=self.frame.env)
+        frame.globals, frame.closure = self.frame.globals, self.frame.closure
+        return run_function_body(frame, self.node)
+
+
+def _signature(frame: Frame, params: cst.Parameters) -> inspect.Signature:
+    P = inspect.Parameter
+    out: list[inspect.Parameter] = []
+
+    def add(param: cst.Param, kind: Any) -> None:
+        default = P.empty if param.default is None else frame.eval(param.default)
+        out.append(P(param.name.value, kind, default=default))
+
+    for p in params.posonly_params:
+        add(p, P.POSITIONAL_ONLY)
+    for p in params.params:
+        add(p, P.POSITIONAL_OR_KEYWORD)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(P(params.star_arg.name.value, P.VAR_POSITIONAL))
+    for p in params.kwonly_params:
+        add(p, P.KEYWORD_ONLY)
+    if params.star_kwarg is not None:
+        out.append(P(params.star_kwarg.name.value, P.VAR_KEYWORD))
+    return inspect.Signature(out)
+
+
+class SymbolicRange:
+    """``range`` with bounds known only at run time (``for i in range(n)`` with a symbolic ``n``)."""
+
+    def __init__(self, *args: Any):
+        if len(args) == 1:
+            args = (0, args[0], 1)
+        elif len(args) == 2:
+            args = (*args, 1)
+        self.start, self.stop, self.step = args
+        if is_symbolic(self.step):
+            raise TypeError("range(): the step must be a static number inside a compiled function")
+
+
+# -- the entry point -----------------------------------------------------------------------------------------
+def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
+                   name: str | None = None) -> tuple[Function, Any]:
+    """Interpret ``fn`` on ``args``: leaves that are ``TensorType``s become parameters, the rest stay static.
+
+    Returns the IR function and the pytree structure of its results.
+    """
+    kwargs = kwargs or {}
+    target, call_args = _unwrap(fn, list(args))
+    source_loc = _source_loc(target)
+    name = name or getattr(fn, "__name__", None) or "f"
+    name = name if name.isidentifier() else "f"
+    builder = Builder(name, source_loc)
+    leaves, tree = tree_flatten((list(args), kwargs))
+    names = _param_names(fn, args, kwargs)
+    params = [builder.param(leaf, names[i] if i < len(names) else None) if isinstance(leaf, TensorType) else leaf
+              for i, leaf in enumerate(leaves)]
+    args, kwargs = tree_unflatten(tree, params)
+    trace = Trace(builder)
+    with core.interpreting(builder), active(trace):
+        target, call_args = _unwrap(fn, list(args))
+        if target is not None:
+            out = interpret(trace, target, call_args, kwargs)
+        else:
+            out = fn(*args, **kwargs)
+    out_leaves, out_tree = tree_flatten(out)
+    for leaf in out_leaves:
+        if not (isinstance(leaf, Value) or hasattr(leaf, "aval") or isinstance(leaf, (int, float, complex, bool))
+                or hasattr(leaf, "dtype")):
+            raise TranspileError(f"{name} returned a value of type {type(leaf).__name__}; compiled functions "
+                                 "return arrays, numbers and pytrees of them", source_loc)
+    with core.interpreting(builder):
+        ir = builder.finish(out_leaves)
+    return eliminate_dead_code(ir), out_tree
+
+
+def _source_loc(fn: Any) -> SourceLoc | None:
+    try:
+        if isinstance(fn, InterpretedFunction):
+            return fn.source.loc(fn.node)
+        if isinstance(fn, _PartialCall):
+            fn = fn.partial.func
+        if fn is None:
+            return None
+        source = function_source(fn)
+        return source.loc(source.node)
+    except (SourceNotFound, TypeError, OSError):
+        return None
+
+
+def _param_names(fn: Any, args: Sequence[Any], kwargs: dict) -> list[str]:
+    """A name per leaf of (args, kwargs), from the signature: ``x``, or ``params_W`` for pytree leaves."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        base = names[i] if i < len(names) and names[i].isidentifier() else f"arg{i}"
+        out.extend(_leaf_names(base, arg))
+    for key in sorted(kwargs):
+        out.extend(_leaf_names(key, kwargs[key]))
+    return out
+
+
+def _leaf_names(base: str, tree: Any) -> list[str]:
+    if isinstance(tree, dict):
+        return [n for k in sorted(tree) for n in _leaf_names(f"{base}_{k}", tree[k])]
+    if isinstance(tree, (tuple, list)):
+        return [n for i, v in enumerate(tree) for n in _leaf_names(f"{base}_{i}", v)]
+    leaves, _ = tree_flatten(tree)
+    return [base] if len(leaves) == 1 else [f"{base}_{i}" for i in range(len(leaves))]

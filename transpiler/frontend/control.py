@@ -1,0 +1,676 @@
+"""Python control flow on symbolic values, lowered to structured IR ops.
+
+- ``if`` on a symbolic condition runs both branches, each in a region with its own copy of the locals;
+  names whose values differ become the ``cond`` op's results (numbers and arrays are unified to one
+  type; anything else that differs, or arrays whose shapes differ, is an error naming both lines).
+- ``while`` on a symbolic condition and ``for`` over a long ``range`` become ``while``/``for`` ops whose
+  carried values are the loop's changing locals. The body is traced once with the entry types; if a
+  carried value comes out with another dtype (``s = 0`` then ``s = s + x``) or a static value changes,
+  the types are joined and the body traced again, so the IR does not grow with the trip count.
+- ``for`` over other iterables, or a body that changes Python containers, is unrolled.
+- ``return``/``break``/``continue`` under a symbolic condition set flags; what follows runs under a
+  guard, and loops stop when ``$brk`` or ``$ret`` is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import libcst as cst
+import numpy as np
+
+from transpiler.frontend.errors import TranspileError
+from transpiler.frontend.frame import BRK, CONT, FLAGS, RET, RETVAL, Exit, Frame, Undefined, flatten_statements, \
+    is_symbolic
+from transpiler.ir import ConcretizationError, Op, Value
+from transpiler.primitives.control import cond_p, for_p, while_p
+from transpiler.trees import tree_flatten, tree_unflatten
+from transpiler.types import TensorType
+
+UNROLL_FALLBACK_LIMIT = 256  # a static-range loop whose body needs the index as a Python int is unrolled
+MAX_RETRACES = 4
+_MISSING = object()
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+def _aval(frame: Frame, x: Any) -> TensorType:
+    return frame.trace.jnp._core.aval(x)
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, (Value, np.ndarray, *_NUMBERS)) or isinstance(getattr(x, "aval", None), TensorType)
+
+
+def _static_equal(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b) or _is_array_like(a) and not isinstance(a, _NUMBERS):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - incomparable values are simply different
+        return False
+
+
+def to_predicate(frame: Frame, value: Any, node: cst.CSTNode) -> Any:
+    """A symbolic condition as a bool scalar (``x != 0`` for numbers); arrays of other shapes are an error."""
+    aval = _aval(frame, value)
+    if aval.shape != ():
+        raise frame.error(node, f"the truth value of an array of shape {aval.shape} is ambiguous",
+                          note="reduce it to one value with .any() or .all(), or use jnp.where elementwise")
+    return value if aval.dtype == np.bool_ else value != 0
+
+
+def _join_types(frame: Frame, name: str, values: Sequence[Any], where: Sequence[str], node: cst.CSTNode
+                ) -> tuple[np.dtype, bool, tuple[int, ...]]:
+    avals = [_aval(frame, v) for v in values]
+    shapes = {a.shape for a in avals}
+    if len(shapes) > 1:
+        detail = " and ".join(f"{a} {w}" for a, w in zip(avals, where))
+        raise frame.error(node, "a value's shape differs between the paths of control flow on a symbolic value",
+                          note=f"'{name}' is {detail}")
+    dtype, weak = frame.trace.jnp.result_type(*values, return_weak_type=True)
+    return dtype, weak, avals[0].shape
+
+
+def _convert(frame: Frame, x: Any, dtype: np.dtype, weak: bool) -> Any:
+    return frame.trace.jnp._core.convert(x, dtype, weak)
+
+
+def _record_exit(frame: Frame, exit_: Exit) -> None:
+    if exit_.kind == "return":
+        frame.env[RET], frame.env[RETVAL] = True, exit_.value
+    elif exit_.kind == "break":
+        frame.env[BRK] = True
+    else:
+        frame.env[CONT] = True
+
+
+def _containers(env: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {k: (id(v), len(v)) for k, v in env.items() if isinstance(v, (list, dict, set))}
+
+
+def _zeros_like(frame: Frame, tree: Any) -> Any:
+    jnp = frame.trace.jnp
+    leaves, treedef = tree_flatten(tree)
+    return tree_unflatten(treedef, [jnp.zeros(_aval(frame, leaf).shape, _aval(frame, leaf).dtype)
+                                    if _is_array_like(leaf) else leaf for leaf in leaves])
+
+
+# -- if --------------------------------------------------------------------------------------------------------
+def exec_if(frame: Frame, stmt: cst.If) -> None:
+    test = frame.eval(stmt.test)
+    orelse = stmt.orelse
+    else_body: list[cst.CSTNode] = []
+    if isinstance(orelse, cst.If):
+        else_body = [orelse]
+    elif isinstance(orelse, cst.Else):
+        else_body = flatten_statements(orelse.body)
+    if not is_symbolic(test):
+        try:
+            taken = bool(test)
+        except ConcretizationError as e:
+            raise frame.wrap(stmt.test, e) from e
+        frame.exec_block(flatten_statements(stmt.body) if taken else else_body)
+        return
+    pred = to_predicate(frame, test, stmt.test)
+    then_body = flatten_statements(stmt.body)
+    branch(frame, pred, [lambda: frame.exec_block(then_body), lambda: frame.exec_block(else_body)],
+           ["in the then-branch", "in the else-branch"], stmt.test)
+
+
+def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: Sequence[str],
+           node: cst.CSTNode, else_flags: dict[str, Any] | None = None) -> None:
+    """Build a ``cond`` op whose regions run ``runs`` on copies of the locals, and merge the locals after it."""
+    builder = frame.trace.builder
+    base = frame.env
+    before = _containers(base)
+    envs, blocks = [], []
+    for i, run in enumerate(runs):
+        with builder.region() as block:
+            frame.env = dict(base)
+            if i == len(runs) - 1 and else_flags:
+                frame.env.update(else_flags)
+            try:
+                run()
+            except Exit as e:
+                if e.kind == "raise":
+                    raise
+                _record_exit(frame, e)
+            envs.append(frame.env)
+            blocks.append(block)
+    frame.env = base
+    if _containers(base) != before:
+        raise frame.error(node, "a Python list or dict was changed inside an `if` on a symbolic value",
+                          note="the branch taken is only known when the compiled function runs; build the "
+                               "container outside the `if` and select array values with jnp.where")
+    where = [f"{w} (line {{line}})" for w in where]
+    merged, yields, avals = _merge(frame, envs, blocks, where, node)
+    results = [Value(t) for t in avals]
+    for block, values in zip(blocks, yields):
+        block.results = [builder.operand(v) for v in values]
+    builder.emit(Op(cond_p, [builder.operand(pred)], {}, results, regions=blocks, loc=builder.loc))
+    _rebind(frame, merged, results)
+
+
+def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node: cst.CSTNode
+           ) -> tuple[dict[str, Any], list[list[Any]], list[TensorType]]:
+    """Unify the paths' locals. Returns per-name templates, each path's yields and the result types."""
+    builder = frame.trace.builder
+    names = sorted({k for env in envs for k in env if not k.startswith("@")})
+    merged: dict[str, Any] = {}
+    yields: list[list[Any]] = [[] for _ in envs]
+    avals: list[TensorType] = []
+    for name in names:
+        values = [env.get(name, _MISSING) for env in envs]
+        if all(v is values[0] for v in values):
+            merged[name] = values[0]
+            continue
+        if any(v is _MISSING for v in values):
+            present = next(v for v in values if v is not _MISSING)
+            if name in FLAGS:
+                values = [False if v is _MISSING else v for v in values]
+            elif name == RETVAL:
+                filler = _zeros_like(frame, present)
+                values = [filler if v is _MISSING else v for v in values]
+            else:
+                lines = [env.get("@" + name) for env in envs]
+                paths = [w.format(line=ln) for w, ln in zip(where, lines) if ln is not None]
+                merged[name] = Undefined(name, f"'{name}' is assigned only {' and '.join(paths)}")
+                continue
+        flat = [tree_flatten(v) for v in values]
+        if any(f[1] != flat[0][1] for f in flat):
+            detail = " and ".join(f"{_describe(v)} {w.format(line=env.get('@' + name, '?'))}"
+                                  for v, w, env in zip(values, where, envs))
+            raise frame.error(node, "a value's structure differs between the paths of control flow on a symbolic "
+                                    "value", note=f"'{name}' is {detail}")
+        template = []
+        for j in range(len(flat[0][0])):
+            leaves = [f[0][j] for f in flat]
+            if all(_static_equal(leaf, leaves[0]) for leaf in leaves):
+                template.append(leaves[0])
+                continue
+            if not all(_is_array_like(leaf) for leaf in leaves):
+                detail = " and ".join(f"{leaf!r} {w.format(line=env.get('@' + name, '?'))}"
+                                      for leaf, w, env in zip(leaves, where, envs))
+                raise frame.error(node, "a static value differs between the paths of control flow on a symbolic "
+                                        "value", note=f"'{name}' is {detail}")
+            line_where = [w.format(line=env.get("@" + name, "?")) for w, env in zip(where, envs)]
+            dtype, weak, shape = _join_types(frame, name, leaves, line_where, node)
+            for k, (leaf, block) in enumerate(zip(leaves, blocks)):
+                with builder.reopen(block):
+                    yields[k].append(_convert(frame, leaf, dtype, weak))
+            template.append(_Slot(len(avals), name))
+            avals.append(TensorType(dtype, shape, weak))
+        merged[name] = _Merged(flat[0][1], template)
+    return merged, yields, avals
+
+
+class _Slot:
+    """A leaf of a merged value that is a result of the control-flow op."""
+
+    def __init__(self, index: int, name: str):
+        self.index, self.name = index, name
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(value)}"
+    return type(value).__name__
+
+
+class _Merged:
+    """A merged local: its pytree structure, with ``_Slot``s where the op's results go."""
+
+    def __init__(self, treedef: Any, template: list):
+        self.treedef, self.template = treedef, template
+
+
+def _rebind(frame: Frame, merged: dict[str, Any], results: Sequence[Value]) -> None:
+    for name, entry in merged.items():
+        if isinstance(entry, _Merged):
+            _bind_templates(frame, {name: (entry.treedef, entry.template)}, results)
+        else:
+            frame.env[name] = entry
+
+
+def after_exit_flags(frame: Frame, rest: Sequence[cst.CSTNode], stmt: cst.CSTNode) -> None:
+    """After a statement that may have exited on a symbolic condition: stop, or guard what follows."""
+    flags = {f: frame.env.get(f, False) for f in FLAGS}
+    if flags[RET] is True:
+        raise Exit("return", frame.env.get(RETVAL))
+    if flags[BRK] is True:
+        raise Exit("break")
+    if flags[CONT] is True:
+        raise Exit("continue")
+    if not rest:
+        return
+    jnp = frame.trace.jnp
+    active = [v for v in flags.values() if v is not False]
+    stop = active[0]
+    for v in active[1:]:
+        stop = jnp.logical_or(stop, v)
+    only_return = all(flags[f] is False for f in (BRK, CONT))
+    else_flags = {RET: True} if only_return else None
+    branch(frame, jnp.logical_not(stop), [lambda: frame.exec_block(rest), lambda: None],
+           ["where the code after line {line} runs".replace("{line}", str(frame.loc(stmt).line)),
+            "where an earlier return, break or continue was taken"], stmt, else_flags=else_flags)
+    if frame.env.get(RET) is True:
+        raise Exit("return", frame.env.get(RETVAL))
+
+
+def select_values(frame: Frame, test: Any, a: Any, b: Any, node: cst.CSTNode) -> Any:
+    """``a if test else b`` on a symbolic test: both sides are evaluated and selected elementwise."""
+    pred = to_predicate(frame, test, node)
+    (la, ta), (lb, tb) = tree_flatten(a), tree_flatten(b)
+    if ta != tb:
+        raise frame.error(node, "the two sides of a conditional expression on a symbolic value differ in "
+                                f"structure ({_describe(a)} and {_describe(b)})")
+    jnp = frame.trace.jnp
+    out = [x if _static_equal(x, y) else jnp.where(pred, x, y) for x, y in zip(la, lb)]
+    return tree_unflatten(ta, out)
+
+
+# -- loops -----------------------------------------------------------------------------------------------------
+class _Names(cst.CSTVisitor):
+    """Names a loop body may rebind, and whether it may break, return or change containers."""
+
+    MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
+                "popitem", "sort", "reverse"}
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.breaks = self.returns = self.mutates = False
+        self._loop_depth = 0
+        self.subscript_targets: set[str] = set()
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._target(e.value)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value)
+        elif isinstance(node, cst.Subscript):
+            base = node.value
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            if isinstance(base, cst.Name):
+                self.names.add(base.value)
+                self.subscript_targets.add(base.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+        self._loop_depth += 1
+
+    def leave_For(self, node: cst.For) -> None:
+        self._loop_depth -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loop_depth += 1
+
+    def leave_While(self, node: cst.While) -> None:
+        self._loop_depth -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Break(self, node: cst.Break) -> None:
+        if self._loop_depth == 0:
+            self.breaks = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in self.MUTATORS:
+            self.mutates = True
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self.mutates = True
+
+
+def _scan_body(*nodes: cst.CSTNode) -> _Names:
+    names = _Names()
+    for node in nodes:
+        node.visit(names)
+    return names
+
+
+def exec_while(frame: Frame, stmt: cst.While) -> None:
+    body = flatten_statements(stmt.body)
+    outer = {f: frame.env.get(f, False) for f in (BRK, CONT)}
+    frame.env[BRK] = frame.env[CONT] = False
+    try:
+        while True:
+            test = frame.eval(stmt.test)
+            if is_symbolic(test) or is_symbolic(frame.env.get(BRK)) or is_symbolic(frame.env.get(RET, False)):
+                _symbolic_loop(frame, stmt, body, kind="while")
+                break
+            if frame.env[BRK] is True or not test:
+                if frame.env[BRK] is False and isinstance(stmt.orelse, cst.Else):
+                    frame.exec_block(flatten_statements(stmt.orelse.body))
+                break
+            _run_iteration(frame, body)
+    finally:
+        frame.env.update(outer)
+
+
+def _run_iteration(frame: Frame, body: Sequence[cst.CSTNode]) -> None:
+    frame.env[CONT] = False
+    try:
+        frame.exec_block(body)
+    except Exit as e:
+        if e.kind == "break":
+            frame.env[BRK] = True
+        elif e.kind != "continue":
+            raise
+    frame.env[CONT] = False
+
+
+def exec_for(frame: Frame, stmt: cst.For) -> None:
+    from transpiler.frontend.calls import SymbolicRange
+
+    iterable = frame.eval(stmt.iter)
+    body = flatten_statements(stmt.body)
+    scan = _scan_body(stmt.body)
+    outer = {f: frame.env.get(f, False) for f in (BRK, CONT)}
+    frame.env[BRK] = frame.env[CONT] = False
+    try:
+        if isinstance(iterable, SymbolicRange):
+            _symbolic_loop(frame, stmt, body, kind="for", rng=iterable)
+        elif isinstance(iterable, range) and len(iterable) > 1 and not scan.mutates and not _mutates_container(
+                frame, scan):
+            _counted_loop(frame, stmt, body, iterable, None)
+        elif isinstance(iterable, Value):
+            if not iterable.shape:
+                raise frame.error(stmt.iter, "iteration over a 0-d array")
+            _counted_loop(frame, stmt, body, range(iterable.shape[0]), iterable)
+        else:
+            _unrolled(frame, stmt, body, iterable)
+    finally:
+        frame.env.update(outer)
+
+
+def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng: range, rows: Any) -> None:
+    """A ``for`` over a static range (or an array's rows) as a loop op; unrolled where the index must be static."""
+    items = (lambda r: [rows[i] for i in r]) if rows is not None else list
+    base = dict(frame.env)
+    try:
+        _symbolic_loop(frame, stmt, body, kind="for", rng=rng, rows=rows)
+    except _Peel:
+        frame.env = base
+        _unrolled(frame, stmt, body, items(rng[:1]))
+        if frame.env[BRK] is not True:
+            _counted_loop(frame, stmt, body, rng[1:], rows) if len(rng) > 2 else _unrolled(
+                frame, stmt, body, items(rng[1:]))
+    except TranspileError as e:
+        if not getattr(e, "concretization", False) or len(rng) > UNROLL_FALLBACK_LIMIT:
+            raise
+        frame.env = base
+        _unrolled(frame, stmt, body, items(rng))
+
+
+def _mutates_container(frame: Frame, scan: _Names) -> bool:
+    return any(isinstance(frame.env.get(n), (list, dict)) for n in scan.subscript_targets)
+
+
+def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable: Any) -> None:
+    try:
+        items = iter(iterable)
+    except ConcretizationError as e:
+        raise frame.wrap(stmt.iter, e) from e
+    except TypeError as e:
+        raise frame.wrap(stmt.iter, e) from e
+    for item in items:
+        if frame.env[BRK] is True:
+            break
+        stop = [v for v in (frame.env[BRK], frame.env.get(RET, False)) if is_symbolic(v)]
+        if stop:
+            jnp = frame.trace.jnp
+            guard = jnp.logical_not(stop[0] if len(stop) == 1 else jnp.logical_or(*stop))
+
+            def iteration(item=item):
+                frame.assign(stmt.target, item)
+                _run_iteration(frame, body)
+
+            branch(frame, guard, [iteration, lambda: None], ["in a loop iteration", "after the loop stopped"], stmt)
+            continue
+        frame.assign(stmt.target, item)
+        _run_iteration(frame, body)
+    else:
+        if isinstance(stmt.orelse, cst.Else) and frame.env[BRK] is False:
+            frame.exec_block(flatten_statements(stmt.orelse.body))
+
+
+def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.CSTNode], kind: str,
+                   rng: Any = None, rows: Any = None) -> None:
+    """Build a ``while`` or ``for`` op for the loop, tracing its body once per set of carried types."""
+    from transpiler.frontend.calls import SymbolicRange
+
+    builder = frame.trace.builder
+    jnp = frame.trace.jnp
+    if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else):
+        raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
+    scan = _scan_body(stmt.body, stmt.test) if isinstance(stmt, cst.While) else _scan_body(stmt.body)
+    if scan.mutates:
+        raise frame.error(stmt, "a loop on a symbolic value cannot change Python lists or dicts",
+                          note="the number of iterations is only known when the compiled function runs; collect "
+                               "results in an array (x = x.at[i].set(v)) or use lax.scan")
+    names = sorted(n for n in scan.names if n in frame.env and not n.startswith("$"))
+    if scan.breaks:
+        names.append(BRK)
+    if scan.returns:
+        names.append(RET)
+        if RETVAL in frame.env:
+            names.append(RETVAL)
+    counted = kind == "for"
+    peelable = counted and isinstance(rng, range) and len(rng) > 1
+    use_while = kind == "while" or scan.breaks or scan.returns or isinstance(rng, SymbolicRange)
+    if counted:
+        if isinstance(rng, SymbolicRange):
+            start, stop, step = rng.start, rng.stop, rng.step
+            trip = jnp.maximum((stop - start + (step - (1 if step > 0 else -1))) // step, 0)
+            trip = jnp.asarray(trip, np.int32)
+        else:
+            start, step = rng.start, rng.step
+            trip = len(rng)
+    base = frame.env
+    promoted: set[tuple[str, int]] = set()  # static leaves that change, carried from the next trace on
+    joined: dict[tuple[str, int], tuple[np.dtype, bool]] = {}
+    for _attempt in range(MAX_RETRACES):
+        # the carried leaves: symbolic ones, plus static ones found to change
+        carried_names, init, templates = [], [], {}
+        for name in names:
+            value = base.get(name, False if name in (BRK, RET) else _MISSING)
+            if value is _MISSING:
+                continue
+            leaves, treedef = tree_flatten(value)
+            template = []
+            for j, leaf in enumerate(leaves):
+                if is_symbolic(leaf) or (name, j) in promoted:
+                    if not _is_array_like(leaf):
+                        raise frame.error(stmt, f"'{name}' changes inside a loop on a symbolic value but is not a "
+                                                "number or an array", note=f"it is {leaf!r}")
+                    dtype, weak = joined.get((name, j), (None, None))
+                    if dtype is None:
+                        aval = _aval(frame, leaf)
+                        dtype, weak = aval.dtype, aval.weak_type
+                    template.append(_Slot(len(init), name))
+                    init.append(_convert(frame, leaf, dtype, weak))
+                else:
+                    template.append(leaf)
+            carried_names.append(name)
+            templates[name] = (treedef, template)
+        carried_avals = [_aval(frame, v) for v in init]
+        if counted and use_while:
+            carried_avals = [TensorType(np.int32, ())] + carried_avals
+        # -- the body ------------------------------------------------------------------------------------
+        with builder.region(carried_avals) as body_block:
+            params = list(body_block.params)
+            frame.env = dict(base)
+            if counted and use_while:
+                k, params = params[0], params[1:]
+            elif counted:
+                k = None
+            _bind_templates(frame, templates, params)
+            if counted and not use_while:
+                body_block.params.insert(0, Value(TensorType(np.int32, ()), "k"))
+                k = body_block.params[0]
+            if counted:
+                index = k if (start, step) == (0, 1) else (k + start if step == 1 else k * step + start)
+                target = rows[index] if rows is not None else index
+                frame.assign(stmt.target, target)
+            frame.env[CONT] = False
+            try:
+                frame.exec_block(body)
+            except Exit as e:
+                if e.kind == "raise":
+                    raise
+                _record_exit(frame, e)
+            except TranspileError as e:
+                raise e
+            frame.env[CONT] = False
+            # compare what the body leaves with what it was given
+            changed = False
+            outputs = []
+            if scan.returns and RETVAL in frame.env and RETVAL not in carried_names:
+                base = dict(base)
+                base[RETVAL] = _zeros_like(frame, frame.env[RETVAL])
+                names.append(RETVAL)
+                changed = True
+            for name in carried_names:
+                treedef, template = templates[name]
+                leaves, out_tree = tree_flatten(frame.env.get(name))
+                if out_tree != treedef:
+                    raise frame.error(stmt, "a value's structure changes inside a loop on a symbolic value",
+                                      note=f"'{name}' is {_describe(base.get(name))} before the loop and "
+                                           f"{_describe(frame.env.get(name))} after an iteration "
+                                           f"(line {frame.env.get('@' + name, '?')})")
+                for j, (slot, leaf) in enumerate(zip(template, leaves)):
+                    if isinstance(slot, _Slot):
+                        want = carried_avals[slot.index + (1 if counted and use_while else 0)]
+                        got = _aval(frame, leaf) if _is_array_like(leaf) else None
+                        if got is None:
+                            raise frame.error(stmt, f"'{name}' becomes a {type(leaf).__name__} inside the loop")
+                        if got.shape != want.shape and peelable:
+                            raise _Peel()
+                        if got.shape != want.shape:
+                            raise frame.error(stmt, "a value's shape changes inside a loop on a symbolic value",
+                                              note=f"'{name}' is {want} before the loop and {got} after an "
+                                                   f"iteration (line {frame.env.get('@' + name, '?')})")
+                        if (got.dtype, got.weak_type) != (want.dtype, want.weak_type):
+                            dtype, weak = jnp.result_type(_Typed(want), leaf, return_weak_type=True)
+                            if (dtype, weak) != (want.dtype, want.weak_type):
+                                joined[(name, j)] = (dtype, weak)
+                                changed = True
+                        outputs.append(_convert(frame, leaf, want.dtype, want.weak_type))
+                    elif not _static_equal(slot, leaf):
+                        if not _is_array_like(leaf) or not _is_array_like(slot):
+                            raise frame.error(stmt, "a static value changes inside a loop on a symbolic value",
+                                              note=f"'{name}' is {slot!r} before the loop and {leaf!r} after "
+                                                   f"an iteration")
+                        promoted.add((name, j))
+                        changed = True
+            if counted and use_while:
+                outputs.insert(0, k + 1)
+            body_block.results = [builder.operand(v) for v in outputs]
+        frame.env = base
+        if not changed:
+            break
+    else:
+        raise frame.error(stmt, "the types of a loop's values do not settle", note="give them fixed dtypes before "
+                                                                                  "the loop")
+    # -- the op --------------------------------------------------------------------------------------------
+    operands = [builder.operand(v) for v in init]
+    results = [Value(t) for t in _strip_counter(carried_avals, counted and use_while)]
+    if use_while:
+        with builder.region(carried_avals) as cond_block:
+            params = list(cond_block.params)
+            frame.env = dict(base)
+            if counted:
+                k, params = params[0], params[1:]
+            _bind_templates(frame, templates, params)
+            if counted:
+                test = k < trip
+            else:
+                test = to_predicate(frame, frame.eval(stmt.test), stmt.test)
+            for flag in (BRK, RET):
+                if flag in carried_names:
+                    test = jnp.logical_and(test, jnp.logical_not(frame.env[flag]))
+            cond_block.results = [builder.operand(jnp.asarray(test))]
+            frame.env = base
+        counter = [builder.operand(np.int32(0))] if counted else []
+        op_results = ([Value(TensorType(np.int32, ()))] if counted else []) + results
+        builder.emit(Op(while_p, counter + operands, {}, op_results, regions=[cond_block, body_block],
+                        loc=builder.loc))
+    else:
+        trip_value = builder.operand(np.int32(trip))
+        builder.emit(Op(for_p, [trip_value, *operands], {}, results, regions=[body_block], loc=builder.loc))
+    frame.env = base
+    _bind_templates(frame, templates, results)
+    for name in (BRK, CONT):
+        frame.env.pop(name, None)
+    frame.env[BRK] = frame.env[CONT] = False
+    if counted:
+        frame.env[_target_name(stmt)] = Undefined(_target_name(stmt), "the loop variable of a compiled loop is "
+                                                                      "not available after the loop")
+
+
+def _strip_counter(avals: list[TensorType], has_counter: bool) -> list[TensorType]:
+    return avals[1:] if has_counter else avals
+
+
+def _target_name(stmt: cst.For) -> str:
+    return stmt.target.value if isinstance(stmt.target, cst.Name) else "$target"
+
+
+def _bind_templates(frame: Frame, templates: dict[str, tuple[Any, list]], values: Sequence[Any]) -> None:
+    for name, (treedef, template) in templates.items():
+        leaves = []
+        for x in template:
+            if isinstance(x, _Slot):
+                value = values[x.index]
+                if isinstance(value, Value) and value.name is None and not name.startswith("$"):
+                    value.name = name
+                leaves.append(value)
+            else:
+                leaves.append(x)
+        frame.env[name] = tree_unflatten(treedef, leaves)
+
+
+class _Peel(Exception):
+    """A carried value's shape changes in the first iteration: run that one unrolled, loop over the rest."""
+
+
+class _Typed:
+    """Stands for a value of a given type in ``result_type``."""
+
+    def __init__(self, aval: TensorType):
+        self.aval = aval
+        self.dtype = aval.dtype
+        self.weak_type = aval.weak_type
+        self.shape = aval.shape
+
+
+__all__ = ["exec_if", "exec_while", "exec_for", "after_exit_flags", "select_values", "branch"]

@@ -1,0 +1,621 @@
+"""The partial evaluator: runs a function's libcst tree statement by statement.
+
+Every name is bound to a static Python value or to a symbolic IR ``Value``. Work on static values runs
+as ordinary Python; operations on symbolic values bind primitives into the current ``Builder``. Control
+flow on symbolic values is handed to ``frontend.control``, which builds ``cond``/``while``/``for`` ops.
+
+Exits (``return``, ``break``, ``continue``) reached on a static path raise ``Exit`` signals; inside a
+region built for a symbolic branch they become flags (``$ret``, ``$brk``, ``$cont``) that the region
+yields, and the statements after such a branch run under a guard.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any, Callable, Sequence
+
+import libcst as cst
+
+from transpiler.frontend.errors import TranspileError
+from transpiler.frontend.source import FunctionSource
+from transpiler.ir import ConcretizationError, SourceLoc, Value
+
+RET, RETVAL, BRK, CONT = "$ret", "$retval", "$brk", "$cont"
+FLAGS = (RET, BRK, CONT)
+
+
+class Exit(Exception):
+    """A static ``return``/``break``/``continue``, unwinding to the construct that handles it."""
+
+    def __init__(self, kind: str, value: Any = None):
+        self.kind, self.value = kind, value
+
+
+class Undefined:
+    """A name bound on only some paths through symbolic control flow; using it is an error."""
+
+    def __init__(self, name: str, why: str):
+        self.name, self.why = name, why
+
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul, cst.Divide: operator.truediv,
+    cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod, cst.Power: operator.pow,
+    cst.MatrixMultiply: operator.matmul, cst.BitAnd: operator.and_, cst.BitOr: operator.or_,
+    cst.BitXor: operator.xor, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
+}
+_AUGMENTED: dict[type, type] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply, cst.BitAndAssign: cst.BitAnd,
+    cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor, cst.LeftShiftAssign: cst.LeftShift,
+    cst.RightShiftAssign: cst.RightShift,
+}
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    cst.LessThan: operator.lt, cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge, cst.Equal: operator.eq, cst.NotEqual: operator.ne,
+    cst.Is: operator.is_, cst.IsNot: operator.is_not, cst.In: lambda a, b: a in b,
+    cst.NotIn: lambda a, b: a not in b,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert,
+}
+
+_ERROR_TYPES = (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError, ZeroDivisionError,
+                NotImplementedError, OverflowError, RuntimeError, AssertionError)
+_error_classes: dict[type, type] = {}
+
+
+def located_error(error: BaseException, loc: SourceLoc | None, length: int, note: str = "") -> TranspileError:
+    """A ``TranspileError`` at the user's line that is still an instance of the original error's type."""
+    if isinstance(error, TranspileError):
+        return error
+    base = next((t for t in type(error).__mro__ if t in _ERROR_TYPES), None)
+    message = str(error) if not isinstance(error, KeyError) else repr(error.args[0]) if error.args else "KeyError"
+    if base is None:
+        return TranspileError(f"{type(error).__name__}: {message}", loc, note=note, length=length)
+    cls = _error_classes.get(base)
+    if cls is None:
+        cls = _error_classes[base] = type(f"TranspileError[{base.__name__}]", (TranspileError, base), {})
+    err = cls.__new__(cls)
+    TranspileError.__init__(err, message, loc, note=note, length=length)
+    return err
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, Value)
+
+
+class Frame:
+    """One activation of an interpreted function: its locals and where its free names resolve."""
+
+    def __init__(self, trace: Any, source: FunctionSource, fn: Callable[..., Any] | None,
+                 env: dict[str, Any], outer: dict[str, Any] | None = None):
+        self.trace, self.source, self.fn = trace, source, fn
+        self.env = env
+        self.outer = outer  # the defining frame's locals, for functions defined inside interpreted code
+        self.globals = getattr(fn, "__globals__", {}) if fn is not None else {}
+        code = getattr(fn, "__code__", None)
+        cells = getattr(fn, "__closure__", None) or ()
+        self.closure = dict(zip(code.co_freevars, cells)) if code is not None else {}
+
+    # -- errors -------------------------------------------------------------------------------------------
+    def loc(self, node: cst.CSTNode) -> SourceLoc:
+        return self.source.loc(node)
+
+    def error(self, node: cst.CSTNode, message: str, note: str = "") -> TranspileError:
+        return TranspileError(message, self.loc(node), note=note, length=self.source.file.span(node))
+
+    def wrap(self, node: cst.CSTNode, error: BaseException) -> TranspileError:
+        note = ""
+        if isinstance(error, ConcretizationError):
+            note = ("the value is symbolic inside a compiled function; use jnp.where or lax.cond for a value "
+                    "that depends on data, or mark the argument static (static_argnums)")
+        located = located_error(error, self.loc(node), self.source.file.span(node), note)
+        located.concretization = isinstance(error, ConcretizationError) or getattr(error, "concretization", False)
+        return located
+
+    # -- names --------------------------------------------------------------------------------------------
+    def lookup(self, name: str, node: cst.CSTNode) -> Any:
+        if name in self.env:
+            value = self.env[name]
+        elif self.outer is not None and name in self.outer:
+            value = self.outer[name]
+        elif name in self.closure:
+            try:
+                value = self.closure[name].cell_contents
+            except ValueError:
+                raise self.error(node, f"free variable '{name}' is referenced before assignment") from None
+        elif name in self.globals:
+            value = self.globals[name]
+        elif hasattr(builtins, name):
+            value = getattr(builtins, name)
+        else:
+            raise located_error(NameError(f"name '{name}' is not defined"), self.loc(node), len(name))
+        if isinstance(value, Undefined):
+            raise self.error(node, f"'{name}' may be undefined here", note=value.why)
+        return value
+
+    def assign_name(self, name: str, value: Any, node: cst.CSTNode) -> None:
+        if isinstance(value, Value) and value.name is None:
+            value.name = name
+        self.env[name] = value
+        self.env["@" + name] = self.loc(node).line
+
+    # -- statements -----------------------------------------------------------------------------------------
+    def run_body(self, body: cst.BaseSuite | Sequence[cst.CSTNode]) -> None:
+        self.exec_block(flatten_statements(body))
+
+    def exec_block(self, stmts: Sequence[cst.CSTNode]) -> None:
+        from transpiler.frontend import control
+
+        for i, stmt in enumerate(stmts):
+            self.exec_stmt(stmt)
+            if any(self.env.get(flag, False) is not False for flag in FLAGS):
+                control.after_exit_flags(self, stmts[i + 1 :], stmt)
+                return
+
+    def exec_stmt(self, stmt: cst.CSTNode) -> None:
+        handler = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if handler is None:
+            raise self.error(stmt, f"unsupported statement in a compiled function: {type(stmt).__name__}",
+                             note=_UNSUPPORTED_HINTS.get(type(stmt).__name__, ""))
+        with self.trace.builder.at(self.loc(stmt)):
+            try:
+                handler(stmt)
+            except (TranspileError, Exit):
+                raise
+            except Exception as e:  # noqa: BLE001 - reported at the user's line, never as an internal trace
+                raise self.wrap(stmt, e) from e
+
+    def stmt_Expr(self, stmt: cst.Expr) -> None:
+        self.eval(stmt.value)
+
+    def stmt_Pass(self, stmt: cst.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, stmt: cst.Assign) -> None:
+        value = self.eval(stmt.value)
+        for target in stmt.targets:
+            self.assign(target.target, value)
+
+    def stmt_AnnAssign(self, stmt: cst.AnnAssign) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value))
+
+    def stmt_AugAssign(self, stmt: cst.AugAssign) -> None:
+        op = _BINARY[_AUGMENTED[type(stmt.operator)]]
+        target = stmt.target
+        if isinstance(target, cst.Subscript):
+            base = self.eval(target.value)
+            index = self.eval_index(target)
+            current = base[index]
+            self.assign(target, op(current, self.eval(stmt.value)))
+            return
+        current = self.eval(target)
+        value = self.eval(stmt.value)
+        if isinstance(current, (list, dict, set)) and not is_symbolic(value):
+            # in-place on a Python container (``out += [x]``) keeps aliasing, as Python does
+            iop = {operator.add: operator.iadd, operator.or_: operator.ior}.get(op, op)
+            self.assign(target, iop(current, value))
+        else:
+            self.assign(target, op(current, value))
+
+    def stmt_Return(self, stmt: cst.Return) -> None:
+        raise Exit("return", None if stmt.value is None else self.eval(stmt.value))
+
+    def stmt_Break(self, stmt: cst.Break) -> None:
+        raise Exit("break")
+
+    def stmt_Continue(self, stmt: cst.Continue) -> None:
+        raise Exit("continue")
+
+    def stmt_If(self, stmt: cst.If) -> None:
+        from transpiler.frontend import control
+
+        control.exec_if(self, stmt)
+
+    def stmt_While(self, stmt: cst.While) -> None:
+        from transpiler.frontend import control
+
+        control.exec_while(self, stmt)
+
+    def stmt_For(self, stmt: cst.For) -> None:
+        from transpiler.frontend import control
+
+        control.exec_for(self, stmt)
+
+    def stmt_FunctionDef(self, stmt: cst.FunctionDef) -> None:
+        from transpiler.frontend.calls import InterpretedFunction
+
+        fn: Any = InterpretedFunction(self, stmt)
+        for decorator in reversed(stmt.decorators):
+            fn = self.eval(decorator.decorator)(fn)
+        self.assign_name(stmt.name.value, fn, stmt)
+
+    def stmt_Assert(self, stmt: cst.Assert) -> None:
+        test = self.eval(stmt.test)
+        if is_symbolic(test):
+            raise self.error(stmt.test, "cannot assert on a value that is only known when the compiled function runs",
+                             note="check it outside the compiled function, or return it and check the result")
+        if not test:
+            message = self.eval(stmt.msg) if stmt.msg is not None else None
+            raise AssertionError(message) if message is not None else AssertionError()
+
+    def stmt_Raise(self, stmt: cst.Raise) -> None:
+        if stmt.exc is None:
+            raise self.error(stmt, "a bare 'raise' is not supported in a compiled function")
+        raise self.eval(stmt.exc)
+
+    def stmt_Import(self, stmt: cst.Import) -> None:
+        import importlib
+
+        for alias in stmt.names:
+            name = _dotted(alias.name)
+            module = importlib.import_module(name)
+            if alias.asname is not None:
+                self.assign_name(alias.asname.name.value, module, stmt)
+            else:
+                top = name.split(".")[0]
+                self.assign_name(top, importlib.import_module(top), stmt)
+
+    def stmt_ImportFrom(self, stmt: cst.ImportFrom) -> None:
+        import importlib
+
+        if stmt.relative or isinstance(stmt.names, cst.ImportStar):
+            raise self.error(stmt, "relative and star imports are not supported inside a compiled function")
+        module = importlib.import_module(_dotted(stmt.module))
+        for alias in stmt.names:
+            name = _dotted(alias.name)
+            value = getattr(module, name, None)
+            if value is None:
+                value = importlib.import_module(f"{module.__name__}.{name}")
+            target = alias.asname.name.value if alias.asname is not None else name
+            self.assign_name(target, value, stmt)
+
+    def stmt_Del(self, stmt: cst.Del) -> None:
+        self.delete(stmt.target)
+
+    def delete(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.env.pop(target.value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.delete(element.value)
+        elif isinstance(target, cst.Subscript):
+            container = self.eval(target.value)
+            if is_symbolic(container) or hasattr(container, "aval"):
+                raise self.error(target, "cannot delete elements of an array")
+            del container[self.eval_index(target)]
+        else:
+            raise self.error(target, f"cannot delete {type(target).__name__}")
+
+    def stmt_Global(self, stmt: cst.Global) -> None:
+        raise self.error(stmt, "a compiled function cannot assign global variables",
+                         note="return the new value instead, and assign it outside")
+
+    def stmt_Nonlocal(self, stmt: cst.Nonlocal) -> None:
+        raise self.error(stmt, "a compiled function cannot assign variables of an enclosing function",
+                         note="return the new value instead")
+
+    # -- assignment targets ---------------------------------------------------------------------------------
+    def assign(self, target: cst.BaseExpression, value: Any) -> None:
+        if isinstance(target, cst.Name):
+            self.assign_name(target.value, value, target)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            self.assign_unpacked(target, value)
+        elif isinstance(target, cst.Subscript):
+            self.assign_item(target, value)
+        elif isinstance(target, cst.Attribute):
+            obj = self.eval(target.value)
+            if isinstance(target.value, cst.Name) and target.value.value not in self.env:
+                raise self.error(target, f"a compiled function cannot change '{_dotted(target)}', which it does "
+                                         "not own", note="return the new value instead, and assign it outside")
+            setattr(obj, target.attr.value, value)
+        elif isinstance(target, cst.StarredElement):
+            raise self.error(target, "a starred assignment target must be inside a tuple or list")
+        else:
+            raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def assign_unpacked(self, target: cst.Tuple | cst.List, value: Any) -> None:
+        elements = list(target.elements)
+        starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+        try:
+            items = list(value)
+        except ConcretizationError as e:
+            raise self.wrap(target, e) from e
+        except TypeError:
+            raise self.error(target, f"cannot unpack a value of type {type(value).__name__}") from None
+        if starred:
+            (s,) = starred
+            after = len(elements) - s - 1
+            if len(items) < len(elements) - 1:
+                raise self.error(target, f"not enough values to unpack (expected at least {len(elements) - 1}, "
+                                         f"got {len(items)})")
+            items = items[:s] + [list(items[s: len(items) - after])] + items[len(items) - after:]
+        elif len(items) != len(elements):
+            raise self.error(target, f"cannot unpack {len(items)} values into {len(elements)} targets")
+        for element, item in zip(elements, items):
+            self.assign(element.value, item)
+
+    def assign_item(self, target: cst.Subscript, value: Any) -> None:
+        container = self.eval(target.value)
+        index = self.eval_index(target)
+        if hasattr(container, "aval") and hasattr(container, "at"):
+            # NumPy-style ``y[i] = v`` on an array: a functional update that rebinds the name
+            self.assign(target.value, container.at[index].set(value))
+        else:
+            container[index] = value
+
+    # -- expressions ------------------------------------------------------------------------------------------
+    def eval(self, node: cst.BaseExpression) -> Any:
+        handler = getattr(self, "expr_" + type(node).__name__, None)
+        if handler is None:
+            raise self.error(node, f"unsupported expression in a compiled function: {type(node).__name__}",
+                             note=_UNSUPPORTED_HINTS.get(type(node).__name__, ""))
+        return handler(node)
+
+    def expr_Name(self, node: cst.Name) -> Any:
+        return self.lookup(node.value, node)
+
+    def expr_Integer(self, node: cst.Integer) -> int:
+        return int(node.evaluated_value)
+
+    def expr_Float(self, node: cst.Float) -> float:
+        return float(node.evaluated_value)
+
+    def expr_Imaginary(self, node: cst.Imaginary) -> complex:
+        return complex(node.evaluated_value)
+
+    def expr_SimpleString(self, node: cst.SimpleString) -> Any:
+        return node.evaluated_value
+
+    def expr_ConcatenatedString(self, node: cst.ConcatenatedString) -> Any:
+        return self.eval(node.left) + self.eval(node.right)
+
+    def expr_FormattedString(self, node: cst.FormattedString) -> str:
+        parts = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+                continue
+            value = self.eval(part.expression)
+            if is_symbolic(value):
+                raise self.error(part.expression, "cannot format a value that is only known when the compiled "
+                                                  "function runs")
+            if part.conversion:
+                value = {"r": repr, "s": str, "a": ascii}[part.conversion](value)
+            spec = ""
+            if part.format_spec:
+                spec = "".join(p.value if isinstance(p, cst.FormattedStringText) else str(self.eval(p.expression))
+                               for p in part.format_spec)
+            parts.append(format(value, spec))
+        return "".join(parts)
+
+    def expr_Ellipsis(self, node: cst.Ellipsis) -> Any:
+        return Ellipsis
+
+    def expr_Tuple(self, node: cst.Tuple) -> tuple:
+        return tuple(self.eval_elements(node.elements))
+
+    def expr_List(self, node: cst.List) -> list:
+        return self.eval_elements(node.elements)
+
+    def expr_Set(self, node: cst.Set) -> set:
+        return set(self.eval_elements(node.elements))
+
+    def eval_elements(self, elements: Sequence[cst.BaseElement]) -> list:
+        out: list = []
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                out.extend(self.eval(element.value))
+            else:
+                out.append(self.eval(element.value))
+        return out
+
+    def expr_Dict(self, node: cst.Dict) -> dict:
+        out: dict = {}
+        for element in node.elements:
+            if isinstance(element, cst.StarredDictElement):
+                out.update(self.eval(element.value))
+            else:
+                out[self.eval(element.key)] = self.eval(element.value)
+        return out
+
+    def expr_Attribute(self, node: cst.Attribute) -> Any:
+        obj = self.eval(node.value)
+        try:
+            return getattr(obj, node.attr.value)
+        except AttributeError as e:
+            raise self.wrap(node, e) from e
+
+    def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Any:
+        left, right = self.eval(node.left), self.eval(node.right)
+        try:
+            return _BINARY[type(node.operator)](left, right)
+        except (TranspileError, Exit):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise self.wrap(node, e) from e
+
+    def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Any:
+        value = self.eval(node.expression)
+        if isinstance(node.operator, cst.Not):
+            if is_symbolic(value):
+                return self.trace.jnp.logical_not(value)
+            return not value
+        return _UNARY[type(node.operator)](value)
+
+    def expr_Comparison(self, node: cst.Comparison) -> Any:
+        left = self.eval(node.left)
+        result: Any = True
+        for target in node.comparisons:
+            right = self.eval(target.comparator)
+            try:
+                outcome = _COMPARE[type(target.operator)](left, right)
+            except (TranspileError, Exit):
+                raise
+            except Exception as e:  # noqa: BLE001
+                raise self.wrap(node, e) from e
+            result = outcome if result is True else self.logical("and", result, outcome)
+            if result is False:
+                return False
+            left = right
+        return result
+
+    def logical(self, kind: str, a: Any, b: Any) -> Any:
+        jnp = self.trace.jnp
+        if not is_symbolic(a) and not is_symbolic(b):
+            return (a and b) if kind == "and" else (a or b)
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        if a.dtype == bool and b.dtype == bool:
+            return jnp.logical_and(a, b) if kind == "and" else jnp.logical_or(a, b)
+        truth = a != 0
+        return jnp.where(truth, b, a) if kind == "and" else jnp.where(truth, a, b)
+
+    def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Any:
+        kind = "and" if isinstance(node.operator, cst.And) else "or"
+        left = self.eval(node.left)
+        if not is_symbolic(left):  # Python's short circuit on a static value
+            if (kind == "and" and not left) or (kind == "or" and left):
+                return left
+            return self.eval(node.right)
+        return self.logical(kind, left, self.eval(node.right))
+
+    def expr_IfExp(self, node: cst.IfExp) -> Any:
+        test = self.eval(node.test)
+        if not is_symbolic(test):
+            return self.eval(node.body) if test else self.eval(node.orelse)
+        from transpiler.frontend import control
+
+        return control.select_values(self, test, self.eval(node.body), self.eval(node.orelse), node)
+
+    def expr_Subscript(self, node: cst.Subscript) -> Any:
+        value = self.eval(node.value)
+        index = self.eval_index(node)
+        try:
+            return value[index]
+        except (TranspileError, Exit):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise self.wrap(node, e) from e
+
+    def eval_index(self, node: cst.Subscript) -> Any:
+        parts = []
+        for element in node.slice:
+            s = element.slice
+            if isinstance(s, cst.Slice):
+                parts.append(slice(*(None if p is None else self.eval(p) for p in (s.lower, s.upper, s.step))))
+            elif isinstance(s.value, cst.StarredElement):
+                parts.extend(self.eval(s.value.value))
+            else:
+                parts.append(self.eval(s.value))
+        single = len(node.slice) == 1 and not (isinstance(node.slice[0].slice, cst.Index)
+                                                and isinstance(node.slice[0].slice.value, cst.StarredElement))
+        return parts[0] if single else tuple(parts)
+
+    def expr_Call(self, node: cst.Call) -> Any:
+        from transpiler.frontend.calls import call
+
+        fn = self.eval(node.func)
+        args: list = []
+        kwargs: dict = {}
+        for arg in node.args:
+            value = self.eval(arg.value)
+            if arg.star == "*":
+                args.extend(value)
+            elif arg.star == "**":
+                kwargs.update(value)
+            elif arg.keyword is not None:
+                kwargs[arg.keyword.value] = value
+            else:
+                args.append(value)
+        return call(self, fn, args, kwargs, node)
+
+    def expr_Lambda(self, node: cst.Lambda) -> Any:
+        from transpiler.frontend.calls import InterpretedFunction
+
+        return InterpretedFunction(self, node)
+
+    def expr_NamedExpr(self, node: cst.NamedExpr) -> Any:
+        value = self.eval(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def expr_ListComp(self, node: cst.ListComp) -> list:
+        return self.comprehension(node, lambda: self.eval(node.elt), list)
+
+    def expr_SetComp(self, node: cst.SetComp) -> set:
+        return set(self.comprehension(node, lambda: self.eval(node.elt), list))
+
+    def expr_GeneratorExp(self, node: cst.GeneratorExp) -> Any:
+        return iter(self.comprehension(node, lambda: self.eval(node.elt), list))
+
+    def expr_DictComp(self, node: cst.DictComp) -> dict:
+        return dict(self.comprehension(node, lambda: (self.eval(node.key), self.eval(node.value)), list))
+
+    def comprehension(self, node: Any, element: Callable[[], Any], kind: type) -> list:
+        """Comprehensions iterate statically (arrays along their first axis), in a scope of their own."""
+        saved = self.env
+        self.env = dict(saved)
+        out: list = []
+
+        def loop(clause: cst.CompFor | None) -> None:
+            if clause is None:
+                out.append(element())
+                return
+            iterable = self.eval(clause.iter)
+            for item in iterable:
+                self.assign(clause.target, item)
+                keep = True
+                for condition in clause.ifs:
+                    test = self.eval(condition.test)
+                    if is_symbolic(test):
+                        raise self.error(condition.test, "a comprehension cannot filter on a value that is only "
+                                                         "known when the compiled function runs",
+                                         note="use jnp.where to select values instead")
+                    keep = keep and bool(test)
+                if keep:
+                    loop(clause.inner_for_in)
+
+        try:
+            loop(node.for_in)
+        finally:
+            self.env = saved
+        return out
+
+    def expr_Yield(self, node: cst.Yield) -> Any:
+        raise self.error(node, "generators cannot be compiled", note="build a list and return it instead")
+
+    def expr_Await(self, node: cst.Await) -> Any:
+        raise self.error(node, "async functions cannot be compiled")
+
+
+_UNSUPPORTED_HINTS = {
+    "Try": "exceptions cannot be caught inside a compiled function; check inputs before calling it",
+    "With": "context managers are not supported inside a compiled function",
+    "ClassDef": "define classes outside the compiled function",
+    "Match": "use if/elif instead of match inside a compiled function",
+    "Yield": "build a list and return it instead",
+}
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    raise TypeError(f"not a dotted name: {type(node).__name__}")
+
+
+def flatten_statements(body: Any) -> list[cst.CSTNode]:
+    """The statements of a suite, with each line's small statements (``a = 1; b = 2``) listed separately."""
+    stmts = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else body
+    out: list[cst.CSTNode] = []
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out.extend(stmt.body)
+        else:
+            out.append(stmt)
+    return out

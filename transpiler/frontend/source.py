@@ -1,0 +1,134 @@
+"""Finding a function's source: the libcst node of its ``def`` (or ``lambda``) and where it is.
+
+Whole files are parsed once (cached by path and modification time) so that positions are the file's
+own lines and columns. A lambda is found among the lambdas of its first line by its parameters and the
+column of its body.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from transpiler.ir import SourceLoc
+
+
+@dataclass
+class ParsedFile:
+    path: str
+    lines: list[str]
+    module: cst.Module
+    positions: dict[cst.CSTNode, CodeRange]
+
+    def loc(self, node: cst.CSTNode, function: str = "") -> SourceLoc:
+        pos = self.positions.get(node)
+        if pos is None:
+            return SourceLoc(self.path, 0, 1, "", function)
+        line = pos.start.line
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return SourceLoc(self.path, line, pos.start.column + 1, text, function)
+
+    def span(self, node: cst.CSTNode) -> int:
+        """How many characters of its first line the node covers (for the caret's underline)."""
+        pos = self.positions.get(node)
+        if pos is None:
+            return 1
+        if pos.end.line == pos.start.line:
+            return max(1, pos.end.column - pos.start.column)
+        return max(1, len(self.lines[pos.start.line - 1].rstrip("\n")) - pos.start.column)
+
+
+class SourceNotFound(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_file(path: str, mtime: float, text: str) -> ParsedFile:
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    return ParsedFile(path, text.splitlines(keepends=True), module, dict(positions))
+
+
+def parse_file(path: str) -> ParsedFile:
+    lines = linecache.getlines(path)
+    if not lines:
+        raise SourceNotFound(f"the source file {path} cannot be read")
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        mtime = 0.0
+    return _parse_file(path, mtime, "".join(lines))
+
+
+@dataclass
+class FunctionSource:
+    file: ParsedFile
+    node: cst.FunctionDef | cst.Lambda
+    name: str
+
+    def loc(self, node: cst.CSTNode) -> SourceLoc:
+        return self.file.loc(node, self.name)
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, file: ParsedFile, line: int):
+        self.file, self.line = file, line
+        self.functions: list[cst.FunctionDef] = []
+        self.lambdas: list[cst.Lambda] = []
+
+    def _start(self, node: cst.CSTNode) -> int:
+        pos = self.file.positions.get(node)
+        return pos.start.line if pos else -1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        first = min([self._start(d) for d in node.decorators] + [self._start(node)])
+        if self.line in (first, self._start(node)):
+            self.functions.append(node)
+        return True
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        if self._start(node) == self.line:
+            self.lambdas.append(node)
+        return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _find(code: Any) -> FunctionSource:
+    path = code.co_filename
+    file = parse_file(path)
+    finder = _Finder(file, code.co_firstlineno)
+    file.module.visit(finder)
+    if code.co_name == "<lambda>":
+        params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+        candidates = [lam for lam in finder.lambdas if _lambda_params(lam) == params]
+        if len(candidates) > 1:  # several lambdas on one line: match the body's column
+            columns = {col for (_, _, col, end) in code.co_positions() if col is not None and end and end > col}
+            first = min(columns) if columns else None
+            candidates = [lam for lam in candidates if file.positions[lam.body].start.column == first] or candidates
+        if not candidates:
+            raise SourceNotFound(f"cannot find the source of the lambda at {path}:{code.co_firstlineno}")
+        return FunctionSource(file, candidates[0], "<lambda>")
+    for node in finder.functions:
+        if node.name.value == code.co_name:
+            return FunctionSource(file, node, code.co_name)
+    raise SourceNotFound(f"cannot find the source of {code.co_name} at {path}:{code.co_firstlineno}")
+
+
+def _lambda_params(node: cst.Lambda) -> list[str]:
+    p = node.params
+    return [a.name.value for a in [*p.posonly_params, *p.params, *p.kwonly_params]]
+
+
+def function_source(fn: Callable[..., Any]) -> FunctionSource:
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        raise SourceNotFound(f"{fn!r} is not a Python function")
+    return _find(code)

@@ -1,0 +1,176 @@
+"""The typed SSA IR: values, ops with nested blocks (structured control flow), and functions.
+
+A ``Function`` has typed parameters, a body ``Block`` and results. An ``Op`` applies a primitive to
+operands and defines result values; control-flow ops (``cond``, ``while``, ``for``, ``scan``) also hold
+regions: nested blocks whose ``params`` are bound by the op (loop-carried values, the loop index) and
+whose ``results`` are what the region yields. Blocks may use values defined in enclosing blocks. There is
+no CFG and no phi node. Scalar constants appear inline as ``Literal``s; larger constants (arrays a
+function closes over) are the function's ``consts``.
+
+``Value`` carries the array operators and methods (``x + y``, ``x.sum()``), so user code and rules run
+unchanged on values while a function is being built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from transpiler.array_methods import ArrayMethods
+from transpiler.primitives.core import Primitive
+from transpiler.types import TensorType
+
+
+class ConcretizationError(TypeError):
+    """A symbolic value was used where a concrete Python value is needed (``bool(x)``, ``float(x)``)."""
+
+
+class Value(ArrayMethods):
+    """An SSA value: the result of an op, a block parameter or a function parameter."""
+
+    __slots__ = ("aval", "name")
+    __hash__ = object.__hash__  # identity: values are keys of the transforms' environments
+
+    def __init__(self, aval: TensorType, name: str | None = None):
+        self.aval = aval
+        self.name = name  # a hint from the user's source; the printer makes names unique
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __repr__(self) -> str:
+        return f"Value({self.name or '?'}: {self.aval})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def _concrete(self, what: str):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but {self.aval} is only known when the compiled function runs"
+        )
+
+    def __bool__(self) -> bool:
+        self._concrete("bool()")
+
+    def __int__(self) -> int:
+        self._concrete("int()")
+
+    def __float__(self) -> float:
+        self._concrete("float()")
+
+    def __complex__(self) -> complex:
+        self._concrete("complex()")
+
+    def __index__(self) -> int:
+        self._concrete("using an array as a Python index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete("conversion to a NumPy array")
+
+
+class Literal(Value):
+    """A scalar constant used as an operand (printed inline: ``2.0:f32``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, aval: TensorType):
+        super().__init__(aval)
+        self.value = np.asarray(value, aval.dtype)
+
+    def __repr__(self) -> str:
+        return f"Literal({self.value!r})"
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where an op comes from in the user's source (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    text: str = ""  # the source line, for comments in emitted code and for error messages
+    function: str = ""
+
+
+@dataclass(eq=False)
+class Block:
+    params: list[Value] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    results: list[Value] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Op:
+    prim: Primitive
+    operands: list[Value]
+    params: dict[str, Any]
+    results: list[Value]
+    regions: list[Block] = field(default_factory=list)
+    loc: SourceLoc | None = None
+
+    @property
+    def name(self) -> str:
+        return self.prim.name
+
+
+@dataclass(eq=False)
+class Function:
+    name: str
+    params: list[Value]
+    body: Block
+    consts: list[tuple[Value, np.ndarray]] = field(default_factory=list)
+    source: SourceLoc | None = None
+
+    @property
+    def results(self) -> list[Value]:
+        return self.body.results
+
+    @property
+    def signature(self) -> tuple[list[TensorType], list[TensorType]]:
+        return [p.aval for p in self.params], [r.aval for r in self.results]
+
+
+def walk(block: Block) -> Iterator[Op]:
+    """Every op of a block, nested regions included, in program order."""
+    for op in block.ops:
+        yield op
+        for region in op.regions:
+            yield from walk(region)
+
+
+def count_ops(fn: Function) -> int:
+    return sum(1 for _ in walk(fn.body))
+
+
+def free_values(block: Block) -> list[Value]:
+    """Values a block uses but does not define (captured from enclosing blocks), in first-use order."""
+    defined: set[int] = {id(v) for v in block.params}
+    free: dict[int, Value] = {}
+
+    def visit(b: Block) -> None:
+        defined.update(id(v) for v in b.params)
+        for op in b.ops:
+            for v in op.operands:
+                if id(v) not in defined and not isinstance(v, Literal):
+                    free.setdefault(id(v), v)
+            for region in op.regions:
+                visit(region)
+            defined.update(id(v) for v in op.results)
+        for v in b.results:
+            if id(v) not in defined and not isinstance(v, Literal):
+                free.setdefault(id(v), v)
+
+    visit(block)
+    return list(free.values())
