@@ -8,6 +8,20 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 from runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
 from runtime.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
 from runtime.array import Array
+from runtime.autodiff import (
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    remat,
+    value_and_grad,
+    vjp,
+)
 from runtime.config import config
 from runtime.devices import (
     block_until_ready,
@@ -25,7 +39,9 @@ from runtime.devices import (
 from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
-_SUBMODULES = {"dtypes", "example_libraries", "lax", "nn", "ops", "random", "scipy", "tree", "tree_util"}
+_SUBMODULES = {
+    "dtypes", "example_libraries", "lax", "nn", "ops", "random", "scipy", "test_util", "tree", "tree_util",
+}
 
 
 def __getattr__(name: str):
@@ -37,7 +53,8 @@ def __getattr__(name: str):
 
 __version__ = "0.1.0"
 __all__ = [
-    "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
+    "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
     "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
     "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
 ]

@@ -23,8 +23,14 @@ def is_symbolic(x: Any) -> bool:
 
 
 class Builder(core.Interpreter):
-    def __init__(self, name: str, source: SourceLoc | None = None):
+    def __init__(self, name: str, source: SourceLoc | None = None, capture: bool = False):
         self.function = Function(name, [], Block(), source=source)
+        # With ``capture``, symbolic values of an enclosing compilation that this function uses become
+        # extra parameters (``captured``: the outer values, in order), as a closure would capture them.
+        self.capture = capture
+        self.captured: list[Value] = []
+        self._captured_params: dict[int, Value] = {}
+        self._owned: set[int] = set()
         self._blocks: list[Block] = [self.function.body]
         self._consts: dict[int, Value] = {}  # id(concrete array) -> its const value
         self.loc: SourceLoc | None = source
@@ -38,11 +44,17 @@ class Builder(core.Interpreter):
         value = Value(aval, name)
         self.function.params.append(value)
         self.function.body.params.append(value)
+        self._owned.add(id(value))
         return value
+
+    def own(self, *values: Value) -> None:
+        self._owned.update(id(v) for v in values)
 
     def operand(self, x: Any) -> Value:
         """``x`` as an IR value: itself if symbolic, else a literal or a constant."""
         if isinstance(x, Value):
+            if self.capture and id(x) not in self._owned and not isinstance(x, Literal):
+                return self._capture(x)
             return x
         if not isinstance(getattr(x, "aval", None), TensorType):
             x = core.base_interpreter().canonical(x)  # Python scalars take the runtime's canonical dtypes
@@ -57,6 +69,14 @@ class Builder(core.Interpreter):
             self._keepalive = getattr(self, "_keepalive", []) + [x]  # ids stay unique while we hold them
         return self._consts[key]
 
+    def _capture(self, outer: Value) -> Value:
+        param = self._captured_params.get(id(outer))
+        if param is None:
+            param = self.param(outer.aval, outer.name)
+            self._captured_params[id(outer)] = param
+            self.captured.append(outer)
+        return param
+
     # -- recording ---------------------------------------------------------------------------------------
     def process(self, prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
         if not any(isinstance(x, Value) for x in operands):
@@ -70,6 +90,7 @@ class Builder(core.Interpreter):
 
     def emit(self, op: Op) -> Op:
         self.block.ops.append(op)
+        self._owned.update(id(r) for r in op.results)
         return op
 
     @contextlib.contextmanager
@@ -77,6 +98,7 @@ class Builder(core.Interpreter):
         """Build a nested block; ops bound inside go to it. Its params are fresh values of the given types."""
         names = list(names) + [None] * (len(param_avals) - len(names))
         block = Block(params=[Value(t, n) for t, n in zip(param_avals, names)])
+        self.own(*block.params)
         self._blocks.append(block)
         try:
             yield block
@@ -102,6 +124,7 @@ class Builder(core.Interpreter):
 
     def finish(self, results: Sequence[Any]) -> Function:
         self.function.body.results = [self.operand(r) for r in results]
+        self.function.captured = list(self.captured)
         return self.function
 
 

@@ -135,6 +135,13 @@ class _Variables:
     def same(self, a: Value, b: Value) -> bool:
         return not isinstance(a, Literal) and not isinstance(b, Literal) and self.find(a) == self.find(b)
 
+    def hints(self, v: Value) -> set[str]:
+        return {h for h in (sanitize(m.name) for m in self.members[self.find(v)]) if h}
+
+    def may_share(self, a: Value, b: Value) -> bool:
+        """One variable keeps the source's names only where they agree (``s = s + x``); ``acc = s`` stays."""
+        return len(self.hints(a) | self.hints(b)) <= 1
+
 
 def _uses(op: Op) -> set[int]:
     """Every value an op reads, its regions included."""
@@ -208,7 +215,8 @@ class _Planner:
                         self.vars.union(result, p)
                     self.coalesce_yield(body, params[-1], yielded)
                     if (not isinstance(init, Literal) and id(init) in local and id(init) not in later[i + 1]
-                            and id(init) not in _region_uses(op) and sum(x is init for x in op.operands) == 1):
+                            and id(init) not in _region_uses(op) and sum(x is init for x in op.operands) == 1
+                            and self.vars.may_share(result, init)):
                         self.vars.union(result, init)  # the loop carries it in its own variable
             elif form in ("cond", "switch"):
                 for branch in op.regions:
@@ -218,7 +226,7 @@ class _Planner:
 
     def coalesce_yield(self, block: Block, target: Value, yielded: Value) -> None:
         """Let the op that defines ``yielded`` in ``block`` assign it straight into ``target``'s variable."""
-        if isinstance(yielded, Literal) or self.vars.same(target, yielded):
+        if isinstance(yielded, Literal) or self.vars.same(target, yielded) or not self.vars.may_share(target, yielded):
             return
         if sum(v is yielded for v in block.results) != 1:
             return
@@ -266,7 +274,6 @@ class _Emitter:
         self.classes: dict[str, str] = {}  # class name -> module
         self.lines: list[tuple[int, str, Any]] = []  # (depth, code, source location)
         self._last_loc: tuple[str, int] | None = None
-        self.scan_index: dict[int, str] = {}
 
     def _collect_uses(self, block: Block) -> None:
         self.used |= {id(v) for v in block.results}
@@ -290,7 +297,7 @@ class _Emitter:
     def var(self, v: Value, fallback: str | None = None) -> str:
         root = self.vars.find(v)
         if root not in self.names:
-            hints = [v.name] + [m.name for m in self.vars.members[root]] + [fallback]
+            hints = [m.name for m in self.vars.members[root]] + [fallback]  # members agree on their name
             hint = next((h for h in hints if _identifier(h)), None)
             name = self.fresh(hint)
             if name is None:
@@ -301,18 +308,6 @@ class _Emitter:
                 self.used_names.add(name)
             self.names[root] = name
         return self.names[root]
-
-    def name_block(self, block: Block) -> None:
-        """Name values in the order the code defines them, so names read top to bottom."""
-        for p in block.params:
-            self.var(p)
-        for op in block.ops:
-            if op.prim.name == "scan" and op.regions and op.params.get("length", 0):
-                self.scan_index[id(op)] = self.fresh("i")
-            for region in op.regions:
-                self.name_block(region)
-            for r in op.results:
-                self.var(r)
 
     # -- operands -----------------------------------------------------------------------------------------------
     def scalar(self, lit: Literal) -> tuple[str, str]:
@@ -535,7 +530,7 @@ class _Emitter:
             return
         for r in outputs:
             self.line(depth, f"{self.var(r)} = []", op)
-        index = self.scan_index[id(op)]
+        index = self.fresh("i")
         steps = f"reversed(range({length}))" if reverse else f"range({length})"
         self.line(depth, f"for {index} in {steps}:", op)
         for p, xs in zip(body.params[n:], op.operands[n:]):
@@ -557,7 +552,6 @@ class _Emitter:
         for value, _ in fn.consts:
             self.var(value, fallback="const")
         params = [self.var(p) for p in fn.params]
-        self.name_block(fn.body)
         self.block(fn.body, 1)
         results = [self.value(r) for r in fn.results]
         if results:
@@ -567,10 +561,10 @@ class _Emitter:
         return [f"def {self.function_name}({', '.join(params)}):", *self.render()]
 
     def render(self) -> list[str]:
-        """The body lines, source comments aligned in one column."""
+        """The body lines, source comments aligned in one column (lines too long for it are left out of it)."""
         codes = ["    " * depth + code for depth, code, _ in self.lines]
-        commented = [len(c) for c, (_, _, loc) in zip(codes, self.lines) if loc is not None]
-        column = min(max(commented, default=0), 72) + 2
+        commented = [len(c) for c, (_, _, loc) in zip(codes, self.lines) if loc is not None and len(c) <= 60]
+        column = max(commented, default=0) + 2
         out = []
         for code, (_, _, loc) in zip(codes, self.lines):
             if loc is None:
@@ -578,7 +572,7 @@ class _Emitter:
                 continue
             where = f"({os.path.basename(loc.file)}:{loc.line})"
             text = f"{loc.text.strip()}  {where}" if loc.text.strip() else where
-            out.append(f"{code.ljust(column)}# {text}")
+            out.append(f"{code}{' ' * max(column - len(code), 2)}# {text}")
         return out
 
     def constants(self) -> list[str]:

@@ -132,6 +132,8 @@ class Function:
     body: Block
     consts: list[tuple[Value, np.ndarray]] = field(default_factory=list)
     source: SourceLoc | None = None
+    # values of an enclosing compilation this function closes over; they are its last params
+    captured: list[Value] = field(default_factory=list)
 
     @property
     def results(self) -> list[Value]:

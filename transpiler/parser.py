@@ -25,6 +25,12 @@ from transpiler.printer import INDEX_TYPE, slice_type
 from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
 
 
+class _Name(str):
+    """A value's name as written (``%x.1``), remembering where: a definition is checked after its line."""
+
+    pos: int = 0
+
+
 class ParseError(ValueError):
     """Bad IR text; the message starts with ``line L, column C:`` and shows the line with a caret."""
 
@@ -110,7 +116,8 @@ def evaluate_param(node: ast.AST, classes: dict[str, type]) -> Any:
 # -- a cursor over one line ----------------------------------------------------------------------------------
 class _Line:
     def __init__(self, text: str, number: int):
-        self.text, self.number, self.pos = text, number, 0
+        self.text, self.number = text.rstrip(), number
+        self.pos = len(self.text) - len(self.text.lstrip())  # columns count in the text as given
 
     def error(self, message: str, pos: int | None = None) -> ParseError:
         pos = self.pos if pos is None else pos
@@ -155,6 +162,7 @@ class _Line:
             raise self.error(f"unexpected '{self.text[self.pos:]}'")
 
     def type(self) -> TensorType:
+        self.skip()
         start = self.pos
         m = self.match(_TYPE, "a type such as f32[3,4]")
         dtype = DTYPES_BY_SHORT_NAME.get(m.group(1))
@@ -187,8 +195,8 @@ class _Line:
 # -- the parser -----------------------------------------------------------------------------------------------
 class _Parser:
     def __init__(self, text: str):
-        self.lines = [_Line(t.strip(), i + 1) for i, t in enumerate(text.splitlines())]
-        self.lines = [ln for ln in self.lines if ln.text and not ln.text.startswith("//")]
+        self.lines = [_Line(t, i + 1) for i, t in enumerate(text.splitlines())]
+        self.lines = [ln for ln in self.lines if ln.at_end() is False and not ln.peek("//")]
         self.index = 0
         self.scopes: list[dict[str, Value]] = [{}]
         self.classes = param_classes()
@@ -203,19 +211,22 @@ class _Parser:
 
     def new_value(self, line: _Line, aval_of: Callable[[], TensorType | None] | None = None) -> tuple[Value, str]:
         """Read ``%name`` (and ``: type`` unless ``aval_of`` implies it); the value is defined by ``define``."""
+        line.skip()
         start = line.pos
         m = line.match(_NAME, "a value name such as %x")
+        name = _Name(m.group(0))
+        name.pos = start
         if line.accept(":"):
             aval = line.type()
         else:
             aval = aval_of() if aval_of else None
             if aval is None:
                 raise line.error(f"{m.group(0)} needs a type (': f32[3]')", start)
-        return Value(aval, _hint(m)), m.group(0)
+        return Value(aval, _hint(m)), name
 
     def define(self, line: _Line, value: Value, name: str) -> None:
         if any(name in scope for scope in self.scopes):
-            raise line.error(f"value {name} is defined twice")
+            raise line.error(f"value {name} is defined twice", getattr(name, "pos", None))
         self.scopes[-1][name] = value
 
     def operand(self, line: _Line) -> Value:
@@ -288,6 +299,7 @@ class _Parser:
                     break
                 line.expect(",")
         line.expect("->")
+        line.skip()
         header_pos = line.pos
         declared = self.type_list(line)
         line.expect("{")
@@ -326,7 +338,8 @@ class _Parser:
     def peek_word(self) -> str | None:
         if self.index == len(self.lines):
             return None
-        m = _WORD.match(self.lines[self.index].text)
+        line = self.lines[self.index]
+        m = _WORD.match(line.text, line.pos)
         return m.group(0) if m else None
 
     def close(self, line: _Line, token: str) -> None:
@@ -339,13 +352,13 @@ class _Parser:
         ops: list[Op] = []
         while True:
             line = self.next_line()
-            m = _WORD.match(line.text)
+            m = _WORD.match(line.text, line.pos)
             if m and m.group(0) in ("yield", "return"):
                 if m.group(0) != terminator:
                     raise line.error(f"expected '{terminator}' to end this block, found '{m.group(0)}'")
                 line.pos = m.end()
                 return ops, line
-            if line.text.startswith("}"):
+            if line.peek("}"):
                 raise line.error(f"the block ends without '{terminator}'")
             ops.append(self.op(line))
 
@@ -406,7 +419,9 @@ class _Parser:
             aval = aval or implied(operator, x)
             if aval is None:
                 raise line.error(f"{m.group(0)} needs a type (': f32[3]')", start)
-            out.append(((Value(aval, _hint(m)), m.group(0)), operator, x))
+            name = _Name(m.group(0))
+            name.pos = start
+            out.append(((Value(aval, _hint(m)), name), operator, x))
             if line.accept(")"):
                 return out
             line.expect(",")
@@ -506,22 +521,14 @@ def _scalar(text: str, aval: TensorType, line: _Line, pos: int) -> Any:
     """A literal's value: ``float(text)`` converted once to the dtype (the printer picks text for which
     that is exact)."""
     kind = aval.dtype.kind
+    read = {"b": lambda t: {"True": True, "False": False}[t], "i": int, "u": int, "f": float}.get(kind, complex)
     try:
-        if kind == "b":
-            if text not in ("True", "False"):
-                raise ValueError
-            return text == "True"
-        if kind in "iu":
-            value = int(text)
-            info = np.iinfo(aval.dtype)
-            if not info.min <= value <= info.max:
-                raise line.error(f"{value} does not fit in {aval.dtype.name}", pos)
-            return value
-        if kind == "f":
-            return float(text)
-        return complex(text)
-    except ValueError:
+        value = read(text)
+    except (KeyError, ValueError):
         raise line.error(f"'{text}' is not a {aval.dtype.name} literal", pos) from None
+    if kind in "iu" and not np.iinfo(aval.dtype).min <= value <= np.iinfo(aval.dtype).max:
+        raise line.error(f"{value} does not fit in {aval.dtype.name}", pos)
+    return value
 
 
 def parse_function(text: str) -> Function:

@@ -115,3 +115,29 @@ def real_dtype(dtype) -> np.dtype:
 
 def complex_dtype(dtype) -> np.dtype:
     return np.dtype(np.complex128) if np.dtype(dtype) == np.float64 else np.dtype(np.complex64)
+
+
+@dataclass(frozen=True)
+class StackType:
+    """A last-in-first-out stack of values of one type, for the residuals of loops whose trip count is
+    only known at run time (reverse mode through ``while``). Only transforms create stacks."""
+
+    elem: TensorType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(object)
+
+    weak_type = False
+
+    def strong(self) -> StackType:
+        return self
+
+    def __str__(self) -> str:
+        return f"stack<{self.elem}>"
+
+    __repr__ = __str__

@@ -4,8 +4,8 @@
 They run eagerly in Python here: the predicate or index is read from the concrete value, and the loop
 runs as a Python loop. JAX traces each function once, so it type-checks every branch and requires a
 loop's carry to keep its type; to give the same errors, ``cond`` and ``switch`` run every branch (the
-untaken ones with NaN checking off) and loops check the carry after every step. Inside a compiled function
-the front end turns these calls into the IR's structured control-flow ops instead.
+untaken ones with NaN checking off) and loops check the carry after every step. Later the front end will
+turn these calls into the IR's structured control-flow ops when the deciding values are symbolic.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def _as_arrays(tree: Any, what: str) -> tuple[list[Any], PyTreeDef]:
 
 def _concrete(x: Any, what: str) -> Any:
     if not _core.is_concrete(x):
-        raise NotImplementedError(f"{what} on a symbolic value runs only inside a compiled function, where the "
-                                  "front end turns it into a control-flow op")
+        raise NotImplementedError(f"{what}: the value deciding the control flow is symbolic (known only when the "
+                                  "compiled function runs); lax control flow on such values is not compiled yet")
     return x
 
 
@@ -69,6 +69,11 @@ def _untaken() -> Iterator[None]:
     finally:
         if saved:
             config.update("jax_debug_nans", True)
+
+
+def _leaf_path(treedef: PyTreeDef, index: int) -> tuple:
+    """The key path of leaf ``index`` of ``treedef`` (for error messages)."""
+    return tree_flatten_with_path(treedef.unflatten(range(treedef.num_leaves)))[0][index][0]
 
 
 def _type_difference(a: TensorType, b: TensorType) -> str | None:
@@ -97,21 +102,22 @@ def _join_branches(name: str, labels: list[str], funs: Sequence[Callable], outs:
     flat = [_as_arrays(out, f"{name}: the output of {label}") for label, out in zip(labels, outs, strict=True)]
     leaves0, treedef0 = flat[0]
     for i, (leaves, treedef) in enumerate(flat[1:], 1):
-        where = f"({labels[0]} is {_fun_name(funs[0])}, {labels[i]} is {_fun_name(funs[i])})"
+        # (looking up the source lines is slow, so only when reporting an error)
+        where = lambda i=i: f"({labels[0]} is {_fun_name(funs[0])}, {labels[i]} is {_fun_name(funs[i])})"  # noqa: E731
         if treedef != treedef0:
             raise TypeError(
                 f"{name} branch outputs must have the same pytree structure, but they differ: the output of "
-                f"{labels[0]} is {treedef0} but the output of {labels[i]} is {treedef} {where}. Revise "
+                f"{labels[0]} is {treedef0} but the output of {labels[i]} is {treedef} {where()}. Revise "
                 f"{labels[0]} and/or {labels[i]} so that they have the same pytree structure.")
-        paths = [p for p, _ in tree_flatten_with_path(treedef0.unflatten(leaves0))[0]]
-        for path, a, b in zip(paths, leaves0, leaves, strict=True):
+        for j, (a, b) in enumerate(zip(leaves0, leaves, strict=True)):
             why = _type_difference(_core.aval(a), _core.aval(b))
             if why:
+                path = _leaf_path(treedef0, j)
                 at = f" at {keystr(path)}" if path else ""
                 raise TypeError(
                     f"{name} branches must have equal output types but they differ: the output of {labels[0]}{at} "
                     f"has type {_type_text(_core.aval(a))} but the corresponding output of {labels[i]} has type "
-                    f"{_type_text(_core.aval(b))}, so {why} {where}. Revise {labels[0]} and/or {labels[i]} so that "
+                    f"{_type_text(_core.aval(b))}, so {why} {where()}. Revise {labels[0]} and/or {labels[i]} so that "
                     "all output types match.")
     chosen = flat[taken][0]
     # the result is weakly typed only where every branch's output is
@@ -201,16 +207,16 @@ class _Carry:
                 new[i] = _core.convert(new[i], dtypes.result_type(new[i], leaves[i]), weak_type=False)
             if any(_core.aval(a) != _core.aval(b) for a, b in zip(new, self.init, strict=True)):
                 raise _PromoteCarry(new)
-        paths = [p for p, _ in tree_flatten_with_path(self.treedef.unflatten(leaves))[0]]
         out_leaves = []
-        for path, t, x in zip(paths, self.types, leaves, strict=True):
+        for j, (t, x) in enumerate(zip(self.types, leaves, strict=True)):
             why = _type_difference(t, _core.aval(x))
             if why:
+                path = keystr(_leaf_path(self.treedef, j))
                 raise TypeError(
                     f"{self.name} body function carry input and carry output must have equal types, but they "
-                    f"differ: the input carry{keystr(path)} has type {_type_text(t)} but the corresponding output "
-                    f"carry component has type {_type_text(_core.aval(x))}, so {why}. Revise the function so that "
-                    "all output types match the corresponding input types.")
+                    f"differ: the input carry{path} has type {_type_text(t)} but the corresponding output carry "
+                    f"component has type {_type_text(_core.aval(x))}, so {why}. Revise the function so that all "
+                    "output types match the corresponding input types.")
             out_leaves.append(x if _core.aval(x) == t else _core.convert(x, t.dtype, t.weak_type))
         return out_leaves
 
@@ -443,9 +449,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
 
 
 def stop_gradient(x: Any) -> Any:
-    """``x`` itself; differentiation will treat it as a constant.
+    """``x`` itself, as a constant for differentiation (the ``stop_gradient`` primitive has a zero JVP)."""
+    from runtime.autodiff import stop_gradient as stop
 
-    Identity for now: the autodiff issue gives it a zero JVP (as its own primitive), so derivatives
-    stop here while values pass through unchanged.
-    """
-    return tree_map(lambda leaf: _core.asarray(leaf) if _core.is_concrete(leaf) else leaf, x)
+    return stop(tree_map(lambda leaf: _core.asarray(leaf) if _core.is_concrete(leaf) else leaf, x))

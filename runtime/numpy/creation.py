@@ -22,7 +22,7 @@ __all__ = [
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
     "logspace", "geomspace", "eye", "identity", "tri", "tril", "triu", "diag", "diagflat", "diagonal", "meshgrid",
     "mgrid", "ogrid", "indices", "fromfunction", "copy", "array_equal", "array_equiv", "bartlett", "blackman",
-    "hamming", "hanning", "kaiser",
+    "hamming", "hanning", "kaiser", "frombuffer", "fromstring", "fromfile", "fromiter", "from_dlpack",
 ]
 
 
@@ -447,3 +447,26 @@ def kaiser(M: int, beta: Any) -> Any:
     check_arraylike("kaiser", beta)
     beta = convert(beta, dtypes.default_float_dtype())
     return _window("kaiser", M, lambda n, w: jnp.i0(beta * jnp.sqrt(1 - (n / w) ** 2)) / jnp.i0(beta))
+
+
+# -- from host data (static by nature: the bytes are read here, before anything runs) -------------------------
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    return jnp.asarray(np.frombuffer(buffer, np.dtype(dtype), count, offset))  # float reads float64, then narrows
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    return jnp.asarray(np.fromstring(string, np.dtype(dtype), count, sep=sep))
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
+    return jnp.asarray(np.from_dlpack(x))
+
+
+def fromfile(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("jnp.fromfile() is not implemented because it may be non-pure (it reads a file); use "
+                              "jnp.asarray(np.fromfile(...)) outside compiled functions instead")
+
+
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("jnp.fromiter() is not implemented because it may be non-pure (it consumes an "
+                              "iterator); use jnp.asarray(np.fromiter(...)) outside compiled functions instead")

@@ -34,6 +34,7 @@ from runtime.numpy._core import (
     promote_dtypes,
     promote_shapes,
 )
+from transpiler.ir import ConcretizationError
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reduce as rp
 from transpiler.primitives.indexing import (
@@ -242,7 +243,7 @@ def _slice_entry(dim: int, s: slice, n: int) -> _Entry:
     parts = []
     for part in (s.start, s.stop, s.step):
         if part is not None and not is_concrete(part):
-            raise TypeError("slice bounds must be static ints; use lax.dynamic_slice for a computed start")
+            raise ConcretizationError("slice bounds must be static ints; use lax.dynamic_slice for a computed start")
         parts.append(None if part is None else operator.index(part))
     if parts[2] == 0:
         raise ValueError("slice step cannot be zero")

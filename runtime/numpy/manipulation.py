@@ -131,7 +131,7 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(normalize_axis(x, ndim, "transpose") for x in axes)
         if len(perm) != ndim or len(set(perm)) != ndim:
             raise TypeError(f"transpose: axes {tuple(axes)} are not a permutation of the {ndim} axes of an array of "
-                             f"shape {_shape(a)}")
+                            f"shape {_shape(a)}")
     return lax.transpose(a, perm)
 
 
@@ -265,12 +265,12 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     if len(ndims) > 1:
         raise TypeError(f"concatenate: all the input arrays must have the same number of dimensions, got shapes "
-                         f"{[_shape(x) for x in arrays]}")
+                        f"{[_shape(x) for x in arrays]}")
     axis = normalize_axis(axis, ndims.pop(), "concatenate")
     shapes = [_shape(x) for x in arrays]
     if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
         raise TypeError(f"concatenate: the input array dimensions except for the concatenation axis {axis} must "
-                         f"match exactly, got shapes {shapes}")
+                        f"match exactly, got shapes {shapes}")
     if dtype is None:
         arrays = promote_dtypes(*arrays)
     else:
@@ -375,8 +375,8 @@ def _split_points(name: str, indices_or_sections: Any, size: int, equal: bool) -
     if is_arraylike(sections) and not is_concrete(sections):
         raise TypeError(f"{name}: split indices must be static (Python ints or a concrete array); the shapes of the "
                         f"pieces depend on them")
-    points = [static_int(i, name, "each split index") for i in np.asarray(sections).reshape(-1).tolist()] \
-        if is_arraylike(sections) else [static_int(i, name, "each split index") for i in sections]
+    given = np.asarray(sections).reshape(-1).tolist() if is_arraylike(sections) else list(sections)
+    points = [static_int(i, name, "each split index") for i in given]
     bounds = [0, *points, size]
     pieces = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
@@ -559,6 +559,10 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
     else:
         shifts = [shift] if isinstance(shift, (int, np.integer)) else list(shift)
     axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    if not shifts or not axes:
+        if shifts or axes:
+            raise ValueError(f"roll: got {len(shifts)} shifts for {len(axes)} axes")
+        return a
     if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
         raise ValueError(f"roll: shift and axis must have the same length or broadcast, got {len(shifts)} shifts and "
                          f"{len(axes)} axes")
@@ -726,7 +730,8 @@ def pad(array: Any, pad_width: Any, mode: str | Callable[..., Any] = "constant",
     if callable(mode):
         return _pad_with_function(array, widths, mode, kwargs)
     if mode not in _PAD_KWARGS:
-        raise NotImplementedError(f"pad: unimplemented padding mode {mode!r} (known: {', '.join(_PAD_KWARGS)}, or a function)")
+        raise NotImplementedError(f"pad: unimplemented padding mode {mode!r} (known: {', '.join(_PAD_KWARGS)}, "
+                                  f"or a function)")
     unsupported = set(kwargs) - _PAD_KWARGS[mode]
     if unsupported:
         raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: {sorted(unsupported)}")

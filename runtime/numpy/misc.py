@@ -32,7 +32,7 @@ from runtime.numpy.manipulation import normalize_axes, normalize_axis
 
 __all__ = [
     "diff", "ediff1d", "gradient", "trapezoid", "interp", "unwrap", "polyval", "polyadd", "polysub", "polymul",
-    "polydiv", "polyder", "polyint", "poly", "polyfit", "vander", "histogram", "histogram_bin_edges",
+    "polydiv", "polyder", "polyint", "poly", "roots", "polyfit", "vander", "i0", "histogram", "histogram_bin_edges",
     "histogram2d", "histogramdd", "bincount", "digitize", "isin", "intersect1d", "union1d", "setdiff1d",
     "setxor1d", "cov", "corrcoef", "apply_along_axis", "apply_over_axes", "piecewise", "vectorize", "packbits",
     "unpackbits", "fill_diagonal", "printoptions", "set_printoptions", "get_printoptions", "save", "savez", "load",
@@ -124,7 +124,7 @@ def _gradient_axis(f: Any, axis: int, h: Any) -> Any:
                          "required.")
     ndim = len(_shape(f))
     check_arraylike("gradient", h)
-    h = convert(h, aval(f).dtype, weak_type=False) if not _shape(h) else jnp.asarray(h)
+    h = jnp.asarray(h)
     first = (_slice(f, 1, 2, axis) - _slice(f, 0, 1, axis))
     last = (_slice(f, n - 1, n, axis) - _slice(f, n - 2, n - 1, axis))
     if not _shape(h):  # uniform spacing: (f[i+1] - f[i-1]) / 2h inside
@@ -168,6 +168,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
                          f"{_shape(xp)} and {_shape(fp)}")
     if _shape(xp)[0] == 0:
         raise ValueError("interp: xp and fp must not be empty")
+    _, weak = dtypes.result_type(x, xp, fp, return_weak_type=True)  # weak only if all three are
     x, xp = promote_dtypes_inexact(jnp.asarray(x), jnp.asarray(xp))
     (fp,) = promote_dtypes_inexact(jnp.asarray(fp))
     dtype = dtypes.promote_types(aval(x).dtype, aval(fp).dtype)
@@ -183,7 +184,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         fp = jnp.concatenate([_slice(fp, m - 1, m, 0), fp, _slice(fp, 0, 1, 0)])
     m = _shape(xp)[0]
     if m == 1:
-        return broadcast_to(convert(fp, dtype), _shape(x)) if _shape(x) else jnp.reshape(fp, ())
+        return convert(broadcast_to(jnp.reshape(fp, ()), _shape(x)), dtype, weak)
     i = jnp.clip(jnp.searchsorted(xp, x, side="right"), 1, m - 1)
     x_lo, x_hi, f_lo, f_hi = jnp.take(xp, i - 1), jnp.take(xp, i), jnp.take(fp, i - 1), jnp.take(fp, i)
     step = x_hi - x_lo
@@ -195,7 +196,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
             f = jnp.where(x < first, jnp.take(fp, 0) if left is None else convert(left, dtype), f)
         if not (isinstance(right, str) and right == "extrapolate"):
             f = jnp.where(x > last, jnp.take(fp, m - 1) if right is None else convert(right, dtype), f)
-    return f
+    return convert(f, dtype, weak)
 
 
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
@@ -339,6 +340,25 @@ def poly(seq_of_zeros: Any) -> Any:
     return coefficients
 
 
+def roots(p: Any, *, strip_zeros: bool = True) -> Any:
+    """The roots of a polynomial: the eigenvalues of its companion matrix (always complex, as in JAX)."""
+    p = _poly1d("roots", p)
+    (p,) = promote_dtypes_inexact(p)
+    if strip_zeros and _shape(p)[0]:
+        if not is_concrete(p):
+            raise TypeError("roots: strip_zeros=True needs concrete coefficients (the number of roots depends on "
+                            "them); pass strip_zeros=False in a compiled function")
+        p = jnp.trim_zeros(p, "f")
+    n = _shape(p)[0]
+    complex_dtype = dtypes.promote_types(aval(p).dtype, dtypes.complex64)
+    if n < 2:
+        return jnp.zeros((0,), complex_dtype)
+    # The companion matrix: its first row holds -p[1:] / p[0], ones sit below the diagonal.
+    first_row = jnp.expand_dims(-_slice(p, 1, n, 0) / jnp.take(p, 0), 0)
+    companion = jnp.concatenate([first_row, jnp.eye(n - 2, n - 1, k=0, dtype=aval(p).dtype)], axis=0)
+    return convert(jnp.linalg.eigvals(companion), complex_dtype)
+
+
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     """Columns are powers of x: x^(N-1), ..., x, 1 (or the reverse when ``increasing``)."""
     x = _array("vander", x)
@@ -352,7 +372,8 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     columns = [jnp.ones_like(x)]
     for _ in range(n - 1):
         columns.append(columns[-1] * x)
-    return jnp.stack(columns if increasing else columns[::-1], axis=1)
+    out = jnp.stack(columns if increasing else columns[::-1], axis=1)
+    return convert(out, aval(out).dtype)  # never weak, as in JAX
 
 
 def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False, w: Any = None,
@@ -394,6 +415,44 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
             return coefficients, base * factor
         return coefficients, base[:, :, None] * factor
     return coefficients
+
+
+def _i0_series(q: Any, terms: int) -> Any:
+    """sum_k q^k / (k!)^2 with q = (x/2)^2: the power series of I0, every term positive."""
+    term = total = jnp.ones_like(q)
+    for k in range(1, terms + 1):
+        term = term * q / (k * k)
+        total = total + term
+    return total
+
+
+def _i0_asymptotic(x: Any, terms: int) -> Any:
+    """I0(x) ~ e^x / sqrt(2 pi x) * sum_k c_k / x^k, c_k = prod_{j<=k} (2j - 1)^2 / (8 j), for large x."""
+    coefficients = [1.0]
+    for j in range(1, terms + 1):
+        coefficients.append(coefficients[-1] * (2 * j - 1) ** 2 / (8 * j))
+    inverse = 1 / x
+    total = jnp.zeros_like(x)
+    for c in reversed(coefficients):
+        total = total * inverse + c
+    half = jnp.exp(x / 2)  # e^x as a product of halves: stays finite wherever I0 does
+    return half * (half / jnp.sqrt(2 * np.pi * x)) * total
+
+
+def i0(x: Any) -> Any:
+    """The modified Bessel function of the first kind of order 0."""
+    x = _array("i0", x)
+    (x,) = promote_dtypes_inexact(x)
+    if aval(x).dtype.kind == "c":
+        raise TypeError("i0: complex arguments are not supported")
+    # Below the switch point the power series converges to the dtype's precision with this many terms; above it
+    # the asymptotic series does.
+    switch, series_terms, asymptotic_terms = (30.0, 46, 15) if aval(x).dtype == np.float64 else (15.0, 22, 7)
+    magnitude = jnp.abs(x)
+    small = jnp.minimum(magnitude, switch)
+    large = jnp.maximum(magnitude, switch)
+    return jnp.where(magnitude <= switch, _i0_series((small / 2) ** 2, series_terms),
+                     _i0_asymptotic(large, asymptotic_terms))
 
 
 # -- histograms and counting --------------------------------------------------------------------------------------
@@ -575,7 +634,7 @@ def _compact(name: str, values: Any, keep: Any, size: int | None, fill_value: An
     if fill_value is None:  # JAX's defaults: the smallest kept value, or zero
         fill_value = jnp.take(picked, 0) if default_fill == "min" and size else 0
     valid = lax.iota(dtypes.int32, size) < jnp.sum(keep)
-    return jnp.where(valid, picked, convert(fill_value, aval(values).dtype))
+    return jnp.where(valid, picked, convert(fill_value, aval(values).dtype, aval(values).weak_type))
 
 
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:

@@ -218,6 +218,17 @@ def test_array_equal_and_equiv():
     assert not bool(jnp.array_equiv(jnp.arange(3), jnp.array([[0, 1, 2], [0, 1, 3]])))
 
 
+def test_from_host_data():
+    check(jnp.frombuffer(b"\x01\x02\x03", dtype=jnp.uint8, count=2, offset=1), [2, 3], "uint8")
+    check(jnp.frombuffer(np.arange(3.0).tobytes()), [0.0, 1, 2], F32)  # float64 bytes, narrowed as in JAX
+    check(jnp.fromstring("1 2 3", dtype=int, sep=" "), [1, 2, 3], I32)
+    check(jnp.from_dlpack(np.arange(3.0, dtype=np.float32)), [0.0, 1, 2], F32)
+    with pytest.raises(NotImplementedError, match="non-pure"):
+        jnp.fromiter(iter(range(3)), int)
+    with pytest.raises(NotImplementedError, match="non-pure"):
+        jnp.fromfile("anything")
+
+
 def test_fromfunction_of_a_constant_fills_the_shape():
     check(jnp.fromfunction(lambda i, j: jnp.asarray(1.0), (2, 2)), np.ones((2, 2)), F32, True)
 

@@ -131,6 +131,7 @@ REORDER = [
     ("roll array shift", lambda: jnp.roll(v, jnp.asarray(3)), np.roll(V, 3), I32, False),
     ("roll array shifts", lambda: jnp.roll(t, jnp.array([1, -5]), (1, 2)), np.roll(T, (1, -5), (1, 2)), I32,
      False),
+    ("roll no axes", lambda: jnp.roll(v, (), ()), V, I32, False),
     ("roll empty", lambda: jnp.roll(jnp.zeros((0, 2)), 1, 0), np.zeros((0, 2)), F32, False),
     ("resize grow", lambda: jnp.resize(jnp.arange(3), (2, 4)), np.resize(np.arange(3), (2, 4)), I32, False),
     ("resize shrink", lambda: jnp.resize(a, 4), np.resize(A, 4), F32, False),

@@ -4,6 +4,7 @@ the dtypes and weak types JAX 0.10.2 gives (recorded with jax, written here as l
 import numpy as np
 import pytest
 
+import srcjax
 import srcjax.numpy as jnp
 
 F32, I32, B, C64, U8 = "float32", "int32", "bool", "complex64", "uint8"
@@ -59,6 +60,7 @@ DIFFERENCES = [
     ("gradient coordinates", lambda: jnp.gradient(x, jnp.asarray(np.cumsum(np.arange(1.0, 10)))),
      np.gradient(f32(X), np.cumsum(np.arange(1.0, 10))), F32, False),
     ("gradient one axis", lambda: jnp.gradient(m, axis=1), np.gradient(f32(M), axis=1), F32, False),
+    ("gradient keeps weak", lambda: jnp.gradient(jnp.full(3, 2.0)), np.zeros(3), F32, True),
     ("gradient two points", lambda: jnp.gradient(jnp.array([1.0, 4.0])), np.gradient([1.0, 4.0]), F32, False),
     ("trapezoid", lambda: jnp.trapezoid(x), np.trapezoid(f32(X)), F32, False),
     ("trapezoid int", lambda: jnp.trapezoid(jnp.arange(5)), np.trapezoid(np.arange(5)), F32, False),
@@ -90,6 +92,8 @@ INTERPOLATION = [
      np.interp([-1.0, 5, 7.5], [0.0, 2, 4, 6], [1.0, 3, 2, 0], period=8), F32, False),
     ("interp complex", lambda: jnp.interp(jnp.array([0.5]), jnp.array([0.0, 1]), jnp.array([0, 1j])), [0.5j], C64,
      False),
+    ("interp all weak stays weak", lambda: jnp.interp(jnp.full(2, 2.0), jnp.full(2, 1.0) * jnp.array([0, 1]),
+                                                      jnp.full(2, 3.0)), [3.0, 3.0], F32, True),
     ("interp extrapolate", lambda: jnp.interp(-1.0, jnp.array([0.0, 1]), jnp.array([3.0, 4]), left="extrapolate"),
      2.0, F32, False),
 ]
@@ -124,6 +128,7 @@ POLYNOMIALS = [
     ("vander int", lambda: jnp.vander(jnp.array([1, 2, 3])), np.vander([1, 2, 3]), I32, False),
     ("vander increasing", lambda: jnp.vander(x, 4, increasing=True), np.vander(f32(X), 4, increasing=True), F32,
      False),
+    ("vander is never weak", lambda: jnp.vander(jnp.full(2, 2.0)), [[2.0, 1], [2, 1]], F32, False),
     ("vander no columns", lambda: jnp.vander(jnp.arange(3), 0), np.vander(np.arange(3), 0), I32, False),
 ]
 
@@ -160,6 +165,7 @@ SETS = [
     ("isin nothing", lambda: jnp.isin(i, jnp.zeros(0, int)), np.zeros(8, bool), B, False),
     ("union1d", lambda: jnp.union1d(i, jnp.array([0, 4, 11])), np.union1d(I, [0, 4, 11]), I32, False),
     ("union1d mixed", lambda: jnp.union1d(jnp.array([1, 2]), jnp.array([1.5])), [1.0, 1.5, 2], F32, False),
+    ("union1d keeps weak", lambda: jnp.union1d(jnp.full(3, 2.0), jnp.full(3, 3.0)), [2.0, 3], F32, True),
     ("union1d 2-d", lambda: jnp.union1d(jnp.array([[3, 1], [1, 2]]), jnp.array([2])), [1, 2, 3], I32, False),
     ("intersect1d", lambda: jnp.intersect1d(i, jnp.array([9, 1, 7, 1])), np.intersect1d(I, [9, 1, 7, 1]), I32,
      False),
@@ -249,6 +255,35 @@ def test_gradient_over_several_axes_gives_a_list():
     assert isinstance(out, list) and len(out) == 2
     for o, e in zip(out, expected, strict=True):
         check(o, e, F32, rtol=2e-5, atol=2e-5)
+
+
+def test_i0_against_numpy():
+    xs = np.concatenate([np.linspace(-88, 88, 801), [0.0, 14.999, 15.0, 15.001]])
+    out = jnp.i0(jnp.asarray(xs, np.float32))
+    check(out, np.i0(f32(xs)), F32, rtol=1e-6, atol=0)
+    check(jnp.i0(1), np.i0(1.0), F32, weak=True)  # recorded from jax 0.10.2: a Python scalar stays weak
+    check(jnp.i0(jnp.arange(3)), np.i0(np.arange(3.0)), F32)
+    assert np.isinf(np.asarray(jnp.i0(100.0)))  # I0(100) ~ 1e42 overflows float32
+    srcjax.config.update("jax_enable_x64", True)
+    try:
+        xs = np.linspace(-60, 60, 1201)
+        out = jnp.i0(jnp.asarray(xs))
+        assert out.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(out), np.i0(xs), rtol=1e-14)
+    finally:
+        srcjax.config.update("jax_enable_x64", False)
+    with pytest.raises(TypeError, match="complex"):
+        jnp.i0(jnp.ones(2, jnp.complex64))
+
+
+@pytest.mark.parametrize("coefficients", [[1.0, -3, 2], [0.0, 1, -3, 2, 0], [2.0, 0, 1], [1.0, 2], [3.0], [0.0, 0],
+                                          [1.0, -6, 11, -6, 0.5]])
+def test_roots(coefficients):
+    out = jnp.roots(jnp.asarray(coefficients))
+    assert out.dtype == np.complex64  # always complex in JAX
+    expected = np.roots(coefficients)
+    key = lambda z: (round(z.real, 3), round(z.imag, 3))  # noqa: E731
+    np.testing.assert_allclose(sorted(np.asarray(out), key=key), sorted(expected, key=key), atol=2e-5)
 
 
 def test_polydiv():

@@ -205,7 +205,7 @@ def test_shape_dependent_and_elementwise():
     init_fun, apply_fun = stax.shape_dependent(make)
     shape, params = init_fun(KEY, (5, 3))
     assert shape == (5, 6) and apply_fun(params, jnp.ones((5, 3))).shape == (5, 6)
-    init_fun, apply_fun = stax.elementwise(jnp.clip, a_min=-1.0, a_max=1.0)
+    init_fun, apply_fun = stax.elementwise(jnp.clip, min=-1.0, max=1.0)
     assert init_fun(KEY, (3,)) == ((3,), ())
     assert apply_fun((), jnp.asarray([-3.0, 0.5, 2.0])).tolist() == [-1.0, 0.5, 1.0]
     assert stax.Elementwise is stax.elementwise

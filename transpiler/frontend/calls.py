@@ -248,7 +248,7 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
     source_loc = _source_loc(target)
     name = name or getattr(fn, "__name__", None) or "f"
     name = name if name.isidentifier() else "f"
-    builder = Builder(name, source_loc)
+    builder = Builder(name, source_loc, capture=True)
     leaves, tree = tree_flatten((list(args), kwargs))
     names = _param_names(fn, args, kwargs)
     params = [builder.param(leaf, names[i] if i < len(names) else None) if isinstance(leaf, TensorType) else leaf

@@ -537,6 +537,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             if counted and not use_while:
                 body_block.params.insert(0, Value(TensorType(np.int32, ()), "k"))
                 k = body_block.params[0]
+                builder.own(k)
             if counted:
                 index = k if (start, step) == (0, 1) else (k + start if step == 1 else k * step + start)
                 target = rows[index] if rows is not None else index

@@ -3,6 +3,7 @@
 from transpiler.primitives import (  # noqa: F401 - imported to register
     control,
     convolution,
+    custom,
     elementwise,
     fft,
     indexing,

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from transpiler.primitives.core import Primitive, register_module
-from transpiler.types import TensorType
+from transpiler.types import StackType, TensorType
 
 RunBlock = Callable[[Any, Sequence[Any]], list[Any]]
 
@@ -175,5 +175,56 @@ def _scan_run(op, operands, run_block: RunBlock, stack: Callable[[list[Any]], An
 
 
 scan_p.check_regions, scan_p.run = _scan_check, _scan_run
+
+# -- stacks: per-iteration residuals of loops whose trip count is only known at run time ------------------------
+# ``stack_new[elem]`` makes an empty stack, ``stack_push %s, %x`` returns it with x on top, ``stack_get %s,
+# %k`` reads the k-th pushed value. A stack is used linearly (pushed in a forward loop, read in the backward
+# loop), so pushing may extend it in place.
+stack_new_p = ControlPrimitive("stack_new", params=("elem",))
+stack_push_p = ControlPrimitive("stack_push")
+stack_get_p = ControlPrimitive("stack_get")
+stack_size_p = ControlPrimitive("stack_size")
+
+
+def _stack_check(op) -> list[str]:
+    errors: list[str] = []
+    types = [v.aval for v in op.operands]
+    name = op.prim.name
+    if name == "stack_new":
+        if op.results[0].aval != StackType(op.params["elem"]):
+            errors.append(f"stack_new result must be stack<{op.params['elem']}>")
+    elif not types or not isinstance(types[0], StackType):
+        errors.append(f"{name} needs a stack operand, got {types[:1]}")
+    elif name == "stack_push" and (types[1].strong() != types[0].elem.strong() or op.results[0].aval != types[0]):
+        errors.append(f"stack_push of {types[1]} onto {types[0]}")
+    elif name == "stack_get" and (types[1].shape != () or op.results[0].aval.strong() != types[0].elem.strong()):
+        errors.append(f"stack_get of {types[0]} must take an integer index and give {types[0].elem}")
+    elif name == "stack_size" and op.results[0].aval != TensorType(np.int32, ()):
+        errors.append("stack_size gives an i32")
+    return errors
+
+
+def _stack_new_run(op, operands, run_block) -> list[Any]:
+    return [[]]
+
+
+def _stack_push_run(op, operands, run_block) -> list[Any]:
+    stack, x = operands
+    stack.append(x)
+    return [stack]
+
+
+def _stack_get_run(op, operands, run_block) -> list[Any]:
+    stack, k = operands
+    return [stack[int(k)]]
+
+
+def _stack_size_run(op, operands, run_block) -> list[Any]:
+    return [np.int32(len(operands[0]))]
+
+
+for _prim, _run in ((stack_new_p, _stack_new_run), (stack_push_p, _stack_push_run), (stack_get_p, _stack_get_run),
+                    (stack_size_p, _stack_size_run)):
+    _prim.check_regions, _prim.run = _stack_check, _run
 
 register_module(globals())

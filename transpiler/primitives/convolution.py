@@ -14,6 +14,9 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from transpiler.primitives import elementwise as ew
+from transpiler.primitives import shape as sh
+from transpiler.primitives.ad import aval_of, defjvp, is_undefined
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, short_name
 
@@ -35,6 +38,17 @@ def _result_dtype(name: str, lhs: TensorType, rhs: TensorType, preferred_element
 def _compute_dtype(out_dtype: np.dtype) -> np.dtype:
     """Half-precision products accumulate in float32 (as XLA's CPU backend does); others in their own dtype."""
     return np.dtype(np.float32) if out_dtype.kind == "f" and out_dtype.itemsize < 4 else out_dtype
+
+
+def _convert(x, dtype: np.dtype):
+    return x if aval_of(x).dtype == dtype else ew.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=False)
+
+
+def _transpose_product(prim: Primitive, lhs, rhs, dtype: np.dtype, operand_aval: TensorType, **params):
+    """``prim(lhs, rhs)`` computed in the cotangent's ``dtype`` (the ``preferred_element_type`` when that was
+    given: both operands of a product share one dtype), returned in the transposed operand's dtype."""
+    out = prim.bind(_convert(lhs, dtype), _convert(rhs, dtype), **params, preferred_element_type=None)
+    return _convert(out, operand_aval.dtype)
 
 
 class Precision(enum.Enum):
@@ -109,6 +123,45 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     else:
         out = np.matmul(a.reshape(m, k), b.reshape(k, n))
     return out.reshape(out_shape).astype(out_dtype, copy=False)
+
+
+defjvp(dot_general_p,
+       lambda g, x, y, **params: dot_general_p.bind(g, y, **params),
+       lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
+
+
+def _dot_operand_cotangent(ct, other, operand_aval: TensorType, contract, other_contract, batch, other_batch,
+                           ct_other_axes, precision):
+    """The cotangent of one operand of ``dot_general``: ``ct`` contracted with the other operand over the
+    other's free axes (``ct_other_axes`` are where they sit in ``ct``), batched over the batch axes.
+
+    The product's axes are (batch, this operand's free axes, the other's contracting axes in the other's
+    order); those contracting axes pair with this operand's ``contract`` axes, so a transpose puts them all
+    back in this operand's order."""
+    other_free = [a for a in range(aval_of(other).ndim) if a not in other_contract + other_batch]
+    numbers = ((tuple(ct_other_axes), tuple(other_free)), (tuple(range(len(batch))), other_batch))
+    free = [a for a in range(operand_aval.ndim) if a not in contract + batch]
+    paired = [contract[i] for i in np.argsort(other_contract, kind="stable")]
+    product = _transpose_product(dot_general_p, ct, other, aval_of(ct).dtype, operand_aval,
+                                 dimension_numbers=numbers, precision=precision)
+    permutation = tuple(int(p) for p in np.argsort(list(batch) + free + paired, kind="stable"))
+    if permutation == tuple(range(len(permutation))):
+        return product
+    return sh.transpose_p.bind(product, permutation=permutation)
+
+
+@dot_general_p.def_transpose
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    lc, rc, lb, rb = _dot_axes(dimension_numbers)
+    nb = len(lb)
+    n_lhs_free = aval_of(lhs).ndim - len(lc) - nb
+    ct_axes = list(range(aval_of(ct).ndim))  # (batch, lhs free, rhs free)
+    ct_lhs, ct_rhs = None, None
+    if is_undefined(lhs):
+        ct_lhs = _dot_operand_cotangent(ct, rhs, lhs.aval, lc, rc, lb, rb, ct_axes[nb + n_lhs_free:], precision)
+    if is_undefined(rhs):
+        ct_rhs = _dot_operand_cotangent(ct, lhs, rhs.aval, rc, lc, rb, lb, ct_axes[nb:nb + n_lhs_free], precision)
+    return [ct_lhs, ct_rhs]
 
 
 # -- conv_general_dilated --------------------------------------------------------------------------------
@@ -237,6 +290,94 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         out = out.reshape(groups, nb, positions, out_features // groups).transpose(1, 0, 3, 2)
         out = out.reshape(canonical).astype(out_dtype, copy=False)
     return np.transpose(out, np.argsort(ospec))
+
+
+defjvp(conv_general_dilated_p,
+       lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(g, rhs, **params),
+       lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, g, **params))
+
+
+def _swap_roles(spec) -> tuple[int, ...]:
+    """A spec with its first two roles exchanged (batch <-> feature, out feature <-> in feature)."""
+    return (spec[1], spec[0], *spec[2:])
+
+
+def _split_axis(x, axis: int, groups: int):
+    """Axis ``axis`` of size n becomes two axes (groups, n / groups), groups major."""
+    shape = list(aval_of(x).shape)
+    shape[axis:axis + 1] = [groups, shape[axis] // groups]
+    return sh.reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None)
+
+
+def _merge_axis(x, src: int, dst: int):
+    """Fold axis ``src`` into axis ``dst`` (numbered without ``src``) as its major part."""
+    shape = aval_of(x).shape
+    order = [a for a in range(len(shape)) if a != src]
+    order.insert(dst, src)
+    sizes = [n for a, n in enumerate(shape) if a != src]
+    sizes[dst] *= shape[src]
+    return sh.reshape_p.bind(x, new_sizes=tuple(sizes), dimensions=tuple(order))
+
+
+def _regroup(x, axis: int, groups: int, into: int):
+    """Move the ``groups``-way split of ``axis`` (groups major) into axis ``into``, again as its major part."""
+    return _merge_axis(_split_axis(x, axis, groups), axis, into)
+
+
+def _conv_lhs_cotangent(ct, rhs, lhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count, batch_group_count, precision):
+    """The input's cotangent: ``ct`` convolved with the spatially flipped kernel, its roles of input and output
+    features exchanged. The forward strides become input dilation and the input dilation strides; the padding
+    puts each output's contribution back on the inputs its window covered."""
+    lspec, rspec, ospec = dimension_numbers
+    rhs_aval = aval_of(rhs)
+    groups = max(feature_group_count, batch_group_count)
+    if groups > 1:
+        # the transposed kernel's output features are (group, input feature); its inputs, one group's outputs
+        rhs = _regroup(rhs, rspec[0], groups, rspec[1])
+    kernel = [_dilated(rhs_aval.shape[a], d) for a, d in zip(rspec[2:], rhs_dilation)]
+    inputs = [_dilated(lhs_aval.shape[a], d) for a, d in zip(lspec[2:], lhs_dilation)]
+    outputs = [_dilated(aval_of(ct).shape[a], s) for a, s in zip(ospec[2:], window_strides)]
+    pads = []
+    for k, n, m, (lo, _) in zip(kernel, inputs, outputs, padding):
+        before = k - lo - 1
+        pads.append((before, n + k - 1 - m - before))
+    flipped = sh.rev_p.bind(rhs, dimensions=tuple(rspec[2:]))
+    out = _transpose_product(
+        conv_general_dilated_p, ct, flipped, aval_of(ct).dtype, lhs_aval, window_strides=tuple(lhs_dilation),
+        padding=tuple(pads), lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+        dimension_numbers=ConvDimensionNumbers(ospec, _swap_roles(rspec), lspec), feature_group_count=groups,
+        batch_group_count=1, precision=precision)
+    if batch_group_count > 1:  # the groups came out in the features: they belong to the batch
+        out = _regroup(out, lspec[1], batch_group_count, lspec[0])
+    return out
+
+
+def _conv_rhs_cotangent(ct, lhs, rhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                        dimension_numbers, feature_group_count, batch_group_count, precision):
+    """The kernel's cotangent: the input convolved with ``ct``, batch and feature roles exchanged (the sum over
+    the batch becomes the contraction). ``ct`` is the kernel, dilated by the forward strides; feature groups
+    become batch groups and the other way round."""
+    lspec, rspec, ospec = dimension_numbers
+    lhs_aval, ct_aval = aval_of(lhs), aval_of(ct)
+    kernel = [_dilated(rhs_aval.shape[a], d) for a, d in zip(rspec[2:], rhs_dilation)]
+    inputs = [_dilated(lhs_aval.shape[a], d) for a, d in zip(lspec[2:], lhs_dilation)]
+    outputs = [_dilated(ct_aval.shape[a], s) for a, s in zip(ospec[2:], window_strides)]
+    pads = tuple((lo, m - n + k - lo - 1) for k, n, m, (lo, _) in zip(kernel, inputs, outputs, padding))
+    return _transpose_product(
+        conv_general_dilated_p, lhs, ct, ct_aval.dtype, rhs_aval, window_strides=tuple(rhs_dilation), padding=pads,
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+        dimension_numbers=ConvDimensionNumbers(_swap_roles(lspec), _swap_roles(ospec), _swap_roles(rspec)),
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count, precision=precision)
+
+
+@conv_general_dilated_p.def_transpose
+def _conv_general_dilated_transpose(ct, lhs, rhs, *, preferred_element_type=None, **params):
+    if aval_of(ct).size == 0:  # no output, no cotangent (and no degenerate convolution to build)
+        return [None, None]
+    ct_lhs = _conv_lhs_cotangent(ct, rhs, lhs.aval, **params) if is_undefined(lhs) else None
+    ct_rhs = _conv_rhs_cotangent(ct, lhs, rhs.aval, **params) if is_undefined(rhs) else None
+    return [ct_lhs, ct_rhs]
 
 
 register_module(globals())

@@ -70,7 +70,13 @@ class Primitive:
         return rule
 
     def def_linear(self, transpose: Callable[..., Any]) -> Callable[..., Any]:
+        """Linear in all operands: the JVP is the primitive applied to the tangents."""
         self.linear = True
+        self.transpose_rule = transpose
+        return transpose
+
+    def def_transpose(self, transpose: Callable[..., Any]) -> Callable[..., Any]:
+        """Linear in some operands (``dynamic_slice`` in its operand, ``mul`` in either): how to transpose."""
         self.transpose_rule = transpose
         return transpose
 

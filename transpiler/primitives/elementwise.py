@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from transpiler.primitives import special
+from transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, complex_dtype, real_dtype, short_name
 
@@ -63,17 +64,42 @@ def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "fc",
     return prim
 
 
-def unary(name: str, impl: Callable, **kw) -> Primitive:
-    return elementwise(name, impl, 1, **kw)
+def unary(name: str, impl: Callable, *, jvp: Callable | None = None, **kw) -> Primitive:
+    """``jvp(g, x, y)``: the tangent of ``y = f(x)`` for a tangent ``g`` of ``x`` (``y`` is reused)."""
+    prim = elementwise(name, impl, 1, **kw)
+    if jvp is not None:
+        defjvp2(prim, lambda g, y, x: jvp(g, x, y))
+        prim.mark_no_rule("transpose", "not linear")
+    return prim
 
 
-def binary(name: str, impl: Callable, **kw) -> Primitive:
-    return elementwise(name, impl, 2, **kw)
+def binary(name: str, impl: Callable, *, jvp: tuple[Callable, Callable] | None = None, **kw) -> Primitive:
+    """``jvp``: the partials ``(g, x, y) -> tangent`` for each operand."""
+    prim = elementwise(name, impl, 2, **kw)
+    if jvp is not None:
+        defjvp(prim, *jvp)
+    return prim
+
+
+def _zero_derivative(*prims: Primitive, why: str) -> None:
+    for prim in prims:
+        prim.mark_no_rule("jvp", why)
+        prim.mark_no_rule("transpose", "not linear")
+
+
+def _bind(prim_name: str):
+    """Late-bound access to a primitive of this module, for rules written above its declaration."""
+    return lambda *args, **params: globals()[prim_name + "_p"].bind(*args, **params)
+
+
+def _like(value, x):
+    """A Python number as a scalar of ``x``'s dtype (rules combine tangents and primals of one dtype)."""
+    return np.asarray(value, aval_of(x).dtype)
 
 
 def comparison(name: str, impl: Callable, kinds: str) -> Primitive:
     prim = binary(name, impl, kinds=kinds, result=lambda d: np.bool_)
-    prim.mark_no_rule("jvp", "comparisons have zero derivative")
+    _zero_derivative(prim, why="comparisons have zero derivative")
     return prim
 
 
@@ -147,23 +173,74 @@ def _pow(x, y):
     return np.power(x, y)
 
 
+def _balanced_eq(x, z, y):
+    """1 where x is the extremum z alone, 0.5 where x and y tie, else 0 (JAX's convention for max/min)."""
+    one, half, zero = _like(1, x), _like(0.5, x), _like(0, x)
+    x_wins = select_n_p.bind(eq_p.bind(y, z), _full(one, x), _full(half, x))
+    return select_n_p.bind(eq_p.bind(x, z), _full(zero, x), x_wins)
+
+
+def _full(scalar, like):
+    from transpiler.primitives.shape import broadcast_in_dim_p
+
+    shape = aval_of(like).shape
+    return broadcast_in_dim_p.bind(scalar, shape=shape, broadcast_dimensions=()) if shape else \
+        convert_element_type_p.bind(scalar, new_dtype=aval_of(like).dtype, weak_type=False)
+
+
+def _trunc(q):
+    return mul_p.bind(sign_p.bind(q), floor_p.bind(abs_p.bind(q)))
+
+
+def _sum_squares(x, y):
+    return add_p.bind(mul_p.bind(x, x), mul_p.bind(y, y))
+
+
+def _abs_jvp(g, x, y):
+    if aval_of(x).dtype.kind == "c":  # d|x| = Re(conj(x) dx) / |x|, zero at 0
+        safe = select_n_p.bind(eq_p.bind(y, _full(_like(0, y), y)), y, _full(_like(1, y), y))
+        return div_p.bind(real_p.bind(mul_p.bind(conj_p.bind(x), g)), safe)
+    return mul_p.bind(g, sign_p.bind(x))
+
+
 neg_p = unary("neg", np.negative, kinds="iufc")
+neg_p.def_linear(lambda ct, x: [neg_p.bind(ct)])
 add_p = binary("add", np.add, kinds="iufc")
+add_p.def_linear(lambda ct, x, y: [ct if is_undefined(x) else None, ct if is_undefined(y) else None])
 sub_p = binary("sub", np.subtract, kinds="iufc")
-mul_p = binary("mul", np.multiply, kinds="iufc")
-div_p = binary("div", _div, kinds="iufc")
-rem_p = binary("rem", _rem, kinds="iuf")
+sub_p.def_linear(lambda ct, x, y: [ct if is_undefined(x) else None, neg_p.bind(ct) if is_undefined(y) else None])
+mul_p = binary("mul", np.multiply, kinds="iufc",
+               jvp=(lambda g, x, y: mul_p.bind(g, y), lambda g, x, y: mul_p.bind(x, g)))
+mul_p.def_transpose(lambda ct, x, y: [mul_p.bind(ct, y) if is_undefined(x) else None,
+                                      mul_p.bind(x, ct) if is_undefined(y) else None])
+div_p = binary("div", _div, kinds="iufc",
+               jvp=(lambda g, x, y: div_p.bind(g, y),
+                    lambda g, x, y: mul_p.bind(neg_p.bind(g), div_p.bind(x, mul_p.bind(y, y)))))
+div_p.def_transpose(lambda ct, x, y: [div_p.bind(ct, y), None])
+rem_p = binary("rem", _rem, kinds="iuf",  # x - y * trunc(x / y)
+               jvp=(lambda g, x, y: g, lambda g, x, y: mul_p.bind(neg_p.bind(g), _trunc(div_p.bind(x, y)))))
+rem_p.mark_no_rule("transpose", "not linear")
 max_p = binary("max", _extremum(np.maximum, prefer_negative_zero=False), kinds="biufc")
+defjvp2(max_p, lambda g, z, x, y: mul_p.bind(g, _balanced_eq(x, z, y)),
+        lambda g, z, x, y: mul_p.bind(g, _balanced_eq(y, z, x)))
+max_p.mark_no_rule("transpose", "not linear")
 min_p = binary("min", _extremum(np.minimum, prefer_negative_zero=True), kinds="biufc")
-atan2_p = binary("atan2", _atan2, kinds="fc")
+defjvp2(min_p, lambda g, z, x, y: mul_p.bind(g, _balanced_eq(x, z, y)),
+        lambda g, z, x, y: mul_p.bind(g, _balanced_eq(y, z, x)))
+min_p.mark_no_rule("transpose", "not linear")
+atan2_p = binary("atan2", _atan2, kinds="fc",  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
+                 jvp=(lambda g, x, y: mul_p.bind(g, div_p.bind(y, _sum_squares(x, y))),
+                      lambda g, x, y: mul_p.bind(g, div_p.bind(neg_p.bind(x), _sum_squares(x, y)))))
+atan2_p.mark_no_rule("transpose", "not linear")
 nextafter_p = binary("nextafter", np.nextafter, kinds="f")
-abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype)
+abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype, jvp=lambda g, x, y: _abs_jvp(g, x, y))
 sign_p = unary("sign", _sign, kinds="iufc")
-square_p = unary("square", lambda x: x * x, kinds="iufc")
+square_p = unary("square", lambda x: x * x, kinds="iufc", jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(2, x), x)))
 floor_p = unary("floor", np.floor, kinds="f")
 ceil_p = unary("ceil", np.ceil, kinds="f")
 is_finite_p = unary("is_finite", np.isfinite, kinds="f", result=_to_bool)
-is_finite_p.mark_no_rule("jvp", "is_finite has zero derivative")
+_zero_derivative(is_finite_p, why="is_finite has zero derivative")
+_zero_derivative(sign_p, floor_p, ceil_p, nextafter_p, why="piecewise constant: the derivative is zero")
 
 pow_p = Primitive("pow")
 
@@ -179,6 +256,27 @@ def _pow_shape(x: TensorType, y: TensorType) -> TensorType:
 
 
 pow_p.def_impl(_pow)
+
+
+def _pow_jvp(primals, tangents):
+    x, y = primals
+    gx, gy = tangents
+    out = pow_p.bind(x, y)
+    total = Zero(aval_of(out).update(weak_type=False))
+    if not isinstance(gx, Zero):  # y x^(y-1), zero where y == 0 (so 0^0 has no slope)
+        yf = y if aval_of(y).dtype == aval_of(x).dtype else convert_element_type_p.bind(y, new_dtype=aval_of(x).dtype)
+        slope = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(yf, _full(_like(1, x), x))))
+        slope = select_n_p.bind(eq_p.bind(yf, _full(_like(0, x), x)), slope, _full(_like(0, x), x))
+        total = mul_p.bind(gx, slope)
+    if not isinstance(gy, Zero) and aval_of(y).dtype.kind in "fc":  # x^y log x, zero where x == 0
+        safe = select_n_p.bind(eq_p.bind(x, _full(_like(0, x), x)), x, _full(_like(1, x), x))
+        term = mul_p.bind(gy, mul_p.bind(out, log_p.bind(safe)))
+        total = term if isinstance(total, Zero) else add_p.bind(total, term)
+    return out, total
+
+
+pow_p.def_jvp(_pow_jvp)
+pow_p.mark_no_rule("transpose", "not linear")
 
 integer_pow_p = Primitive("integer_pow", params=("y",))
 
@@ -208,6 +306,19 @@ def _integer_pow_impl(x, *, y):
     return np.reciprocal(acc) if y < 0 else acc
 
 
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (g,) = primals, tangents
+    out = integer_pow_p.bind(x, y=y)
+    if y == 0:
+        return out, Zero(aval_of(out).update(weak_type=False))
+    slope = _like(y, x) if y == 1 else mul_p.bind(_like(y, x), integer_pow_p.bind(x, y=y - 1))
+    return out, mul_p.bind(g, _full(slope, x) if y == 1 else slope)
+
+
+integer_pow_p.def_jvp(_integer_pow_jvp)
+integer_pow_p.mark_no_rule("transpose", "not linear")
+
+
 round_p = Primitive("round", params=("rounding_method",))
 
 
@@ -220,34 +331,41 @@ def _round_shape(x: TensorType, *, rounding_method: int = 0) -> TensorType:
 
 
 round_p.def_impl(lambda x, *, rounding_method=0: _round(x, rounding_method))
+_zero_derivative(round_p, why="piecewise constant: the derivative is zero")
 
 # -- transcendental functions ----------------------------------------------------------------------------
-exp_p = unary("exp", np.exp)
-exp2_p = unary("exp2", np.exp2)
-log_p = unary("log", np.log)
-log1p_p = unary("log1p", np.log1p)
-expm1_p = unary("expm1", np.expm1)
-tanh_p = unary("tanh", np.tanh)
-logistic_p = unary("logistic", special.logistic)
-sin_p = unary("sin", np.sin)
-cos_p = unary("cos", np.cos)
-tan_p = unary("tan", np.tan)
-asin_p = unary("asin", np.arcsin)
-acos_p = unary("acos", np.arccos)
-atan_p = unary("atan", np.arctan)
-sinh_p = unary("sinh", np.sinh)
-cosh_p = unary("cosh", np.cosh)
-asinh_p = unary("asinh", np.arcsinh)
-acosh_p = unary("acosh", np.arccosh)
-atanh_p = unary("atanh", np.arctanh)
-sqrt_p = unary("sqrt", np.sqrt)
-rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)))
-cbrt_p = unary("cbrt", np.cbrt, kinds="f")
-erf_p = unary("erf", special.erf, kinds="f")
-erfc_p = unary("erfc", special.erfc, kinds="f")
-erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f")
-lgamma_p = unary("lgamma", special.lgamma, kinds="f")
+exp_p = unary("exp", np.exp, jvp=lambda g, x, y: mul_p.bind(g, y))
+exp2_p = unary("exp2", np.exp2, jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(y, _like(np.log(2), x))))
+log_p = unary("log", np.log, jvp=lambda g, x, y: div_p.bind(g, x))
+log1p_p = unary("log1p", np.log1p, jvp=lambda g, x, y: div_p.bind(g, add_p.bind(x, _like(1, x))))
+expm1_p = unary("expm1", np.expm1, jvp=lambda g, x, y: mul_p.bind(g, add_p.bind(y, _like(1, x))))
+tanh_p = unary("tanh", np.tanh, jvp=lambda g, x, y: mul_p.bind(g, sub_p.bind(_like(1, y), mul_p.bind(y, y))))
+logistic_p = unary("logistic", special.logistic, jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(y, sub_p.bind(_like(1, y), y))))
+sin_p = unary("sin", np.sin, jvp=lambda g, x, y: mul_p.bind(g, cos_p.bind(x)))
+cos_p = unary("cos", np.cos, jvp=lambda g, x, y: mul_p.bind(g, neg_p.bind(sin_p.bind(x))))
+tan_p = unary("tan", np.tan, jvp=lambda g, x, y: mul_p.bind(g, add_p.bind(_like(1, y), mul_p.bind(y, y))))
+asin_p = unary("asin", np.arcsin, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(sub_p.bind(_like(1, x), mul_p.bind(x, x)))))
+acos_p = unary("acos", np.arccos, jvp=lambda g, x, y: mul_p.bind(neg_p.bind(g), rsqrt_p.bind(sub_p.bind(_like(1, x), mul_p.bind(x, x)))))
+atan_p = unary("atan", np.arctan, jvp=lambda g, x, y: div_p.bind(g, add_p.bind(_like(1, x), mul_p.bind(x, x))))
+sinh_p = unary("sinh", np.sinh, jvp=lambda g, x, y: mul_p.bind(g, cosh_p.bind(x)))
+cosh_p = unary("cosh", np.cosh, jvp=lambda g, x, y: mul_p.bind(g, sinh_p.bind(x)))
+asinh_p = unary("asinh", np.arcsinh, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(add_p.bind(mul_p.bind(x, x), _like(1, x)))))
+acosh_p = unary("acosh", np.arccosh, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(sub_p.bind(mul_p.bind(x, x), _like(1, x)))))
+atanh_p = unary("atanh", np.arctanh, jvp=lambda g, x, y: div_p.bind(g, sub_p.bind(_like(1, x), mul_p.bind(x, x))))
+sqrt_p = unary("sqrt", np.sqrt, jvp=lambda g, x, y: div_p.bind(g, mul_p.bind(_like(2, y), y)))
+rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)),  # d x^(-1/2) = -y / (2x)
+                 jvp=lambda g, x, y: mul_p.bind(g, div_p.bind(mul_p.bind(_like(-0.5, y), y), x)))
+cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: div_p.bind(g, mul_p.bind(_like(3, y), mul_p.bind(y, y))))
+erf_p = unary("erf", special.erf, kinds="f",  # 2/sqrt(pi) exp(-x^2)
+              jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(2 / np.sqrt(np.pi), x), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+erfc_p = unary("erfc", special.erfc, kinds="f",
+               jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(-2 / np.sqrt(np.pi), x), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
+erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",  # sqrt(pi)/2 exp(y^2)
+                  jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(np.sqrt(np.pi) / 2, y), exp_p.bind(mul_p.bind(y, y)))))
+lgamma_p = unary("lgamma", special.lgamma, kinds="f", jvp=lambda g, x, y: mul_p.bind(g, digamma_p.bind(x)))
 digamma_p = unary("digamma", special.digamma, kinds="f")
+digamma_p.mark_no_rule("jvp", "its derivative is polygamma(1, x), which is not a primitive here")
+digamma_p.mark_no_rule("transpose", "not linear")
 
 # -- comparisons and logic -------------------------------------------------------------------------------
 eq_p = comparison("eq", np.equal, "biufc")
@@ -263,7 +381,7 @@ xor_p = binary("xor", np.bitwise_xor, kinds="biu")
 population_count_p = unary("population_count", lambda x: special.population_count(x), kinds="iu")
 clz_p = unary("clz", special.count_leading_zeros, kinds="iu")
 for _p in (not_p, and_p, or_p, xor_p, population_count_p, clz_p):
-    _p.mark_no_rule("jvp", "bit operations are not differentiable")
+    _zero_derivative(_p, why="bit operations are not differentiable")
 
 
 def _shift(direction: str) -> Callable:
@@ -292,7 +410,7 @@ shift_left_p = binary("shift_left", _shift("left"), kinds="iu")
 shift_right_arithmetic_p = binary("shift_right_arithmetic", _shift("right_arithmetic"), kinds="iu")
 shift_right_logical_p = binary("shift_right_logical", _shift("right_logical"), kinds="iu")
 for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
-    _p.mark_no_rule("jvp", "bit shifts are not differentiable")
+    _zero_derivative(_p, why="bit shifts are not differentiable")
 
 
 # -- complex numbers -------------------------------------------------------------------------------------
@@ -303,10 +421,15 @@ def _complex(x, y):
 
 
 complex_p = binary("complex", _complex, kinds="f", result=complex_dtype)
+complex_p.def_linear(lambda ct, x, y: [real_p.bind(ct) if is_undefined(x) else None,
+                                       imag_p.bind(neg_p.bind(ct)) if is_undefined(y) else None])
 real_p = unary("real", np.real, kinds="c", result=real_dtype)
+real_p.def_linear(lambda ct, x: [complex_p.bind(ct, _full(_like(0, ct), ct))])
 imag_p = unary("imag", np.imag, kinds="c", result=real_dtype)
+imag_p.def_linear(lambda ct, x: [complex_p.bind(_full(_like(0, ct), ct), neg_p.bind(ct))])
 conj_p = unary("conj", lambda x: np.conj(x).astype(complex_dtype(x.dtype) if x.dtype.kind == "f" else x.dtype),
                kinds="fc", result=lambda d: d if d.kind == "c" else complex_dtype(d))
+conj_p.def_linear(lambda ct, x: [conj_p.bind(ct) if x.aval.dtype.kind == "c" else real_p.bind(ct)])
 
 # -- selection and conversion ----------------------------------------------------------------------------
 select_n_p = Primitive("select_n")
@@ -333,6 +456,26 @@ def _select_n_impl(which, *cases):
     return out
 
 
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    if all(isinstance(t, Zero) for t in tangents[1:]):
+        return out, Zero(aval_of(out).update(weak_type=False))
+    return out, select_n_p.bind(which, *(zeros(aval_of(c)) if isinstance(t, Zero) else t
+                                         for c, t in zip(cases, tangents[1:])))
+
+
+def _select_n_transpose(ct, which, *cases):
+    zero = zeros(aval_of(ct))
+    return [None] + [select_n_p.bind(which, *(ct if j == i else zero for j in range(len(cases))))
+                     if is_undefined(case) else None for i, case in enumerate(cases)]
+
+
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+
 clamp_p = Primitive("clamp")
 
 
@@ -348,6 +491,31 @@ def _clamp_shape(lo: TensorType, x: TensorType, hi: TensorType) -> TensorType:
 
 
 clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    total = Zero(aval_of(out).update(weak_type=False))
+    zero = _full(_like(0, x), x)
+    for bound, g, picks in ((lo, tangents[0], lambda: gt_p.bind(_full(lo, x) if not aval_of(lo).shape else lo, x)),
+                            (x, tangents[1], None),
+                            (hi, tangents[2], lambda: lt_p.bind(_full(hi, x) if not aval_of(hi).shape else hi, x))):
+        if isinstance(g, Zero):
+            continue
+        g = _full(g, x) if aval_of(g).shape != aval_of(x).shape else g
+        if picks is None:  # the operand's slope: 1 strictly inside the bounds
+            inside = and_p.bind(gt_p.bind(x, _full(lo, x) if not aval_of(lo).shape else lo),
+                                lt_p.bind(x, _full(hi, x) if not aval_of(hi).shape else hi))
+            term = select_n_p.bind(inside, zero, g)
+        else:
+            term = select_n_p.bind(picks(), zero, g)
+        total = term if isinstance(total, Zero) else add_p.bind(total, term)
+    return out, total
+
+
+clamp_p.def_jvp(_clamp_jvp)
+clamp_p.mark_no_rule("transpose", "not linear")
 
 convert_element_type_p = Primitive("convert_element_type", params=("new_dtype", "weak_type"))
 
@@ -374,7 +542,23 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
     return np.where(too_big, info.max, np.where(too_small, info.min, inside)).astype(new_dtype)
 
 
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (g,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if isinstance(g, Zero) or np.dtype(new_dtype).kind not in "fc" or aval_of(x).dtype.kind not in "fc":
+        return out, Zero(aval_of(out).update(weak_type=False))
+    return out, convert_element_type_p.bind(g, new_dtype=new_dtype, weak_type=False)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=False)]
+
+
+convert_element_type_p.def_jvp(_convert_jvp)
+convert_element_type_p.def_transpose(_convert_transpose)
+
 bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",))
+bitcast_convert_type_p.mark_no_rule("jvp", "reinterpreting bits is not differentiable")
 
 
 @bitcast_convert_type_p.def_shape

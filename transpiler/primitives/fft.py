@@ -4,6 +4,9 @@
 inverse (IFFT, with the 1/n factor), real to half-spectrum (RFFT: the last axis keeps n//2 + 1 entries,
 the rest follow from Hermitian symmetry) and back (IRFFT). ``fft_lengths`` are the transformed sizes (the
 real side's for RFFT and IRFFT). Precision follows the operand: complex64 <-> float32, complex128 <-> float64.
+
+Every transform is linear, so its JVP is the transform of the tangent; the transpose rule is JAX's (the
+pairing of a complex cotangent c with a tangent t is Re(sum(c * t)), no conjugation).
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import enum
 
 import numpy as np
 
+from transpiler.primitives.ad import aval_of
 from transpiler.primitives.core import Primitive, check, register_module
+from transpiler.primitives.elementwise import conj_p, real_p
+from transpiler.primitives.shape import pad_p
 from transpiler.types import TensorType, complex_dtype, real_dtype
 
 
@@ -80,6 +86,37 @@ def _fft_impl(x, *, fft_type, fft_lengths):
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     out = _NUMPY_FFT[fft_type_of(fft_type)](x, s=tuple(fft_lengths), axes=axes)
     return out.astype(out_type.dtype, copy=False)  # pocketfft may compute in double precision
+
+
+def _rfft_transpose(ct, lengths: tuple[int, ...]):
+    # RFFT = (keep the first n//2 + 1 entries of the last axis) o FFT o (real -> complex); transposed: pad
+    # with zeros, FFT (the DFT matrix is symmetric), keep the real part.
+    n = lengths[-1]
+    ndim = aval_of(ct).ndim
+    padding = [(0, 0, 0)] * (ndim - 1) + [(0, n - (n // 2 + 1), 0)]
+    full = pad_p.bind(ct, np.zeros((), aval_of(ct).dtype), padding_config=tuple(padding))
+    return real_p.bind(fft_p.bind(full, fft_type=FftType.FFT, fft_lengths=lengths))
+
+
+def _irfft_transpose(ct, lengths: tuple[int, ...]):
+    # IRFFT reads each entry of the half spectrum strictly between 0 and n/2 twice (it and its mirror image),
+    # so its transpose is the RFFT of the cotangent scaled by 1/prod(lengths), doubled there, and conjugated
+    # (JAX's rule).
+    spectrum = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=lengths)
+    half, n = aval_of(spectrum).shape[-1], lengths[-1]
+    weights = ([1.0] + [2.0] * (half - 2 + n % 2) + [1.0] * (1 - n % 2))[:half]
+    scale = 1 / max(int(np.prod(lengths)), 1)
+    return conj_p.bind(spectrum * np.asarray(weights, aval_of(spectrum).dtype) * scale)
+
+
+@fft_p.def_linear
+def _fft_transpose(ct, x, *, fft_type, fft_lengths):
+    kind, lengths = fft_type_of(fft_type), tuple(fft_lengths)
+    if kind == FftType.RFFT:
+        return [_rfft_transpose(ct, lengths)]
+    if kind == FftType.IRFFT:
+        return [_irfft_transpose(ct, lengths)]
+    return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]  # the DFT matrix is symmetric: F^T = F
 
 
 register_module(globals())

@@ -15,6 +15,9 @@ from typing import Callable
 
 import numpy as np
 
+from transpiler.primitives import elementwise as ew
+from transpiler.primitives import shape as sh
+from transpiler.primitives.ad import Zero, add_tangents, aval_of, instantiate, is_undefined, tangent_aval, zeros
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType
 
@@ -50,6 +53,18 @@ def _slice_shape(x: TensorType, *, start_indices, limit_indices, strides=None) -
 def _slice_impl(x, *, start_indices, limit_indices, strides=None):
     steps = (1,) * x.ndim if strides is None else strides
     return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start_indices, limit_indices, steps))]
+
+
+@slice_p.def_linear
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides=None):
+    # the cotangent back in place: zeros before the start, between strided elements and after the last one
+    shape = x.aval.shape
+    steps = (1,) * len(shape) if strides is None else strides
+    config = []
+    for lo, n, m, step in zip(start_indices, shape, aval_of(ct).shape, steps):
+        span = (m - 1) * step + 1 if m else 0
+        config.append((lo, n - lo - span, step - 1))
+    return [sh.pad_p.bind(ct, np.zeros((), x.aval.dtype), padding_config=tuple(config))]
 
 
 # -- dynamic_slice and dynamic_update_slice ---------------------------------------------------------------
@@ -90,6 +105,22 @@ def _dynamic_slice_impl(x, *starts, slice_sizes):
     return x[tuple(slice(lo, lo + k) for lo, k in zip(lows, slice_sizes))]
 
 
+@dynamic_slice_p.def_jvp
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *starts = primals  # the start indices are integers: no tangent
+    out = dynamic_slice_p.bind(x, *starts, slice_sizes=slice_sizes)
+    g = tangents[0]
+    if isinstance(g, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, dynamic_slice_p.bind(g, *starts, slice_sizes=slice_sizes)
+
+
+@dynamic_slice_p.def_transpose
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+    # the same (clamped) window of a zero operand receives the cotangent
+    return [dynamic_update_slice_p.bind(zeros(tangent_aval(x.aval)), ct, *starts)] + [None] * len(starts)
+
+
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 
 
@@ -109,6 +140,26 @@ def _dynamic_update_slice_impl(x, update, *starts):
     out = np.array(x, copy=True)
     out[tuple(slice(lo, lo + k) for lo, k in zip(lows, update.shape))] = update
     return out
+
+
+@dynamic_update_slice_p.def_jvp
+def _dynamic_update_slice_jvp(primals, tangents):
+    # linear in (operand, update) together; the start indices get no tangent
+    x, update, *starts = primals
+    out = dynamic_update_slice_p.bind(x, update, *starts)
+    gx, gu = tangents[:2]
+    if isinstance(gx, Zero) and isinstance(gu, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, dynamic_update_slice_p.bind(instantiate(gx), instantiate(gu), *starts)
+
+
+@dynamic_update_slice_p.def_transpose
+def _dynamic_update_slice_transpose(ct, x, update, *starts):
+    update_aval = aval_of(update)
+    # the operand's cotangent is ct with the overwritten window zeroed; the update's is that window of ct
+    ct_x = dynamic_update_slice_p.bind(ct, zeros(tangent_aval(update_aval)), *starts) if is_undefined(x) else None
+    ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=update_aval.shape) if is_undefined(update) else None
+    return [ct_x, ct_update] + [None] * len(starts)
 
 
 # -- gather and scatter: parameters ----------------------------------------------------------------------
@@ -250,6 +301,76 @@ def _in_bounds(indices, shape, index_map, sizes) -> np.ndarray:
     return np.all((indices >= 0) & (indices <= upper), axis=-1)
 
 
+# -- gather and scatter: the inverse pairs their derivatives use ------------------------------------------
+# A gather reads the windows that a scatter with the same indices writes: transposes and JVPs swap them.
+# What each does with a window that does not fit decides the partner's mode: a clamping gather (CLIP, or
+# no mode) pairs with a clipping scatter, a filling gather with a dropping scatter (filled with 0, so the
+# pair stays linear); PROMISE_IN_BOUNDS pairs with itself, as in JAX (a broken promise drops cotangents).
+_SCATTER_MODE_FOR_GATHER = {None: GatherScatterMode.CLIP, GatherScatterMode.CLIP: GatherScatterMode.CLIP,
+                            GatherScatterMode.FILL_OR_DROP: GatherScatterMode.FILL_OR_DROP,
+                            GatherScatterMode.PROMISE_IN_BOUNDS: GatherScatterMode.PROMISE_IN_BOUNDS}
+_GATHER_MODE_FOR_SCATTER = {None: GatherScatterMode.FILL_OR_DROP, GatherScatterMode.CLIP: GatherScatterMode.CLIP,
+                            GatherScatterMode.FILL_OR_DROP: GatherScatterMode.FILL_OR_DROP,
+                            GatherScatterMode.PROMISE_IN_BOUNDS: GatherScatterMode.PROMISE_IN_BOUNDS}
+
+
+def _scatter_numbers_for(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    return ScatterDimensionNumbers(update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+                                   scatter_dims_to_operand_dims=dn.start_index_map,
+                                   operand_batching_dims=dn.operand_batching_dims,
+                                   scatter_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _window_gather(x, indices, updates_shape, *, dimension_numbers, mode, indices_are_sorted=False,
+                   unique_indices=False, fill_value=0):
+    """For a scatter into ``x``'s shape: the values of ``x`` in the window each update element is written to.
+
+    Windows the scatter drops read ``fill_value``. The result has the updates' shape."""
+    dn = dimension_numbers
+    gather_numbers = GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims, operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+    window = iter(updates_shape[u] for u in dn.update_window_dims)
+    skipped = dn.inserted_window_dims + dn.operand_batching_dims
+    sizes = tuple(1 if axis in skipped else next(window) for axis in range(aval_of(x).ndim))
+    gather_mode = _GATHER_MODE_FOR_SCATTER[mode]
+    fill = fill_value if gather_mode == GatherScatterMode.FILL_OR_DROP else None
+    return gather_p.bind(x, indices, dimension_numbers=gather_numbers, slice_sizes=sizes, mode=gather_mode,
+                         fill_value=fill, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
+def _full(value, aval: TensorType):
+    return sh.broadcast_in_dim_p.bind(np.array(value, aval.dtype), shape=aval.shape, broadcast_dimensions=())
+
+
+def _where(mask, x, aval: TensorType):
+    """``x`` where ``mask`` holds, else 0 (linear in ``x``: the mask is a primal value)."""
+    return ew.select_n_p.bind(mask, _full(0, aval), x)
+
+
+def _scatter_survivors(x_aval: TensorType, indices, updates_aval: TensorType, params: dict):
+    """For a scatter that may repeat indices (so which update lands is up to the implementation): masks of the
+    operand elements no update overwrote and of the update elements that landed.
+
+    JAX's trick: scatter a distinct positive id per update window onto zeros with the same scatter, then read
+    back where each window went; an update element landed if its own id is there, an operand element
+    survived if 0 is."""
+    window = params["dimension_numbers"].update_window_dims
+    ids_shape = tuple(1 if axis in window else n for axis, n in enumerate(updates_aval.shape))
+    count = int(np.prod(ids_shape, dtype=np.int64))
+    ids_aval = updates_aval.update(dtype=np.int32 if count < 2**31 - 1 else np.int64, weak_type=False)
+    ids = sh.iota_p.bind(dtype=ids_aval.dtype, shape=(count,), dimension=0)
+    ids = ew.add_p.bind(ids, _full(1, ids_aval.update(shape=(count,))))
+    ids = sh.reshape_p.bind(ids, new_sizes=ids_shape, dimensions=None)
+    ids = sh.broadcast_in_dim_p.bind(ids, shape=updates_aval.shape,
+                                     broadcast_dimensions=tuple(range(len(ids_shape))))
+    written = scatter_p.bind(zeros(x_aval.update(dtype=ids_aval.dtype, weak_type=False)), indices, ids, **params)
+    read = _window_gather(written, indices, updates_aval.shape, **params)
+    survived = ew.eq_p.bind(written, _full(0, x_aval.update(dtype=ids_aval.dtype, weak_type=False)))
+    return survived, ew.eq_p.bind(ids, read)
+
+
 # -- gather ----------------------------------------------------------------------------------------------
 gather_p = Primitive("gather", params=("dimension_numbers", "slice_sizes", "mode", "fill_value",
                                        "indices_are_sorted", "unique_indices"))
@@ -316,6 +437,29 @@ def _gather_impl(x, indices, *, dimension_numbers, slice_sizes, mode=None, fill_
         mask = np.expand_dims(mask, tuple(dn.offset_dims))  # batch axes sit where the output's do
         out = np.where(mask, out, np.asarray(fill).astype(x.dtype))
     return out if out.flags.c_contiguous else np.array(out, order="C")  # not ascontiguousarray: it makes 0-d 1-d
+
+
+@gather_p.def_jvp
+def _gather_jvp(primals, tangents, **params):
+    x, indices = primals
+    out = gather_p.bind(x, indices, **params)
+    g = tangents[0]
+    if isinstance(g, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    # windows out of bounds are filled with a constant: their tangent is 0, not the fill value
+    fill = 0 if params.get("mode") == GatherScatterMode.FILL_OR_DROP else params.get("fill_value")
+    return out, gather_p.bind(g, indices, **{**params, "fill_value": fill})
+
+
+@gather_p.def_transpose
+def _gather_transpose(ct, x, indices, *, dimension_numbers, slice_sizes, mode=None, fill_value=None,
+                      indices_are_sorted=False, unique_indices=False):
+    # each window read is added back where it was read from (repeated indices accumulate)
+    out = scatter_add_p.bind(zeros(tangent_aval(x.aval)), indices, ct,
+                             dimension_numbers=_scatter_numbers_for(dimension_numbers),
+                             mode=_SCATTER_MODE_FOR_GATHER[mode], indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)
+    return [out, None]
 
 
 # -- scatter ---------------------------------------------------------------------------------------------
@@ -393,20 +537,143 @@ def _scatter_impl(combine: Callable | None):
 
 
 _SCATTER_PARAMS = ("dimension_numbers", "mode", "indices_are_sorted", "unique_indices")
+
+
+# -- scatter: each update window replaces what it covers ---------------------------------------------------
 scatter_p = Primitive("scatter", params=_SCATTER_PARAMS)
 scatter_p.def_shape(_scatter_shape("scatter", "biufc"))
 scatter_p.def_impl(_scatter_impl(None))
-scatter_add_p = Primitive("scatter_add", params=_SCATTER_PARAMS)  # bool: logical or
+
+
+@scatter_p.def_jvp
+def _scatter_jvp(primals, tangents, **params):
+    x, indices, updates = primals
+    gx, gu = tangents[0], tangents[2]
+    if isinstance(gx, Zero) and isinstance(gu, Zero):
+        out = scatter_p.bind(x, indices, updates, **params)
+        return out, Zero(tangent_aval(aval_of(out)))
+    if params.get("unique_indices"):  # linear in (operand, updates) together
+        return scatter_p.bind(x, indices, updates, **params), scatter_p.bind(instantiate(gx), indices,
+                                                                             instantiate(gu), **params)
+    # With repeated indices the landing update is the implementation's choice: find it, mask off the rest,
+    # and build the output and its tangent with scatter-adds of the masked values, so that they agree.
+    x_aval, u_aval = aval_of(x), aval_of(updates)
+    survived, landed = _scatter_survivors(x_aval, indices, u_aval, params)
+    out = scatter_add_p.bind(_where(survived, x, x_aval), indices, _where(landed, updates, u_aval), **params)
+    t_x, t_u = tangent_aval(x_aval), tangent_aval(u_aval)
+    tangent = scatter_add_p.bind(_where(survived, instantiate(gx), t_x), indices,
+                                 _where(landed, instantiate(gu), t_u), **params)
+    return out, tangent
+
+
+@scatter_p.def_transpose
+def _scatter_transpose(ct, x, indices, updates, **params):
+    u_aval = aval_of(updates)
+    # the operand's cotangent is ct where no update landed; an update's is ct where it landed
+    ct_x = scatter_p.bind(ct, indices, zeros(tangent_aval(u_aval)), **params) if is_undefined(x) else None
+    ct_u = None
+    if is_undefined(updates):
+        ct_u = _window_gather(ct, indices, u_aval.shape, **params)
+        if not params.get("unique_indices"):
+            _, landed = _scatter_survivors(aval_of(x), indices, u_aval, params)
+            ct_u = _where(landed, ct_u, tangent_aval(u_aval))
+    return [ct_x, None, ct_u]
+
+
+# -- scatter_add: each update window is added (bool: logical or) ------------------------------------------
+scatter_add_p = Primitive("scatter_add", params=_SCATTER_PARAMS)
 scatter_add_p.def_shape(_scatter_shape("scatter_add", "biufc"))
 scatter_add_p.def_impl(_scatter_impl(np.add.at))
-scatter_mul_p = Primitive("scatter_mul", params=_SCATTER_PARAMS)  # bool: logical and
+
+
+@scatter_add_p.def_jvp
+def _scatter_add_jvp(primals, tangents, **params):
+    x, indices, updates = primals
+    out = scatter_add_p.bind(x, indices, updates, **params)
+    gx, gu = tangents[0], tangents[2]
+    if isinstance(gx, Zero) and isinstance(gu, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, scatter_add_p.bind(instantiate(gx), indices, instantiate(gu), **params)
+
+
+@scatter_add_p.def_transpose
+def _scatter_add_transpose(ct, x, indices, updates, **params):
+    # d out / d operand is the identity; each update element's cotangent is ct where it was added (0 if dropped)
+    ct_u = _window_gather(ct, indices, aval_of(updates).shape, **params) if is_undefined(updates) else None
+    return [ct if is_undefined(x) else None, None, ct_u]
+
+
+# -- scatter_mul: each update window multiplies what it covers (bool: logical and) ------------------------
+scatter_mul_p = Primitive("scatter_mul", params=_SCATTER_PARAMS)
 scatter_mul_p.def_shape(_scatter_shape("scatter_mul", "biufc"))
 scatter_mul_p.def_impl(_scatter_impl(np.multiply.at))
+
+
+@scatter_mul_p.def_jvp
+def _scatter_mul_jvp(primals, tangents, **params):
+    x, indices, updates = primals
+    out = scatter_mul_p.bind(x, indices, updates, **params)
+    gx, gu = tangents[0], tangents[2]
+    tangent = Zero(tangent_aval(aval_of(out)))
+    if not isinstance(gx, Zero):  # out = x * (product of the updates landing there): linear in x
+        tangent = scatter_mul_p.bind(gx, indices, updates, **params)
+    if not isinstance(gu, Zero):
+        if not params.get("unique_indices"):
+            raise NotImplementedError("scatter_mul: the derivative with respect to the updates is only implemented "
+                                      "with unique_indices=True (as in JAX)")
+        # one update per element: d out = x * d update where it landed
+        scattered = scatter_add_p.bind(zeros(tangent_aval(aval_of(x))), indices, gu, **params)
+        tangent = add_tangents(tangent, ew.mul_p.bind(x, scattered))
+    return out, tangent
+
+
+@scatter_mul_p.def_transpose
+def _scatter_mul_transpose(ct, x, indices, updates, **params):
+    # linear in the operand only: a diagonal scaling by the products of the updates, its own transpose
+    if is_undefined(updates):
+        raise NotImplementedError("scatter_mul is not linear in its updates; it has no transpose for them")
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+# -- scatter_min and scatter_max: each update window keeps the smaller / larger ---------------------------
+def _scatter_extremum_jvp(prim: Primitive):
+    """The tangent of the value that wins at each element; tied winners (the operand and the updates equal to
+    the result) share it equally, as JAX averages them."""
+
+    def rule(primals, tangents, **params):
+        x, indices, updates = primals
+        out = prim.bind(x, indices, updates, **params)
+        gx, gu = tangents[0], tangents[2]
+        if isinstance(gx, Zero) and isinstance(gu, Zero):
+            return out, Zero(tangent_aval(aval_of(out)))
+        x_aval, u_aval = aval_of(x), aval_of(updates)
+        # NaN for dropped windows: they never tie with an update
+        won = ew.eq_p.bind(updates, _window_gather(out, indices, u_aval.shape, fill_value=np.nan, **params))
+        kept = ew.eq_p.bind(x, out)
+        ones, none = _full(1, x_aval.strong()), _full(0, x_aval.strong())
+        ties = scatter_add_p.bind(ew.select_n_p.bind(kept, none, ones), indices,
+                                  ew.select_n_p.bind(won, _full(0, u_aval.strong()), _full(1, u_aval.strong())),
+                                  **params)
+        # no winner when the result is NaN: tangent 0, as in JAX
+        ties = ew.select_n_p.bind(ew.eq_p.bind(ties, none), ties, ones)
+        t_x, t_u = tangent_aval(x_aval), tangent_aval(u_aval)
+        total = scatter_add_p.bind(_where(kept, instantiate(gx), t_x), indices, _where(won, instantiate(gu), t_u),
+                                   **params)
+        return out, ew.div_p.bind(total, ties)
+
+    return rule
+
+
 scatter_min_p = Primitive("scatter_min", params=_SCATTER_PARAMS)
 scatter_min_p.def_shape(_scatter_shape("scatter_min", "biuf"))
 scatter_min_p.def_impl(_scatter_impl(np.minimum.at))
+scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
+scatter_min_p.mark_no_rule("transpose", "not linear")
+
 scatter_max_p = Primitive("scatter_max", params=_SCATTER_PARAMS)
 scatter_max_p.def_shape(_scatter_shape("scatter_max", "biuf"))
 scatter_max_p.def_impl(_scatter_impl(np.maximum.at))
+scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
+scatter_max_p.mark_no_rule("transpose", "not linear")
 
 register_module(globals())

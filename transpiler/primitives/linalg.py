@@ -5,6 +5,10 @@ Operands are float or complex; leading axes are batch axes and are carried throu
 implementations call ``numpy.linalg`` (LAPACK in the operand's own precision) or do the short loop of a
 textbook algorithm where NumPy has none. Like XLA, a factorization that fails on one matrix of a stack
 (not positive definite, no convergence) gives NaNs for that matrix instead of raising.
+
+The JVP rules are JAX's formulas, written with the matrix helpers below so that the tangent passes only
+through linear operations (products with primal matrices, triangular solves in their right-hand side,
+masks, conj/real); only ``triangular_solve`` is linear in an operand, so only it has a transpose rule.
 """
 
 from __future__ import annotations
@@ -13,7 +17,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_undefined, is_zero, tangent_aval, zeros
+from transpiler.primitives.convolution import Precision, dot_general_p
 from transpiler.primitives.core import Primitive, check, register_module
+from transpiler.primitives.elementwise import conj_p, convert_element_type_p, real_p, select_n_p
+from transpiler.primitives.indexing import slice_p
+from transpiler.primitives.reduce import reduce_sum_p
+from transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, transpose_p
 from transpiler.types import TensorType, complex_dtype, real_dtype
 
 
@@ -56,6 +66,103 @@ def _nan(shape: tuple[int, ...], dtype) -> np.ndarray:
     return np.full(shape, np.nan, dtype)
 
 
+# -- matrix helpers for the differentiation rules: they bind primitives, so they compute eagerly and record
+# -- IR alike; all act on the last two axes and carry leading batch axes -----------------------------------
+def _mT(x):
+    rank = aval_of(x).ndim
+    return transpose_p.bind(x, permutation=(*range(rank - 2), rank - 1, rank - 2))
+
+
+def _H(x):
+    """x^H, the conjugate transpose (x^T for real x)."""
+    return conj_p.bind(_mT(x)) if aval_of(x).dtype.kind == "c" else _mT(x)
+
+
+def _matmul(a, b):
+    batch = tuple(range(aval_of(a).ndim - 2))
+    rank = len(batch) + 2
+    return dot_general_p.bind(a, b, dimension_numbers=(((rank - 1,), (rank - 2,)), (batch, batch)),
+                              precision=Precision.HIGHEST, preferred_element_type=None)
+
+
+def _as(x, dtype):
+    dtype = np.dtype(dtype)
+    return x if aval_of(x).dtype == dtype else convert_element_type_p.bind(x, new_dtype=dtype, weak_type=False)
+
+
+def _indices(rows: int, cols: int):
+    """Row and column numbers of an [rows, cols] matrix (int32)."""
+    shape = (rows, cols)
+    return iota_p.bind(dtype=np.int32, shape=shape, dimension=0), iota_p.bind(dtype=np.int32, shape=shape, dimension=1)
+
+
+def _eye(n: int, dtype, start: int = 0):
+    """The [n, n] identity with ones only from row ``start`` on (``start=0``: the whole identity)."""
+    rows, cols = _indices(n, n)
+    ones = rows == cols
+    if start:
+        ones = ones & (rows >= start)
+    return _as(ones, dtype)
+
+
+def _triangle(x, k: int = 0, *, lower: bool):
+    """tril(x, k) (entries with column - row <= k) or triu(x, k) (column - row >= k); a mask, so linear."""
+    typ = aval_of(x)
+    rows, cols = _indices(*typ.shape[-2:])
+    keep = (cols - rows <= k) if lower else (cols - rows >= k)
+    keep = broadcast_in_dim_p.bind(keep, shape=typ.shape, broadcast_dimensions=(typ.ndim - 2, typ.ndim - 1))
+    return select_n_p.bind(keep, zeros(typ.update(weak_type=False)), x)
+
+
+def _halved_triangle(x, *, lower: bool):
+    """One triangle of x with its diagonal halved: the phi of the Cholesky derivative."""
+    n = aval_of(x).shape[-1]
+    return _triangle(x, lower=lower) * (1 - 0.5 * _eye(n, aval_of(x).dtype))
+
+
+def _hermitian_from_triangle(x, *, lower: bool):
+    """The Hermitian matrix a factorization sees when it reads only one triangle of x (and the real part of
+    its diagonal, as LAPACK does)."""
+    half = _halved_triangle(x, lower=lower)
+    return half + _H(half)
+
+
+def _diagonal(x):
+    typ = aval_of(x)
+    return reduce_sum_p.bind(x * _eye(typ.shape[-1], typ.dtype), axes=(typ.ndim - 1,))
+
+
+def _as_row(v):
+    """v[..., None, :]: a vector as a [1, k] matrix that broadcasts down the rows."""
+    *batch, k = aval_of(v).shape
+    return broadcast_in_dim_p.bind(v, shape=(*batch, 1, k), broadcast_dimensions=(*range(len(batch)), len(batch) + 1))
+
+
+def _as_column(v):
+    """v[..., :, None]: a vector as a [k, 1] matrix that broadcasts along the columns."""
+    *batch, k = aval_of(v).shape
+    return broadcast_in_dim_p.bind(v, shape=(*batch, k, 1), broadcast_dimensions=tuple(range(len(batch) + 1)))
+
+
+def _permutation_matrix(permutation, dtype):
+    """P with (P x)[i] = x[permutation[i]]: P[i, j] = (permutation[i] == j)."""
+    *batch, m = aval_of(permutation).shape
+    shape = (*batch, m, m)
+    rows = broadcast_in_dim_p.bind(permutation, shape=shape, broadcast_dimensions=tuple(range(len(batch) + 1)))
+    cols = iota_p.bind(dtype=np.int32, shape=shape, dimension=len(batch) + 1)
+    return _as(rows == cols, dtype)
+
+
+def _solve_triangular(a, b, *, left_side: bool = False, lower: bool = False, transpose_a: bool = False,
+                      conjugate_a: bool = False, unit_diagonal: bool = False):
+    return triangular_solve_p.bind(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                                   conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+
+
+def _zero_tangents(outs):
+    return [Zero(tangent_aval(aval_of(o))) for o in outs]
+
+
 # -- cholesky: x = L L^H with L lower triangular; reads only the lower triangle of x -----------------------
 cholesky_p = Primitive("cholesky")
 
@@ -71,6 +178,24 @@ def _cholesky_impl(x):
     # A matrix that is not positive definite gives NaN in its lower triangle (XLA's convention).
     failed = lambda m: [np.where(np.tri(m.shape[-1], dtype=bool), np.nan, 0).astype(m.dtype)]
     return _stacked(lambda m: [np.linalg.cholesky(m)], x, failed)[0]
+
+
+@cholesky_p.def_jvp
+def _cholesky_jvp(primals, tangents):
+    # dA = dL L^H + L dL^H, so L^-1 dA L^-H = L^-1 dL + (L^-1 dL)^H with L^-1 dL lower triangular and a real
+    # diagonal: L^-1 dL = phi(L^-1 dA L^-H), phi taking the lower triangle and halving the diagonal (JAX's
+    # rule). dA is the Hermitian matrix built from the lower triangle, the only part the primitive reads.
+    (x,), (dx,) = primals, tangents
+    low = cholesky_p.bind(x)
+    if is_zero(dx):
+        return low, Zero(tangent_aval(aval_of(low)))
+    da = dx
+    da_right = _solve_triangular(low, da, lower=True, transpose_a=True, conjugate_a=True)  # dA L^-H
+    inner = _solve_triangular(low, da_right, left_side=True, lower=True)  # L^-1 dA L^-H
+    return low, _matmul(low, _halved_triangle(inner, lower=True))
+
+
+cholesky_p.mark_no_rule("transpose", "not linear")
 
 
 # -- triangular_solve: op(a) x = b (left_side) or x op(a) = b, op in {id, T, H, conj} -----------------------
@@ -123,6 +248,37 @@ def _triangular_solve_impl(a, b, *, left_side=False, lower=False, transpose_a=Fa
     return _swap(_substitute(_swap(a), _swap(b), not lower))
 
 
+def _triangular_solve_jvp_a(g, x, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+                            unit_diagonal=False):
+    # op(a) x = b  =>  op(da) x + op(a) dx = 0  =>  dx = -op(a)^-1 op(da) x (left side; mirrored on the right),
+    # with da restricted to the triangle the solve reads. The product is done in the cheaper order.
+    flags = dict(left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
+                 unit_diagonal=unit_diagonal)
+    diagonal = 1 if unit_diagonal else 0
+    g = -(_triangle(g, -diagonal, lower=True) if lower else _triangle(g, diagonal, lower=False))
+    g = _mT(g) if transpose_a else g
+    g = conj_p.bind(g) if conjugate_a and aval_of(g).dtype.kind == "c" else g
+    m, n = aval_of(b).shape[-2:]
+    if left_side:
+        return _solve_triangular(a, _matmul(g, x), **flags) if m > n else _matmul(_solve_triangular(a, g, **flags), x)
+    return _solve_triangular(a, _matmul(x, g), **flags) if m < n else _matmul(x, _solve_triangular(a, g, **flags))
+
+
+defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
+        lambda g, x, a, b, **flags: triangular_solve_p.bind(a, g, **flags))  # linear in b
+
+
+@triangular_solve_p.def_transpose
+def _triangular_solve_transpose(ct, a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+                                unit_diagonal=False):
+    # x = op(a)^-1 b is linear in b; its transpose solves with op(a)^T (a transpose, not an adjoint: conjugation
+    # stays as it is).
+    if is_undefined(a) or not is_undefined(b):
+        raise ValueError("triangular_solve is linear only in b: its transpose needs a known and b undefined")
+    return [None, _solve_triangular(a, ct, left_side=left_side, lower=lower, transpose_a=not transpose_a,
+                                    conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
+
+
 # -- lu: P x = L U with partial pivoting; results lu (L below the diagonal, unit diagonal implied, U on and
 # -- above it), pivots (row swapped with row i at step i, LAPACK's ipiv from 0) and permutation -------------
 lu_p = Primitive("lu", multiple_results=True)
@@ -156,9 +312,40 @@ def _lu_impl(x):
     return [a.reshape(x.shape), pivots.reshape(*batch, min(m, n)), permutation.reshape(*batch, m)]
 
 
+@lu_p.def_jvp
+def _lu_jvp(primals, tangents):
+    # P A = L U  =>  L^-1 P dA U^-1 = L^-1 dL + dU U^-1, strictly lower plus upper triangular, so
+    # dL = L tril(L^-1 P dA U^-1, -1) and dU = triu(L^-1 P dA U^-1) U (de Hoog, Anderssen and Lukas; JAX's
+    # rule). For a non-square A, L is completed to [m, m] and U to [n, n] by identity blocks.
+    (x,), (dx,) = primals, tangents
+    outs = lu_p.bind(x)
+    if is_zero(dx):
+        return outs, _zero_tangents(outs)
+    lu, _, permutation = outs
+    typ = aval_of(x)
+    *batch, m, n = typ.shape
+    k = min(m, n)
+    zero = np.zeros((), typ.dtype)
+    keep = [(0, 0, 0)] * len(batch)
+    starts = (0,) * typ.ndim
+    low = _triangle(slice_p.bind(lu, start_indices=starts, limit_indices=(*batch, m, k), strides=None), -1,
+                    lower=True)
+    low = pad_p.bind(low, zero, padding_config=(*keep, (0, 0, 0), (0, m - k, 0))) + _eye(m, typ.dtype)
+    up = _triangle(slice_p.bind(lu, start_indices=starts, limit_indices=(*batch, k, n), strides=None), lower=False)
+    up = pad_p.bind(up, zero, padding_config=(*keep, (0, n - k, 0), (0, 0, 0))) + _eye(n, typ.dtype, start=k)
+    permuted = _matmul(_permutation_matrix(permutation, typ.dtype), dx)  # P dA
+    inner = _solve_triangular(up, _solve_triangular(low, permuted, left_side=True, lower=True, unit_diagonal=True))
+    dlu = _matmul(low, _triangle(inner, -1, lower=True)) + _matmul(_triangle(inner, lower=False), up)
+    return outs, [dlu, *_zero_tangents(outs[1:])]
+
+
+lu_p.mark_no_rule("transpose", "not linear")
+
+
 # -- lu_pivots_to_permutation: apply the swaps i <-> pivots[i] in order to 0..size-1 -------------------------
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation", params=("permutation_size",))
 lu_pivots_to_permutation_p.mark_no_rule("jvp", "a permutation of indices has no derivative")
+lu_pivots_to_permutation_p.mark_no_rule("transpose", "not linear")
 
 
 @lu_pivots_to_permutation_p.def_shape
@@ -203,6 +390,35 @@ def _qr_impl(x, *, full_matrices=True):
     return list(np.linalg.qr(x, mode=mode))
 
 
+@qr_p.def_jvp
+def _qr_jvp(primals, tangents, *, full_matrices=True):
+    # With dX R^-1 = C: Q^H dQ = dO is skew-Hermitian and dR R^-1 is upper triangular, so dO takes the
+    # strictly lower part of Q^H C mirrored (plus, for complex, the imaginary part of its diagonal);
+    # dQ = Q (dO - Q^H C) + C and dR = (Q^H C - dO) R (JAX's rule). Defined for m >= n, reduced Q.
+    (x,), (dx,) = primals, tangents
+    *_, m, n = aval_of(x).shape
+    if m < n or (full_matrices and m != n):
+        raise NotImplementedError(f"the QR derivative needs rows >= columns and, unless square, "
+                                  f"full_matrices=False; got a [{m}, {n}] matrix with full_matrices={full_matrices}")
+    outs = qr_p.bind(x, full_matrices=full_matrices)
+    if is_zero(dx):
+        return outs, _zero_tangents(outs)
+    q, r = outs
+    dx_rinv = _solve_triangular(r, dx)  # dX R^-1
+    qh_dx_rinv = _matmul(_H(q), dx_rinv)
+    below = _triangle(qh_dx_rinv, -1, lower=True)
+    do = below - _H(below)
+    if aval_of(x).dtype.kind == "c":
+        imaginary = qh_dx_rinv - _as(real_p.bind(qh_dx_rinv), aval_of(x).dtype)
+        do = do + _eye(n, aval_of(x).dtype) * imaginary
+    dq = _matmul(q, do - qh_dx_rinv) + dx_rinv
+    dr = _matmul(qh_dx_rinv - do, r)
+    return outs, [dq, dr]
+
+
+qr_p.mark_no_rule("transpose", "not linear")
+
+
 # -- eigh: x = V diag(w) V^H for Hermitian x, reading one triangle; results (v, w), w real ascending ------
 eigh_p = Primitive("eigh", params=("lower", "sort_eigenvalues"), multiple_results=True)
 
@@ -222,6 +438,29 @@ def _eigh_impl(x, *, lower=True, sort_eigenvalues=True):
 
     failed = lambda m: [_nan(m.shape, m.dtype), _nan(m.shape[-1:], real_dtype(m.dtype))]
     return _stacked(eigh, x, failed)
+
+
+@eigh_p.def_jvp
+def _eigh_jvp(primals, tangents, *, lower=True, sort_eigenvalues=True):
+    # With dA' = V^H dA V: dw = real(diag(dA')) and dV = V (F o dA'), F[i, j] = 1 / (w_j - w_i) off the
+    # diagonal and 0 on it (JAX's rule; equal eigenvalues give inf/NaN, as in JAX). dA is the Hermitian
+    # matrix built from the triangle the primitive reads.
+    (x,), (dx,) = primals, tangents
+    outs = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues)
+    if is_zero(dx):
+        return outs, _zero_tangents(outs)
+    v, w = outs
+    dtype = aval_of(x).dtype
+    eye = _eye(aval_of(x).shape[-1], dtype)
+    w = _as(w, dtype)
+    gaps = 1 / (eye + _as_row(w) - _as_column(w)) - eye
+    rotated = _matmul(_matmul(_H(v), _hermitian_from_triangle(dx, lower=lower)), v)
+    dv = _matmul(v, gaps * rotated)
+    dw = _diagonal(rotated)
+    return outs, [dv, real_p.bind(dw) if dtype.kind == "c" else dw]
+
+
+eigh_p.mark_no_rule("transpose", "not linear")
 
 
 # -- eig: x v_i = w_i v_i (right) and u_i^H x = w_i u_i^H (left), for a general square x; complex results
@@ -276,6 +515,32 @@ def _eig_impl(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=T
     return _stacked(eig, x, failed)
 
 
+def _inverse(x):
+    """x^-1 from P x = L U: U^-1 L^-1 P (the solves read L's unit lower and U's upper triangle of lu)."""
+    lu, _, permutation = lu_p.bind(x)
+    y = _solve_triangular(lu, _permutation_matrix(permutation, aval_of(x).dtype), left_side=True, lower=True,
+                          unit_diagonal=True)
+    return _solve_triangular(lu, y, left_side=True, lower=False)
+
+
+@eig_p.def_jvp
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+    # Eigenvalues only, as in JAX: dw_i = (V^-1 dA V)_ii = sum_j (V^-1 dA)_ij V_ji.
+    if compute_left_eigenvectors or compute_right_eigenvectors:
+        raise NotImplementedError("the derivatives of eigenvectors are not implemented, only of eigenvalues "
+                                  "(call eig with compute_left_eigenvectors=False, compute_right_eigenvectors=False)")
+    (x,), (dx,) = primals, tangents
+    w, v = eig_p.bind(x, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    if is_zero(dx):
+        return [w], _zero_tangents([w])
+    dx = _as(dx, aval_of(v).dtype)
+    dw = reduce_sum_p.bind(_matmul(_inverse(v), dx) * _mT(v), axes=(aval_of(v).ndim - 1,))
+    return [w], [dw]
+
+
+eig_p.mark_no_rule("transpose", "not linear")
+
+
 # -- svd: x = U diag(s) V^H with s real, descending; results (s,) or (s, u, vh) -- the primitive's order;
 # -- lax.linalg.svd reorders them to (u, s, vh) ----------------------------------------------------------
 svd_p = Primitive("svd", params=("full_matrices", "compute_uv"), multiple_results=True)
@@ -310,6 +575,51 @@ def _svd_impl(x, *, full_matrices=True, compute_uv=True):
         return [s, _nan((rows, u_cols), m.dtype), _nan((vh_rows, cols), m.dtype)]
 
     return _stacked(svd, x, failed)
+
+
+@svd_p.def_jvp
+def _svd_jvp(primals, tangents, *, full_matrices=True, compute_uv=True):
+    # JAX's rule. With dS = U^H dA V: ds = real(diag(dS)); dU = U (F o (dS S + S dS^H) + D) and
+    # dV = V (F o (S dS + dS^H S)), F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, D = (dS - dS^H) / 2 S^-1
+    # (the phase of a complex pair), plus the parts of dA outside the span of U (m > n) or V (n > m).
+    (x,), (dx,) = primals, tangents
+    typ = aval_of(x)
+    *_, m, n = typ.shape
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(f"the SVD derivative with full_matrices=True is implemented for square matrices "
+                                  f"only, got a [{m}, {n}] matrix")
+    s, u, vh = svd_p.bind(x, full_matrices=full_matrices and compute_uv, compute_uv=True)
+    outs = [s, u, vh] if compute_uv else [s]
+    if is_zero(dx):
+        return outs, _zero_tangents(outs)
+    uh, v = _H(u), _H(vh)
+    ds_full = _matmul(_matmul(uh, dx), v)
+    ds = _diagonal(ds_full)
+    ds = real_p.bind(ds) if typ.dtype.kind == "c" else ds
+    if not compute_uv:
+        return outs, [ds]
+    k = aval_of(s).shape[-1]
+    eye = _eye(k, aval_of(s).dtype)
+    row = _as_row(s)
+    gaps = 1 / ((row + _mT(row)) * (row - _mT(row)) + eye) - eye
+    s_zero = _as(s == 0, aval_of(s).dtype)
+    s_inv = 1 / (s + s_zero) - s_zero
+    row, gaps, s_inv = _as(row, typ.dtype), _as(gaps, typ.dtype), _as(s_inv, typ.dtype)
+    dss = row * ds_full  # dS S
+    sds = _mT(row) * ds_full  # S dS
+    phase = 0.5 * (ds_full - _H(ds_full)) * (_as_row(s_inv) * _eye(k, typ.dtype))
+    du = _matmul(u, gaps * (dss + _H(dss)) + phase)
+    dv = _matmul(v, gaps * (sds + _H(sds)))
+    if m > n:
+        dx_v = _matmul(dx, v)
+        du = du + (dx_v - _matmul(u, _matmul(uh, dx_v))) / row
+    if n > m:
+        dxh_u = _matmul(_H(dx), u)
+        dv = dv + (dxh_u - _matmul(v, _matmul(vh, dxh_u))) / row
+    return outs, [ds, du, _H(dv)]
+
+
+svd_p.mark_no_rule("transpose", "not linear")
 
 
 register_module(globals())

@@ -53,5 +53,6 @@ def _threefry2x32_impl(k0, k1, x0, x1):
 
 
 threefry2x32_p.mark_no_rule("jvp", "threefry2x32 is an integer hash: it has no derivative")
+threefry2x32_p.mark_no_rule("transpose", "not linear")
 
 register_module(globals())

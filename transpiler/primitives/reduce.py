@@ -49,6 +49,14 @@ def _accumulating(x: np.ndarray) -> np.dtype:
 
 
 # -- reductions over axes --------------------------------------------------------------------------------
+def _broadcast_back(ct, shape: tuple[int, ...], axes: tuple[int, ...]):
+    """A reduced cotangent broadcast back over the reduced axes (the transpose of a sum)."""
+    from transpiler.primitives.shape import broadcast_in_dim_p
+
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    return broadcast_in_dim_p.bind(ct, shape=shape, broadcast_dimensions=kept)
+
+
 def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primitive:
     """``reduce_<op>``: combines the elements along ``axes`` (an empty reduction gives the identity)."""
     prim = Primitive(name, params=("axes",))
@@ -63,6 +71,7 @@ def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primiti
 
 
 reduce_sum_p = reduction("reduce_sum", lambda x, axes: np.sum(x, axes, dtype=_accumulating(x)), _NUMBER)
+reduce_sum_p.def_linear(lambda ct, x, *, axes: [_broadcast_back(ct, x.aval.shape, axes)])
 reduce_prod_p = reduction("reduce_prod", lambda x, axes: np.prod(x, axes, dtype=_accumulating(x)), _NUMBER)
 reduce_max_p = reduction("reduce_max", lambda x, axes: np.max(x, axes, initial=_identity("max", x.dtype)), _ORDERED)
 reduce_min_p = reduction("reduce_min", lambda x, axes: np.min(x, axes, initial=_identity("min", x.dtype)), _ORDERED)

@@ -48,6 +48,19 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    """Sum the cotangent over the axes the broadcast created or stretched, then restore the operand's shape."""
+    from transpiler.primitives.reduce import reduce_sum_p
+
+    in_shape = x.aval.shape
+    stretched = tuple(d for a, d in enumerate(broadcast_dimensions) if in_shape[a] == 1 and shape[d] != 1)
+    new_axes = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+    summed = reduce_sum_p.bind(ct, axes=tuple(sorted(new_axes + stretched))) if new_axes or stretched else ct
+    return [reshape_p.bind(summed, new_sizes=in_shape, dimensions=None)]
+
+
+broadcast_in_dim_p.def_linear(_broadcast_in_dim_transpose)
+
 reshape_p = Primitive("reshape", params=("new_sizes", "dimensions"))
 
 
@@ -70,6 +83,16 @@ def _reshape_impl(x, *, new_sizes, dimensions=None):
 
 
 
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions=None):
+    if dimensions is None:
+        return [reshape_p.bind(ct, new_sizes=x.aval.shape, dimensions=None)]
+    permuted = tuple(x.aval.shape[d] for d in dimensions)
+    back = reshape_p.bind(ct, new_sizes=permuted, dimensions=None)
+    return [transpose_p.bind(back, permutation=tuple(np.argsort(dimensions)))]
+
+
+reshape_p.def_linear(_reshape_transpose)
 
 transpose_p = Primitive("transpose", params=("permutation",))
 

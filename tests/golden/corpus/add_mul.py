@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def add_mul(x, y):
-    t0 = x * y  # return x * y + x - y / 2.0  (programs.py:48)
+    t0 = x * y  # return x * y + x - y / 2.0  (programs.py:51)
     t1 = t0 + x
     t2 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())
     t3 = y / t2

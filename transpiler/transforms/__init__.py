@@ -1,0 +1,1 @@
+"""IR -> IR transformations: forward mode (``jvp``), reverse mode (``vjp``), and, later, batching."""
