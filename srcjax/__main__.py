@@ -22,8 +22,46 @@ from typing import Any, Callable
 
 from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
 
-# name -> (help, function(fn, options) -> transformed fn); filled as transformations land
-TRANSFORMS: dict[str, tuple[str, Callable[[Callable, argparse.Namespace], Callable]]] = {}
+def _argnums(options: argparse.Namespace) -> int | tuple[int, ...]:
+    nums = tuple(int(n) for n in options.argnums.split(",")) if options.argnums else (0,)
+    return nums[0] if len(nums) == 1 and options.argnums is None or (options.argnums and "," not in options.argnums
+                                                                      and len(nums) == 1) else nums
+
+
+def _transform(name: str) -> Callable[[Callable, argparse.Namespace], Callable]:
+    def make(fn: Callable, options: argparse.Namespace) -> Callable:
+        import srcjax
+
+        argnums = _argnums(options)
+        if name == "grad":
+            return srcjax.grad(fn, argnums=argnums, has_aux=options.has_aux)
+        if name == "value_and_grad":
+            return srcjax.value_and_grad(fn, argnums=argnums, has_aux=options.has_aux)
+        if name in ("jacfwd", "jacrev", "hessian"):
+            return getattr(srcjax, name)(fn, argnums=argnums)
+        if name == "jvp":
+            return lambda *args: srcjax.jvp(fn, args, args)
+        if name == "vjp":
+            def vjp_fn(*args):
+                out, f_vjp = srcjax.vjp(fn, *args)
+                return out, f_vjp(out)
+
+            return vjp_fn
+        raise UsageError(f"unknown transformation {name}")
+
+    return make
+
+
+# name -> (help, function(fn, options) -> transformed fn)
+TRANSFORMS: dict[str, tuple[str, Callable[[Callable, argparse.Namespace], Callable]]] = {
+    "grad": ("the gradient (reverse mode) with respect to --argnums", _transform("grad")),
+    "value_and_grad": ("the value and the gradient", _transform("value_and_grad")),
+    "vjp": ("the vector-Jacobian product, with the output as cotangent", _transform("vjp")),
+    "jvp": ("the Jacobian-vector product, with the input as tangent", _transform("jvp")),
+    "jacfwd": ("the Jacobian by forward mode", _transform("jacfwd")),
+    "jacrev": ("the Jacobian by reverse mode", _transform("jacrev")),
+    "hessian": ("the Hessian", _transform("hessian")),
+}
 
 _TYPE = re.compile(r"^\s*([a-z]+[0-9]*)\[([0-9,\s]*)\]\s*$")
 
@@ -134,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--emit", choices=["ir", "python"], default="python")
     for name, (help_text, _) in TRANSFORMS.items():
         t.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", help=help_text)
+    t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")
+    t.add_argument("--has-aux", dest="has_aux", action="store_true", help="the function returns (value, aux)")
     options = parser.parse_args(argv)
     from transpiler.frontend.errors import TranspileError
 

@@ -15,9 +15,7 @@ in the same order, so the two agree bit for bit.
 from __future__ import annotations
 
 import base64
-import builtins
 import dataclasses
-import enum
 import keyword
 import os
 from typing import Any
@@ -27,7 +25,7 @@ import numpy as np
 from transpiler.ir import Block, Function, Literal, Op, Value
 from transpiler.parser import param_classes
 from transpiler.primitives.core import PRIMITIVES
-from transpiler.printer import control_form, float_text, is_dtype_like, ordered_params, sanitize
+from transpiler.printer import control_form, float_text, format_param, ordered_params, sanitize
 
 
 # -- how each primitive is written -------------------------------------------------------------------------
@@ -49,10 +47,14 @@ class LaxCall:
     scalars: bool = False
 
 
-_UNARY = ("abs acos acosh asin asinh atan atanh cbrt ceil clz conj cos cosh digamma erf erf_inv erfc exp exp2 expm1 "
-          "floor imag is_finite lgamma log log1p logistic neg population_count real rsqrt sign sin sinh sqrt tan tanh")
-_BINARY = ("add atan2 complex div eq ge gt le lt max min mul ne nextafter pow rem shift_left shift_right_arithmetic "
-           "shift_right_logical sub")
+_UNARY = (
+    "abs acos acosh asin asinh atan atanh cbrt ceil clz conj cos cosh digamma erf erf_inv erfc exp exp2 expm1 "
+    "floor imag is_finite lgamma log log1p logistic neg population_count real rsqrt sign sin sinh sqrt tan tanh"
+)
+_BINARY = (
+    "add atan2 complex div eq ge gt le lt max min mul ne nextafter pow rem shift_left shift_right_arithmetic "
+    "shift_right_logical sub"
+)
 _DOT_DEFAULTS = (("precision", None), ("preferred_element_type", None))
 LAX_CALLS: dict[str, LaxCall] = {
     **{name: LaxCall(name) for name in _UNARY.split()},
@@ -78,15 +80,20 @@ LAX_CALLS: dict[str, LaxCall] = {
     "concatenate": LaxCall("concatenate", operands="list"),
     "iota": LaxCall("broadcasted_iota"),
     **{f"reduce_{m}": LaxCall(f"reduce_{m}") for m in ("sum", "max", "min", "prod", "and", "or", "xor")},
-    **{name: LaxCall(name, defaults=(("axis", 0), ("reverse", False)))
-       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{
+        name: LaxCall(name, defaults=(("axis", 0), ("reverse", False)))
+        for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
+    },
     "dot_general": LaxCall("dot_general", defaults=_DOT_DEFAULTS),
-    "conv_general_dilated": LaxCall("conv_general_dilated", defaults=(
-        ("feature_group_count", 1), ("batch_group_count", 1), *_DOT_DEFAULTS)),
+    "conv_general_dilated": LaxCall(
+        "conv_general_dilated", defaults=(("feature_group_count", 1), ("batch_group_count", 1), *_DOT_DEFAULTS)
+    ),
     "fft": LaxCall("fft"),
     "gather": LaxCall("gather", defaults=(("indices_are_sorted", False), ("unique_indices", False))),
-    **{name: LaxCall(name, defaults=(("indices_are_sorted", False), ("unique_indices", False)))
-       for name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max")},
+    **{
+        name: LaxCall(name, defaults=(("indices_are_sorted", False), ("unique_indices", False)))
+        for name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max")
+    },
     "sort": LaxCall("sort", operands="list"),
     "top_k": LaxCall("top_k"),
 }
@@ -94,13 +101,25 @@ LAX_CALLS: dict[str, LaxCall] = {
 # Python operators that mean exactly the primitive on operands of one dtype (srcjax.numpy binds it), for
 # the dtype kinds listed: ``/`` is true division only for inexact types, ``<`` is not defined on complex.
 OPERATORS: dict[str, tuple[str, str]] = {
-    "add": ("{} + {}", "iufc"), "sub": ("{} - {}", "iufc"), "mul": ("{} * {}", "iufc"),
-    "div": ("{} / {}", "fc"), "pow": ("{} ** {}", "f"), "neg": ("-{}", "ifc"),
-    "eq": ("{} == {}", "biufc"), "ne": ("{} != {}", "biufc"), "lt": ("{} < {}", "biuf"), "le": ("{} <= {}", "biuf"),
-    "gt": ("{} > {}", "biuf"), "ge": ("{} >= {}", "biuf"),
-    "and": ("{} & {}", "biu"), "or": ("{} | {}", "biu"), "xor": ("{} ^ {}", "biu"), "not": ("~{}", "biu"),
+    "add": ("{} + {}", "iufc"),
+    "sub": ("{} - {}", "iufc"),
+    "mul": ("{} * {}", "iufc"),
+    "div": ("{} / {}", "fc"),
+    "pow": ("{} ** {}", "f"),
+    "neg": ("-{}", "ifc"),
+    "eq": ("{} == {}", "biufc"),
+    "ne": ("{} != {}", "biufc"),
+    "lt": ("{} < {}", "biuf"),
+    "le": ("{} <= {}", "biuf"),
+    "gt": ("{} > {}", "biuf"),
+    "ge": ("{} >= {}", "biuf"),
+    "and": ("{} & {}", "biu"),
+    "or": ("{} | {}", "biu"),
+    "xor": ("{} ^ {}", "biu"),
+    "not": ("~{}", "biu"),
 }
 
+# Names the generated code itself uses (modules, and the builtins it calls): values named so get a version.
 _RESERVED = {"np", "jnp", "lax", "base64", "PRIMITIVES", "range", "reversed", "map", "complex", "_constant"}
 
 
@@ -161,7 +180,7 @@ def _read_while_running(op: Op, form: str) -> set[int]:
     """What a control op reads after it may have started writing its variables: its regions' uses, and the
     operands read once the loop runs (a ``for``'s trip count, a scan's xs). Carried inits are read by one
     parallel assignment before the loop, a cond's predicate before its branch."""
-    late = {"for": op.operands[:1], "scan": op.operands[op.params.get("num_carry", 0):]}.get(form, [])
+    late = {"for": op.operands[:1], "scan": op.operands[op.params.get("num_carry", 0) :]}.get(form, [])
     return _region_uses(op) | {id(v) for v in late}
 
 
@@ -179,8 +198,9 @@ def _carried_slots(op: Op, form: str) -> list[tuple[Value, Value, list[Value], V
     """A loop's carried values: (init operand, result, the region params that alias it, the body's yield)."""
     if form == "while":
         cond, body = op.regions
-        return [(x, r, [c, b], y) for x, r, c, b, y in zip(op.operands, op.results, cond.params, body.params,
-                                                            body.results)]
+        return [
+            (x, r, [c, b], y) for x, r, c, b, y in zip(op.operands, op.results, cond.params, body.params, body.results)
+        ]
     (body,) = op.regions
     if form == "for":
         return [(x, r, [p], y) for x, r, p, y in zip(op.operands[1:], op.results, body.params[1:], body.results)]
@@ -194,7 +214,6 @@ class _Planner:
     def __init__(self, fn: Function):
         self.fn = fn
         self.vars = _Variables()
-        self.consts = {id(c) for c, _ in fn.consts}
         self.plan_block(fn.body, is_function=True)
 
     def plan_block(self, block: Block, is_function: bool = False) -> None:
@@ -214,9 +233,14 @@ class _Planner:
                     for p in params:
                         self.vars.union(result, p)
                     self.coalesce_yield(body, params[-1], yielded)
-                    if (not isinstance(init, Literal) and id(init) in local and id(init) not in later[i + 1]
-                            and id(init) not in _region_uses(op) and sum(x is init for x in op.operands) == 1
-                            and self.vars.may_share(result, init)):
+                    if (
+                        not isinstance(init, Literal)
+                        and id(init) in local
+                        and id(init) not in later[i + 1]
+                        and id(init) not in _region_uses(op)
+                        and sum(x is init for x in op.operands) == 1
+                        and self.vars.may_share(result, init)
+                    ):
                         self.vars.union(result, init)  # the loop carries it in its own variable
             elif form in ("cond", "switch"):
                 for branch in op.regions:
@@ -240,7 +264,7 @@ class _Planner:
         # The target's variable must not be read once the op starts writing: a plain op reads its operands
         # before it assigns (``s = s + x`` is fine), a control op may write while it still reads.
         still_read = {id(v) for v in block.results if v is not yielded}
-        for later_op in block.ops[index + 1:]:
+        for later_op in block.ops[index + 1 :]:
             still_read |= _uses(later_op)
         form = control_form(op)
         if form is not None:
@@ -265,7 +289,6 @@ class _Emitter:
         self.vars = _Planner(fn).vars
         self.names: dict[int, str] = {}  # class root -> Python name
         self.used_names = set(_RESERVED) | {f"{name}_p" for name in PRIMITIVES} | set(param_classes())
-        self.used_names |= {n for n in dir(builtins) if not n.startswith("_")}
         self.function_name = self.fresh(fn.name) or "f"
         self.used: set[int] = set()  # values read anywhere (the rest of a multi-result op is ``_``)
         self._collect_uses(fn.body)
@@ -349,38 +372,15 @@ class _Emitter:
         return f"jnp.{type_name}({text})"
 
     def param(self, value: Any) -> str:
-        """A param value as Python source (dtypes as ``np.float32``, param classes imported)."""
-        if value is None or isinstance(value, (bool, np.bool_)):
-            return repr(None if value is None else bool(value))
-        if isinstance(value, enum.Enum):
-            self.classes[type(value).__name__] = type(value).__module__
-            return f"{type(value).__name__}.{value.name}"
-        if is_dtype_like(value):
-            self.modules.add("np")
-            dtype = np.dtype(value)
-            return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
-        if isinstance(value, (int, np.integer)):
-            return str(int(value))
-        if isinstance(value, (float, np.floating)):
-            return self.float_source(value, np.float64)
-        if isinstance(value, (complex, np.complexfloating)):
-            return f"complex({self.float_source(value.real, np.float64)}, {self.float_source(value.imag, np.float64)})"
-        if isinstance(value, str):
-            return repr(value)
-        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-            self.classes[type(value).__name__] = type(value).__module__
-            fields = ", ".join(f"{f}={self.param(getattr(value, f))}" for f in type(value)._fields)
-            return f"{type(value).__name__}({fields})"
-        if isinstance(value, (tuple, list)):
-            items = [self.param(v) for v in value]
-            if isinstance(value, list):
-                return "[" + ", ".join(items) + "]"
-            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            self.classes[type(value).__name__] = type(value).__module__
-            fields = ", ".join(f"{f.name}={self.param(getattr(value, f.name))}" for f in dataclasses.fields(value))
-            return f"{type(value).__name__}({fields})"
-        raise TypeError(f"cannot write the parameter value {value!r} ({type(value).__name__}) as Python")
+        """A param value as Python source (dtypes as ``np.float32``; param classes are imported)."""
+        return format_param(value, self.dtype, lambda x: self.float_source(x, np.float64), self.import_class)
+
+    def dtype(self, dtype: np.dtype) -> str:
+        self.modules.add("np")
+        return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+    def import_class(self, cls: type) -> None:
+        self.classes[cls.__name__] = cls.__module__
 
     # -- statements ---------------------------------------------------------------------------------------------
     def line(self, depth: int, code: str, op: Op | None = None) -> None:
@@ -438,8 +438,11 @@ class _Emitter:
             args = [self.arg(v, python=call.scalars) for v in operands]
             if call.operands == "list":
                 args = ["[" + ", ".join(args) + "]"]
-            args += [f"{k}={self.param(v)}" for k, v in ordered_params(op)
-                     if k not in skip and not (k in defaults and _equal(v, defaults[k]))]
+            args += [
+                f"{k}={self.param(v)}"
+                for k, v in ordered_params(op)
+                if k not in skip and not (k in defaults and _equal(v, defaults[k]))
+            ]
             return f"lax.{call.function}({', '.join(args)})"
         self.binds.add(op.name)
         args = [self.arg(v) for v in operands] + [f"{k}={self.param(v)}" for k, v in ordered_params(op)]
@@ -488,7 +491,9 @@ class _Emitter:
         single = cond.ops[0] if len(cond.ops) == 1 else None
         if not cond.ops:
             self.line(depth, f"while {self.arg(c)}:", op)
-        elif single is not None and control_form(single) is None and len(single.results) == 1 and single.results[0] is c:
+        elif (
+            single is not None and control_form(single) is None and len(single.results) == 1 and single.results[0] is c
+        ):
             self.line(depth, f"while {self.expression(single)}:", op)
         else:
             self.line(depth, "while True:", op)
@@ -585,7 +590,7 @@ class _Emitter:
                 lines.append(f'{self.var(value)} = _constant("{encoded}", {tail})')
                 continue
             lines.append(f"{self.var(value)} = _constant(")
-            lines += [f'    "{encoded[i:i + 88]}"' for i in range(0, len(encoded), 88)]
+            lines += [f'    "{encoded[i : i + 88]}"' for i in range(0, len(encoded), 88)]
             lines[-1] += ","
             lines += [f"    {tail},", ")"]
         return lines
@@ -620,10 +625,16 @@ class _Emitter:
         if self.binds:
             out += [""] + [f'{name}_p = PRIMITIVES["{name}"]' for name in sorted(self.binds)]
         if constants:
-            out += ["", "", "def _constant(data, dtype, shape):",
-                    '    """An array the function closes over, stored as base64 of its bytes."""',
-                    "    return jnp.asarray(np.frombuffer(base64.b64decode(data), dtype).reshape(shape))",
-                    "", "", *constants]
+            out += [
+                "",
+                "",
+                "def _constant(data, dtype, shape):",
+                '    """An array the function closes over, stored as base64 of its bytes."""',
+                "    return jnp.asarray(np.frombuffer(base64.b64decode(data), dtype).reshape(shape))",
+                "",
+                "",
+                *constants,
+            ]
         while out and out[-1] == "":
             out.pop()
         if out:

@@ -107,7 +107,7 @@ class Evaluator:
     def _stacker(self, op: Op):
         """Stacks a scan's per-step outputs along a new axis 0 with primitives; a zero-length scan gives an
         empty array of the result type."""
-        result_types = iter(r.aval for r in op.results[op.params["num_carry"]:])
+        result_types = iter(r.aval for r in op.results[op.params["num_carry"] :])
 
         def stack(column: list[Any]) -> Any:
             aval = next(result_types)
@@ -115,8 +115,10 @@ class Evaluator:
                 zero = concrete(np.zeros((), aval.dtype), aval.update(shape=()))
                 return broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
             rank = aval.ndim - 1
-            rows = [broadcast_in_dim_p.bind(y, shape=(1, *aval.shape[1:]), broadcast_dimensions=tuple(range(1, rank + 1)))
-                    for y in column]
+            rows = [
+                broadcast_in_dim_p.bind(y, shape=(1, *aval.shape[1:]), broadcast_dimensions=tuple(range(1, rank + 1)))
+                for y in column
+            ]
             return concatenate_p.bind(*rows, dimension=0)
 
         return stack
@@ -138,8 +140,14 @@ class Evaluator:
                 block.results = [builder.operand(r) for r in self.run_block(region, block.params)]
             regions.append(block)
         results = [Value(r.aval, r.name) for r in op.results]
-        new_op = Op(op.prim, [builder.operand(x) for x in operands], dict(op.params), results, regions,
-                    loc=op.loc or builder.loc)
+        new_op = Op(
+            op.prim,
+            [builder.operand(x) for x in operands],
+            dict(op.params),
+            results,
+            regions,
+            loc=op.loc or builder.loc,
+        )
         builder.emit(new_op)
         return results
 

@@ -52,9 +52,14 @@ def param_classes() -> dict[str, type]:
         if not module_name.startswith("transpiler.primitives.") or module is None:
             continue
         for obj in vars(module).values():
-            if isinstance(obj, type) and obj.__module__ == module_name and (
-                issubclass(obj, enum.Enum) or dataclasses.is_dataclass(obj)
-                or (issubclass(obj, tuple) and hasattr(obj, "_fields"))
+            if (
+                isinstance(obj, type)
+                and obj.__module__ == module_name
+                and (
+                    issubclass(obj, enum.Enum)
+                    or dataclasses.is_dataclass(obj)
+                    or (issubclass(obj, tuple) and hasattr(obj, "_fields"))
+                )
             ):
                 found[obj.__name__] = obj
     return found
@@ -101,9 +106,7 @@ def evaluate_param(node: ast.AST, classes: dict[str, type]) -> Any:
         kwargs = {k.arg: evaluate_param(k.value, classes) for k in node.keywords if k.arg is not None}
         if len(kwargs) != len(node.keywords):
             raise _ParamError("** arguments are not allowed", node)
-        if node.func.id == "complex":
-            return complex(*args, **kwargs)
-        cls = classes.get(node.func.id)
+        cls = complex if node.func.id == "complex" else classes.get(node.func.id)
         if cls is None or issubclass(cls, enum.Enum):
             raise _ParamError(f"'{node.func.id}' is not a parameter class of the primitive modules", node)
         try:
@@ -139,7 +142,7 @@ class _Line:
 
     def expect(self, token: str) -> None:
         if not self.accept(token):
-            found = self.text[self.pos:self.pos + 12] or "the end of the line"
+            found = self.text[self.pos : self.pos + 12] or "the end of the line"
             raise self.error(f"expected '{token}', found '{found}'")
 
     def match(self, pattern: re.Pattern, what: str) -> re.Match:
@@ -159,7 +162,7 @@ class _Line:
 
     def end(self) -> None:
         if not self.at_end():
-            raise self.error(f"unexpected '{self.text[self.pos:]}'")
+            raise self.error(f"unexpected '{self.text[self.pos :]}'")
 
     def type(self) -> TensorType:
         self.skip()
@@ -171,25 +174,30 @@ class _Line:
         dims = [d.strip() for d in m.group(2).split(",") if d.strip()]
         return TensorType(dtype, tuple(int(d) for d in dims), m.group(3) is not None)
 
-    def bracketed(self, opening: str, closing: str) -> tuple[str, int]:
-        """The text between a bracket here and its partner (nesting and quotes respected), and its offset."""
-        self.expect(opening)
-        start, depth, quote = self.pos, 1, None
+    def bracketed(self) -> tuple[str, int]:
+        """The text inside the ``[...]`` here (nested brackets and quoted strings respected), and its offset."""
+        self.expect("[")
+        start, stack, quote = self.pos, ["["], None
+        partner = {")": "(", "]": "[", "}": "{"}
         while self.pos < len(self.text):
             c = self.text[self.pos]
             if quote:
-                quote = None if c == quote else quote
+                if c == "\\":
+                    self.pos += 1  # an escaped character
+                elif c == quote:
+                    quote = None
             elif c in "'\"":
                 quote = c
             elif c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-                if depth == 0:
+                stack.append(c)
+            elif c in partner:
+                if stack.pop() != partner[c]:
+                    raise self.error(f"'{c}' does not close the bracket before it")
+                if not stack:
                     self.pos += 1
-                    return self.text[start:self.pos - 1], start
+                    return self.text[start : self.pos - 1], start
             self.pos += 1
-        raise self.error(f"no '{closing}' closes this '{opening}'", start - 1)
+        raise self.error("no ']' closes this '['", start - 1)
 
 
 # -- the parser -----------------------------------------------------------------------------------------------
@@ -261,13 +269,13 @@ class _Parser:
     def params(self, line: _Line) -> dict[str, Any]:
         if not line.peek("["):
             return {}
-        inner, offset = line.bracketed("[", "]")
+        inner, offset = line.bracketed()
         try:
             call = ast.parse(f"_({inner})", mode="eval").body
         except SyntaxError as e:
             raise line.error(f"bad parameters: {e.msg}", offset + max((e.offset or 3) - 3, 0)) from None
-        if call.args:
-            raise line.error("parameters are written name=value", offset + call.args[0].col_offset - 2)
+        if not isinstance(call, ast.Call) or call.args or any(kw.arg is None for kw in call.keywords):
+            raise line.error("parameters are written [name=value, ...]", offset)
         params = {}
         for kw in call.keywords:
             try:
@@ -316,8 +324,11 @@ class _Parser:
         fn.body.results = self.operands(closing)
         closing.end()
         if [r.aval for r in fn.body.results] != declared:
-            raise line.error(f"the header declares results ({', '.join(map(str, declared))}) but the function "
-                             f"returns ({', '.join(str(r.aval) for r in fn.body.results)})", header_pos)
+            raise line.error(
+                f"the header declares results ({', '.join(map(str, declared))}) but the function "
+                f"returns ({', '.join(str(r.aval) for r in fn.body.results)})",
+                header_pos,
+            )
         self.close(self.next_line(), "}")
         if self.index != len(self.lines):
             raise self.lines[self.index].error("text after the end of the function")
@@ -386,8 +397,13 @@ class _Parser:
             op = self.generic_op(line)
         else:
             word = line.word()
-            reader = {"cond": self.cond_op, "switch": self.cond_op, "while": self.while_op, "for": self.for_op,
-                      "scan": self.scan_op}.get(word)
+            reader = {
+                "cond": self.cond_op,
+                "switch": self.cond_op,
+                "while": self.while_op,
+                "for": self.for_op,
+                "scan": self.scan_op,
+            }.get(word)
             if reader is not None:
                 op = reader(line)
             else:
@@ -400,8 +416,9 @@ class _Parser:
             self.define(line, value, name)
         return op
 
-    def binders(self, line: _Line, operators: tuple[str, ...], implied: Callable[[str, Value], TensorType | None]
-                ) -> list[tuple[tuple[Value, str], str, Value]]:
+    def binders(
+        self, line: _Line, operators: tuple[str, ...], implied: Callable[[str, Value], TensorType | None]
+    ) -> list[tuple[tuple[Value, str], str, Value]]:
         """``(%p = %x, %q: f32[] in %ys)``: each binder's new value, its operator and its operand."""
         out: list[tuple[tuple[Value, str], str, Value]] = []
         line.expect("(")
@@ -481,8 +498,9 @@ class _Parser:
         operators = [operator for _, operator, _ in binders]
         num_carry = params.get("num_carry")
         if operators != sorted(operators, key=lambda o: o == "in") or operators.count("=") != num_carry:
-            raise line.error(f"a scan binds its {num_carry} carried value(s) with '=' first, then its slices "
-                             "with 'in'", start)
+            raise line.error(
+                f"a scan binds its {num_carry} carried value(s) with '=' first, then its slices with 'in'", start
+            )
         self.open_region(line)
         body = self.region([param for param, _, _ in binders], line)
         self.close(self.next_line(), "}")

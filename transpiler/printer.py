@@ -1,16 +1,20 @@
 """The textual form of the IR: MLIR-like framing, jaxpr-like binders, structured control flow.
 
 ```
-func @loss(%w: f32[3,4], %x: f32[4], %p: bool[]) -> f32[] {
-  const %mat: f32[4,4]
-  %h: f32[3] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())), precision=None, ...] %w, %x
-  %y: f32[] = cond %p {
-    yield %s
+func @f(%x: f32[3], %p: bool[], %n: i32[]) -> f32[3] {
+  const %0: f32[3]
+  %h: f32[3] = add %x, %0
+  %y: f32[3] = cond %p {
+    yield %h
   } else {
-    %0: f32[] = neg %s
-    yield %0
+    %1: f32[3] = integer_pow[y=2] %h
+    yield %1
   }
-  return %y
+  %s: f32[3] = for %k = 0 to %n (%s.1 = %y) {
+    %s.2: f32[3] = mul %s.1, %h
+    yield %s.2
+  }
+  return %s
 }
 ```
 
@@ -28,7 +32,8 @@ import dataclasses
 import enum
 import keyword
 import re
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
@@ -96,34 +101,46 @@ def is_dtype_like(value: Any) -> bool:
     return isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic))
 
 
-def format_param(value: Any) -> str:
-    """A parameter value as the text the parser's evaluator reads back (Python syntax, dtypes as ``f32``)."""
+def format_param(
+    value: Any,
+    dtype: Callable[[np.dtype], str] = short_name,
+    number: Callable[[float], str] = float_text,
+    on_class: Callable[[type], None] = lambda cls: None,
+) -> str:
+    """A parameter value as the text the parser's evaluator reads back: Python syntax, dtypes as ``f32``.
+
+    The hooks let the Python emitter write the same values as Python source (``np.float32``, ``np.nan``,
+    importing the enums and dataclasses it names through ``on_class``).
+    """
+    again = partial(format_param, dtype=dtype, number=number, on_class=on_class)
     if value is None or isinstance(value, (bool, np.bool_)):
         return repr(None if value is None else bool(value))
     if isinstance(value, enum.Enum):
+        on_class(type(value))
         return f"{type(value).__name__}.{value.name}"
     if is_dtype_like(value):
-        return short_name(np.dtype(value))
+        return dtype(np.dtype(value))
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        return float_text(value)
+        return number(float(value))
     if isinstance(value, (complex, np.complexfloating)):
-        return f"complex({float_text(value.real)}, {float_text(value.imag)})"
+        return f"complex({number(value.real)}, {number(value.imag)})"
     if isinstance(value, str):
         return repr(value)
-    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple
-        fields = ", ".join(f"{f}={format_param(getattr(value, f))}" for f in type(value)._fields)
-        return f"{type(value).__name__}({fields})"
-    if isinstance(value, tuple):
-        items = [format_param(v) for v in value]
+    if isinstance(value, (tuple, list)) and not hasattr(type(value), "_fields"):
+        items = [again(v) for v in value]
+        if isinstance(value, list):
+            return "[" + ", ".join(items) + "]"
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if isinstance(value, list):
-        return "[" + ", ".join(format_param(v) for v in value) + "]"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = ", ".join(f"{f.name}={format_param(getattr(value, f.name))}" for f in dataclasses.fields(value))
-        return f"{type(value).__name__}({fields})"
-    raise TypeError(f"cannot print a parameter value {value!r} of type {type(value).__name__}")
+    if isinstance(value, tuple):  # a NamedTuple
+        fields = [(f, getattr(value, f)) for f in type(value)._fields]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        raise TypeError(f"cannot print a parameter value {value!r} of type {type(value).__name__}")
+    on_class(type(value))
+    return f"{type(value).__name__}(" + ", ".join(f"{k}={again(v)}" for k, v in fields) + ")"
 
 
 def ordered_params(op: Op) -> list[tuple[str, Any]]:

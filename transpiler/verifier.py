@@ -115,8 +115,10 @@ class _Verifier:
         expected = list(out) if prim.multiple_results else [out]
         got = [r.aval for r in op.results]
         if got != expected:
-            self.errors.append(f"{desc}: results have types ({', '.join(map(str, got))}) but '{prim.name}' of "
-                               f"{_types(op.operands)} gives ({', '.join(map(str, expected))})")
+            self.errors.append(
+                f"{desc}: results have types ({', '.join(map(str, got))}) but '{prim.name}' of "
+                f"{_types(op.operands)} gives ({', '.join(map(str, expected))})"
+            )
 
     def control(self, op: Op, desc: str) -> None:
         prim = op.prim
@@ -129,8 +131,10 @@ class _Verifier:
         try:
             problems = prim.check_regions(op)
         except Exception as e:  # the op's structure is not what its checks can even read
-            problems = [f"malformed '{prim.name}' op ({len(op.operands)} operands, {len(op.regions)} regions, "
-                        f"params {sorted(op.params)}): {type(e).__name__}: {e}"]
+            problems = [
+                f"malformed '{prim.name}' op ({len(op.operands)} operands, {len(op.regions)} regions, "
+                f"params {sorted(op.params)}): {type(e).__name__}: {e}"
+            ]
         self.errors.extend(f"{desc}: {p}" for p in problems)
 
 
@@ -139,12 +143,12 @@ def verify(fn: Function) -> None:
     v = _Verifier(fn)
     if fn.body.params and [id(p) for p in fn.body.params] != [id(p) for p in fn.params]:
         v.errors.append("the function body's parameters are not the function's parameters")
-    v.collect(fn.body, [*fn.params, *(c for c, _ in fn.consts)] if not fn.body.params else
-              [c for c, _ in fn.consts])
+    v.collect(fn.body, [*fn.params, *(c for c, _ in fn.consts)] if not fn.body.params else [c for c, _ in fn.consts])
     for value, data in fn.consts:
         if tuple(data.shape) != value.aval.shape or data.dtype != value.aval.dtype:
-            v.errors.append(f"const {v.name(value)} has type {value.aval} but its data is "
-                            f"{data.dtype.name}{list(data.shape)}")
+            v.errors.append(
+                f"const {v.name(value)} has type {value.aval} but its data is {data.dtype.name}{list(data.shape)}"
+            )
     visible = {id(p) for p in fn.params} | {id(c) for c, _ in fn.consts}
     v.block(fn.body, visible, "return")
     if v.errors:

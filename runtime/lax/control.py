@@ -453,3 +453,158 @@ def stop_gradient(x: Any) -> Any:
     from runtime.autodiff import stop_gradient as stop
 
     return stop(tree_map(lambda leaf: _core.asarray(leaf) if _core.is_concrete(leaf) else leaf, x))
+
+# -- inside a function being compiled: control flow on symbolic values becomes IR ops ------------------------------
+# The eager definitions above decide with concrete values. When the predicate, the bounds or the carry are
+# symbolic, the same functions build ``cond``/``while``/``for`` ops whose regions are the traced branch and
+# body functions, so that jit keeps them as control flow and grad differentiates through them.
+def _builder():
+    from transpiler.builder import Builder
+    from transpiler.primitives import core
+
+    interpreter = core.current_interpreter()
+    return interpreter if isinstance(interpreter, Builder) else None
+
+
+def _any_symbolic(*trees: Any) -> bool:
+    return any(not _core.is_concrete(leaf) for tree in trees for leaf in tree_flatten(tree)[0])
+
+
+def _call(fn: Callable, *args: Any) -> Any:
+    """Call a branch or body function, reading it with the front end when it is user code."""
+    from transpiler.frontend.calls import current_trace, interpret, is_user_function
+
+    return interpret(current_trace(), fn, list(args), {}) if is_user_function(fn) else fn(*args)
+
+
+def _region_out(builder: Any, block: Any, out: Any, what: str) -> tuple[list[Any], PyTreeDef]:
+    leaves, treedef = _as_arrays(out, what)
+    return leaves, treedef
+
+
+def _join(builder: Any, name: str, labels: list[str], blocks: list[Any], outs: list[tuple[list[Any], PyTreeDef]]):
+    treedef = outs[0][1]
+    for label, (_, t) in zip(labels[1:], outs[1:]):
+        if t != treedef:
+            raise TypeError(f"{name}: branch outputs must have the same pytree structure, but {labels[0]} returns "
+                            f"{treedef} and {label} returns {t}")
+    types = []
+    for j in range(len(outs[0][0])):
+        avals = [_core.aval(leaves[j]) for leaves, _ in outs]
+        if len({a.shape for a in avals}) > 1 or len({a.dtype for a in avals if not a.weak_type} | set()) > 1:
+            shown = ", ".join(f"{lab}: {_type_text(a)}" for lab, a in zip(labels, avals))
+            raise TypeError(f"{name}: branches must return the same types, but output {j} differs ({shown})")
+        dtype, weak = dtypes.result_type(*(leaves[j] for leaves, _ in outs), return_weak_type=True)
+        types.append(TensorType(dtype, avals[0].shape, weak))
+    for block, (leaves, _) in zip(blocks, outs):
+        with builder.reopen(block):
+            block.results = [builder.operand(_core.convert(x, t.dtype, t.weak_type)) for x, t in zip(leaves, types)]
+    return types, treedef
+
+
+def _symbolic_branches(name: str, index: Any, branches: Sequence[Callable], labels: list[str], operands: tuple):
+    from transpiler.ir import Op, Value
+    from transpiler.primitives.control import cond_p
+
+    builder = _builder()
+    blocks, outs = [], []
+    for fn, label in zip(branches, labels):
+        with builder.region() as block:
+            outs.append(_as_arrays(_call(fn, *operands), f"{name} {label} output"))
+        blocks.append(block)
+    types, treedef = _join(builder, name, labels, blocks, outs)
+    results = [Value(t) for t in types]
+    builder.emit(Op(cond_p, [builder.operand(index)], {}, results, regions=blocks, loc=builder.loc))
+    return tree_unflatten(treedef, results)
+
+
+def _symbolic_loop(name: str, init_leaves: list[Any], treedef: PyTreeDef, trip: Any, cond_fun: Callable | None,
+                   body: Callable[[Any, Any], Any]) -> Any:
+    """A ``while`` op (``cond_fun``) or a ``for`` op (``trip`` iterations); ``body(k, val)`` is the new carry."""
+    from transpiler.ir import Op, Value
+    from transpiler.primitives.control import for_p, while_p
+
+    builder = _builder()
+    leaves = [x if not _core.is_concrete(x) else _core.asarray(x) for x in init_leaves]
+    for _ in range(len(leaves) + 1):  # weakly typed carries are promoted to what the body makes of them
+        types = [_core.aval(x) for x in leaves]
+        lead = [TensorType(np.int32, ())] if cond_fun is None else []
+        with builder.region(lead + types) as body_block:
+            k = body_block.params[0] if lead else None
+            val = tree_unflatten(treedef, list(body_block.params[len(lead):]))
+            carry = _Carry(name, leaves, treedef)
+            try:
+                out = carry.check(body(k, val))
+            except _PromoteCarry as promotion:
+                leaves = promotion.leaves
+                continue
+            body_block.results = [builder.operand(x) for x in out]
+        break
+    regions = [body_block]
+    if cond_fun is not None:
+        with builder.region(types) as cond_block:
+            pred = _call(cond_fun, tree_unflatten(treedef, list(cond_block.params)))
+            if not _core.is_arraylike(pred) or _core.aval(pred).shape != () or _core.aval(pred).dtype != np.bool_:
+                raise TypeError(f"{name}: cond_fun must return a boolean scalar, but got "
+                                f"{_type_text(_core.aval(pred)) if _core.is_arraylike(pred) else type(pred).__name__}.")
+            cond_block.results = [builder.operand(pred)]
+        regions = [cond_block, body_block]
+    results = [Value(t) for t in types]
+    operands = ([builder.operand(trip)] if cond_fun is None else []) + [builder.operand(x) for x in leaves]
+    builder.emit(Op(while_p if cond_fun is not None else for_p, operands, {}, results, regions=regions,
+                    loc=builder.loc))
+    return tree_unflatten(treedef, results)
+
+
+_eager_cond, _eager_switch, _eager_while_loop, _eager_fori_loop = cond, switch, while_loop, fori_loop
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, operand: Any = _NO_OPERAND) -> Any:  # noqa: F811
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``; both must return the same types."""
+    if _builder() is not None and not _core.is_concrete(pred):
+        if operand is not _NO_OPERAND:
+            operands = (operand,)
+        typ = _core.aval(pred)
+        if typ.shape != () or typ.dtype.kind not in "biu":
+            raise TypeError(f"cond: Pred must be a scalar boolean or integer, got {_type_text(typ)}")
+        pred = pred if _core.aval(pred).dtype == np.bool_ else pred != 0
+        return _symbolic_branches("cond", pred, [true_fun, false_fun], ["true_fun", "false_fun"], operands)
+    return _eager_cond(pred, true_fun, false_fun, *operands, operand=operand)
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: Any = _NO_OPERAND) -> Any:  # noqa: F811
+    """``branches[clamp(index, 0, len(branches) - 1)](*operands)``."""
+    if _builder() is not None and _core.is_arraylike(index) and not _core.is_concrete(index):
+        if operand is not _NO_OPERAND:
+            operands = (operand,)
+        branches = list(branches)
+        if _core.aval(index).shape != () or _core.aval(index).dtype.kind not in "iu":
+            raise TypeError(f"switch: Index must be an integer scalar, got {_type_text(_core.aval(index))}")
+        index = _core.convert(index, np.dtype(np.int32))
+        return _symbolic_branches("switch", index, branches, [f"branch {i}" for i in range(len(branches))], operands)
+    return _eager_switch(index, branches, *operands, operand=operand)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:  # noqa: F811
+    """``val = body_fun(val)`` while ``cond_fun(val)``; the carry keeps the type of ``init_val``."""
+    if _builder() is not None:
+        leaves, treedef = _as_arrays(init_val, "while_loop init_val")
+        if _any_symbolic(leaves) or not _core.is_concrete(_call(cond_fun, init_val)):
+            return _symbolic_loop("while_loop", leaves, treedef, None, cond_fun, lambda k, val: _call(body_fun, val))
+    return _eager_while_loop(cond_fun, body_fun, init_val)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,  # noqa: F811
+              unroll: int | bool | None = None) -> Any:
+    """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``, as one loop op when compiled."""
+    if _builder() is not None:
+        leaves, treedef = _as_arrays(init_val, "fori_loop init_val")
+        from runtime import numpy as jnp
+
+        lo = lower if not _core.is_concrete(lower) else int(lower)
+        hi = upper if not _core.is_concrete(upper) else int(upper)
+        trip = jnp.maximum(jnp.asarray(hi, np.int32) - jnp.asarray(lo, np.int32), 0) if not (
+            isinstance(lo, int) and isinstance(hi, int)) else np.int32(max(hi - lo, 0))
+        index = (lambda k: k + lo) if not (isinstance(lo, int) and lo == 0) else (lambda k: k)
+        return _symbolic_loop("fori_loop", leaves, treedef, trip, None, lambda k, val: _call(body_fun, index(k), val))
+    return _eager_fori_loop(lower, upper, body_fun, init_val, unroll=unroll)

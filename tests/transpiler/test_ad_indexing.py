@@ -28,6 +28,15 @@ def ints(*values):
     return [np.int32(v) for v in values]
 
 
+def check_joint_transpose(prim, primals, params, rng, jointly):
+    """A primitive linear in the operands ``jointly`` together: transpose in all of them, and in each alone with
+    the others zero (fixed at another value it is affine, not linear, in the rest)."""
+    check_transpose(prim, primals, params, rng=rng, linear=jointly)
+    for i in jointly:
+        fixed = [np.zeros_like(p) if j in jointly and j != i else p for j, p in enumerate(primals)]
+        check_transpose(prim, fixed, params, rng=rng, linear=[i])
+
+
 # -- slice, dynamic_slice, dynamic_update_slice -----------------------------------------------------------
 SLICES = [  # shape, start_indices, limit_indices, strides
     ((5,), (1,), (4,), None),
@@ -84,8 +93,7 @@ DYNAMIC_UPDATES = [  # shape, update shape, starts
 def test_dynamic_update_slice(shape, update_shape, starts, rng):
     primals = [normal(rng, shape), normal(rng, update_shape), *ints(*starts)]
     check_jvp(I.dynamic_update_slice_p, primals, rng=rng)
-    for linear in ([0, 1], [0], [1]):
-        check_transpose(I.dynamic_update_slice_p, primals, rng=rng, linear=linear)
+    check_joint_transpose(I.dynamic_update_slice_p, primals, {}, rng, [0, 1])
 
 
 def test_dynamic_update_slice_transpose_splits_the_cotangent():
@@ -189,19 +197,19 @@ def scatter_case(rng, shape, indices, updates_shape, dn, mode, unique, dtype=np.
 def test_scatter_add(name, shape, indices, updates_shape, dn, mode, unique, dtype, rng):
     primals, params = scatter_case(rng, shape, indices, updates_shape, dn, mode, unique, dtype)
     check_jvp(I.scatter_add_p, primals, params, rng=rng)
-    for linear in ([0, 2], [0], [2]):
-        check_transpose(I.scatter_add_p, primals, params, rng=rng, linear=linear)
+    check_joint_transpose(I.scatter_add_p, primals, params, rng, [0, 2])
 
 
-@pytest.mark.parametrize("name, shape, indices, updates_shape, dn, mode, unique", SCATTERS, ids=SCATTER_IDS)
-@pytest.mark.parametrize("declared_unique", [False, True])
-def test_scatter(name, shape, indices, updates_shape, dn, mode, unique, declared_unique, rng):
-    if declared_unique and not unique:
-        pytest.skip("indices repeat")
+# each case with repeated indices allowed, and the cases without repeats also declared unique
+SCATTER_SETS = [(*case[:-1], False) for case in SCATTERS] + [case for case in SCATTERS if case[-1]]
+
+
+@pytest.mark.parametrize("name, shape, indices, updates_shape, dn, mode, declared_unique", SCATTER_SETS,
+                         ids=[f"{c[0]}{', declared unique' if c[-1] else ''}" for c in SCATTER_SETS])
+def test_scatter(name, shape, indices, updates_shape, dn, mode, declared_unique, rng):
     primals, params = scatter_case(rng, shape, indices, updates_shape, dn, mode, declared_unique)
     check_jvp(I.scatter_p, primals, params, rng=rng)
-    for linear in ([0, 2], [0], [2]):
-        check_transpose(I.scatter_p, primals, params, rng=rng, linear=linear)
+    check_joint_transpose(I.scatter_p, primals, params, rng, [0, 2])
 
 
 def test_scatter_tangent_follows_the_landing_update():

@@ -146,18 +146,11 @@ def solve_operands(rng, flags, batch, n, k, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("batch, n, k", SOLVE_SHAPES)
 @pytest.mark.parametrize("flags", SOLVE_FLAGS)
-def test_triangular_solve_jvp(flags, batch, n, k, dtype):
+def test_triangular_solve_jvp_and_transpose_in_b(flags, batch, n, k, dtype):
     rng = np.random.default_rng(1)
-    check_jvp(L.triangular_solve_p, solve_operands(rng, flags, batch, n, k, dtype), flags, rng=rng)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("batch, n, k", SOLVE_SHAPES)
-@pytest.mark.parametrize("flags", SOLVE_FLAGS)
-def test_triangular_solve_transpose_in_b(flags, batch, n, k, dtype):
-    rng = np.random.default_rng(2)
-    check_transpose(L.triangular_solve_p, solve_operands(rng, flags, batch, n, k, dtype), flags, rng=rng,
-                    linear=[1])
+    operands = solve_operands(rng, flags, batch, n, k, dtype)
+    check_jvp(L.triangular_solve_p, operands, flags, rng=rng)
+    check_transpose(L.triangular_solve_p, operands, flags, rng=rng, linear=[1])
 
 
 def test_triangular_solve_transpose_refuses_a():

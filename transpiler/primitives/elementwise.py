@@ -93,8 +93,8 @@ def _bind(prim_name: str):
 
 
 def _like(value, x):
-    """A Python number as a scalar of ``x``'s dtype (rules combine tangents and primals of one dtype)."""
-    return np.asarray(value, aval_of(x).dtype)
+    """A Python number as an array of ``x``'s shape and dtype (operands of a primitive agree in both)."""
+    return _full(np.asarray(value, aval_of(x).dtype), x)
 
 
 def comparison(name: str, impl: Callable, kinds: str) -> Primitive:
@@ -175,9 +175,8 @@ def _pow(x, y):
 
 def _balanced_eq(x, z, y):
     """1 where x is the extremum z alone, 0.5 where x and y tie, else 0 (JAX's convention for max/min)."""
-    one, half, zero = _like(1, x), _like(0.5, x), _like(0, x)
-    x_wins = select_n_p.bind(eq_p.bind(y, z), _full(one, x), _full(half, x))
-    return select_n_p.bind(eq_p.bind(x, z), _full(zero, x), x_wins)
+    x_wins = select_n_p.bind(eq_p.bind(y, z), _like(1, x), _like(0.5, x))
+    return select_n_p.bind(eq_p.bind(x, z), _like(0, x), x_wins)
 
 
 def _full(scalar, like):
@@ -198,7 +197,7 @@ def _sum_squares(x, y):
 
 def _abs_jvp(g, x, y):
     if aval_of(x).dtype.kind == "c":  # d|x| = Re(conj(x) dx) / |x|, zero at 0
-        safe = select_n_p.bind(eq_p.bind(y, _full(_like(0, y), y)), y, _full(_like(1, y), y))
+        safe = select_n_p.bind(eq_p.bind(y, _like(0, y)), y, _like(1, y))
         return div_p.bind(real_p.bind(mul_p.bind(conj_p.bind(x), g)), safe)
     return mul_p.bind(g, sign_p.bind(x))
 
@@ -265,11 +264,11 @@ def _pow_jvp(primals, tangents):
     total = Zero(aval_of(out).update(weak_type=False))
     if not isinstance(gx, Zero):  # y x^(y-1), zero where y == 0 (so 0^0 has no slope)
         yf = y if aval_of(y).dtype == aval_of(x).dtype else convert_element_type_p.bind(y, new_dtype=aval_of(x).dtype)
-        slope = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(yf, _full(_like(1, x), x))))
-        slope = select_n_p.bind(eq_p.bind(yf, _full(_like(0, x), x)), slope, _full(_like(0, x), x))
+        slope = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(yf, _like(1, x))))
+        slope = select_n_p.bind(eq_p.bind(yf, _like(0, x)), slope, _like(0, x))
         total = mul_p.bind(gx, slope)
     if not isinstance(gy, Zero) and aval_of(y).dtype.kind in "fc":  # x^y log x, zero where x == 0
-        safe = select_n_p.bind(eq_p.bind(x, _full(_like(0, x), x)), x, _full(_like(1, x), x))
+        safe = select_n_p.bind(eq_p.bind(x, _like(0, x)), x, _like(1, x))
         term = mul_p.bind(gy, mul_p.bind(out, log_p.bind(safe)))
         total = term if isinstance(total, Zero) else add_p.bind(total, term)
     return out, total
@@ -312,7 +311,7 @@ def _integer_pow_jvp(primals, tangents, *, y):
     if y == 0:
         return out, Zero(aval_of(out).update(weak_type=False))
     slope = _like(y, x) if y == 1 else mul_p.bind(_like(y, x), integer_pow_p.bind(x, y=y - 1))
-    return out, mul_p.bind(g, _full(slope, x) if y == 1 else slope)
+    return out, mul_p.bind(g, slope)
 
 
 integer_pow_p.def_jvp(_integer_pow_jvp)
@@ -424,9 +423,9 @@ complex_p = binary("complex", _complex, kinds="f", result=complex_dtype)
 complex_p.def_linear(lambda ct, x, y: [real_p.bind(ct) if is_undefined(x) else None,
                                        imag_p.bind(neg_p.bind(ct)) if is_undefined(y) else None])
 real_p = unary("real", np.real, kinds="c", result=real_dtype)
-real_p.def_linear(lambda ct, x: [complex_p.bind(ct, _full(_like(0, ct), ct))])
+real_p.def_linear(lambda ct, x: [complex_p.bind(ct, _like(0, ct))])
 imag_p = unary("imag", np.imag, kinds="c", result=real_dtype)
-imag_p.def_linear(lambda ct, x: [complex_p.bind(_full(_like(0, ct), ct), neg_p.bind(ct))])
+imag_p.def_linear(lambda ct, x: [complex_p.bind(_like(0, ct), neg_p.bind(ct))])
 conj_p = unary("conj", lambda x: np.conj(x).astype(complex_dtype(x.dtype) if x.dtype.kind == "f" else x.dtype),
                kinds="fc", result=lambda d: d if d.kind == "c" else complex_dtype(d))
 conj_p.def_linear(lambda ct, x: [conj_p.bind(ct) if x.aval.dtype.kind == "c" else real_p.bind(ct)])
@@ -497,7 +496,7 @@ def _clamp_jvp(primals, tangents):
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
     total = Zero(aval_of(out).update(weak_type=False))
-    zero = _full(_like(0, x), x)
+    zero = _like(0, x)
     for bound, g, picks in ((lo, tangents[0], lambda: gt_p.bind(_full(lo, x) if not aval_of(lo).shape else lo, x)),
                             (x, tangents[1], None),
                             (hi, tangents[2], lambda: lt_p.bind(_full(hi, x) if not aval_of(hi).shape else hi, x))):

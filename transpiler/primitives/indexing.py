@@ -447,7 +447,7 @@ def _gather_jvp(primals, tangents, **params):
     if isinstance(g, Zero):
         return out, Zero(tangent_aval(aval_of(out)))
     # windows out of bounds are filled with a constant: their tangent is 0, not the fill value
-    fill = 0 if params.get("mode") == GatherScatterMode.FILL_OR_DROP else params.get("fill_value")
+    fill = None if params.get("mode") == GatherScatterMode.FILL_OR_DROP else params.get("fill_value")
     return out, gather_p.bind(g, indices, **{**params, "fill_value": fill})
 
 

@@ -189,7 +189,7 @@ def _cholesky_jvp(primals, tangents):
     low = cholesky_p.bind(x)
     if is_zero(dx):
         return low, Zero(tangent_aval(aval_of(low)))
-    da = dx
+    da = _hermitian_from_triangle(dx, lower=True)
     da_right = _solve_triangular(low, da, lower=True, transpose_a=True, conjugate_a=True)  # dA L^-H
     inner = _solve_triangular(low, da_right, left_side=True, lower=True)  # L^-1 dA L^-H
     return low, _matmul(low, _halved_triangle(inner, lower=True))

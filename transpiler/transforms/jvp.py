@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from transpiler.builder import Builder
+from transpiler.passes import eliminate_dead_code
 from transpiler.ir import Block, Function, Literal, Op, Value
 from transpiler.primitives import core
 from transpiler.primitives.ad import Zero, instantiate, is_differentiable, jvp_of, tangent_aval
@@ -71,9 +72,8 @@ def jvp_function(fn: Function, wrt: Sequence[bool] | None = None) -> Function:
             env.write(value, builder.operand(data))
         jvp_block(fn.body, env)
         outs = [env.read(r) for r in fn.results]
-        out_tangents = [instantiate(env.tan(r)) if is_differentiable(r.aval) else instantiate(env.tan(r))
-                        for r in fn.results]
-        return builder.finish(outs + out_tangents)
+        out_tangents = [instantiate(env.tan(r)) for r in fn.results]
+        return eliminate_dead_code(builder.finish(outs + out_tangents))
 
 
 def jvp_block(block: Block, env: Env) -> None:

@@ -30,6 +30,7 @@ from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 from transpiler.primitives.elementwise import add_p, sub_p
 from transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
 from transpiler.primitives.shape import reshape_p
+from transpiler.passes import eliminate_dead_code
 from transpiler.transforms.jvp import TransformError
 from transpiler.types import StackType, TensorType
 
@@ -396,7 +397,7 @@ class VJP:
                     lin[id(v)] = add_tangents(lin.get(id(v), Zero(v.aval)), c)
         for v, p in zip(rec.op.operands, rec.placeholders):
             if p is not None and id(p) in lin:
-                ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), lin[id(p)])
+                ct[id(v)] = _named(add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), lin[id(p)]), v)
 
     def backward_custom(self, rec: CustomVJPRecord, ct: dict[int, Any], resolve: Any) -> None:
         cts_out = [ct.pop(id(r), None) for r in rec.op.results]
@@ -537,6 +538,13 @@ class VJP:
         return [v for v in out if id(v) not in rec.defined]
 
 
+def _named(cotangent: Any, v: Value) -> Any:
+    """Cotangents read as ``x_bar`` in the printed IR and the generated Python."""
+    if isinstance(cotangent, Value) and cotangent.name is None and v.name and not v.name.startswith("$"):
+        cotangent.name = f"{v.name}_bar"
+    return cotangent
+
+
 def _defined_ids(block: Block) -> set[int]:
     ids = {id(p) for p in block.params}
     for op in block.ops:
@@ -599,7 +607,7 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
         t.backward_block(records, ct, lambda v: v)
         grads = [instantiate(ct.get(id(p), Zero(tangent_aval(p.aval)))) for p, on in zip(fn.params, wrt)
                  if on and is_differentiable(p.aval)]
-        return builder.finish(outs + grads)
+        return eliminate_dead_code(builder.finish(outs + grads))
 
 
 __all__ = ["vjp_function", "TransformError", "SourceLoc"]
