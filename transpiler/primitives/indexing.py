@@ -5,13 +5,16 @@ starts are clamped so the slice fits; a gather reads one window per index vector
 window per index vector, and a window that does not fit in the operand is dropped (``FILL_OR_DROP``,
 ``PROMISE_IN_BOUNDS``) or moved to fit (``CLIP``). The index vector of ``gather``/``scatter`` indices is
 always their last axis.
+
+Derivatives follow JAX: slices and gathers are linear and transpose to pads, updates and scatter-adds; a
+scatter's updates transpose to the gather of the windows they were written to. Indices get no tangent.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -321,8 +324,9 @@ def _scatter_numbers_for(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
                                    scatter_indices_batching_dims=dn.start_indices_batching_dims)
 
 
-def _window_gather(x, indices, updates_shape, *, dimension_numbers, mode, indices_are_sorted=False,
-                   unique_indices=False, fill_value=0):
+def _window_gather(x: Any, indices: Any, updates_shape: tuple[int, ...], *, dimension_numbers: ScatterDimensionNumbers,
+                   mode: GatherScatterMode | None, indices_are_sorted: bool = False, unique_indices: bool = False,
+                   fill_value: Any = 0) -> Any:
     """For a scatter into ``x``'s shape: the values of ``x`` in the window each update element is written to.
 
     Windows the scatter drops read ``fill_value``. The result has the updates' shape."""
@@ -340,16 +344,16 @@ def _window_gather(x, indices, updates_shape, *, dimension_numbers, mode, indice
                          fill_value=fill, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
-def _full(value, aval: TensorType):
+def _full(value: Any, aval: TensorType) -> Any:
     return sh.broadcast_in_dim_p.bind(np.array(value, aval.dtype), shape=aval.shape, broadcast_dimensions=())
 
 
-def _where(mask, x, aval: TensorType):
+def _where(mask: Any, x: Any, aval: TensorType) -> Any:
     """``x`` where ``mask`` holds, else 0 (linear in ``x``: the mask is a primal value)."""
     return ew.select_n_p.bind(mask, _full(0, aval), x)
 
 
-def _scatter_survivors(x_aval: TensorType, indices, updates_aval: TensorType, params: dict):
+def _scatter_survivors(x_aval: TensorType, indices: Any, updates_aval: TensorType, params: dict) -> tuple[Any, Any]:
     """For a scatter that may repeat indices (so which update lands is up to the implementation): masks of the
     operand elements no update overwrote and of the update elements that landed.
 
@@ -447,7 +451,7 @@ def _gather_jvp(primals, tangents, **params):
     if isinstance(g, Zero):
         return out, Zero(tangent_aval(aval_of(out)))
     # windows out of bounds are filled with a constant: their tangent is 0, not the fill value
-    fill = None if params.get("mode") == GatherScatterMode.FILL_OR_DROP else params.get("fill_value")
+    fill = 0 if params.get("mode") == GatherScatterMode.FILL_OR_DROP else params.get("fill_value")
     return out, gather_p.bind(g, indices, **{**params, "fill_value": fill})
 
 
