@@ -274,7 +274,10 @@ def linearize(fun: Callable, *primals: Any):
 
 
 def _tangent_dtype(x: Any) -> np.dtype:
-    return aval_of(x).dtype if not isinstance(x, (float, int)) else np.dtype(np.float32)
+    from runtime import dtypes
+
+    dtype = dtypes.dtype_and_weak(x)[0]
+    return dtype if dtype.kind in "fc" else dtypes.default_float_dtype()
 
 
 def _std_basis(tree: Any) -> tuple[list[Any], int]:

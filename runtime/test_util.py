@@ -36,7 +36,10 @@ def _random_like(rng: np.random.RandomState, tree: Any) -> Any:
 
 
 def _add(a: Any, b: Any, scale: float) -> Any:
-    return tree_util.tree_map(lambda x, y: np.asarray(x) + scale * np.asarray(y, np.asarray(x).dtype), a, b)
+    from runtime import numpy as jnp
+
+    return tree_util.tree_map(
+        lambda x, y: jnp.asarray(np.asarray(x) + scale * np.asarray(y, np.asarray(x).dtype)), a, b)
 
 
 def _inner(a: Any, b: Any) -> float:
@@ -83,7 +86,10 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol=None, rtol
 def check_grads(f: Callable, args: Sequence[Any], order: int, modes: Sequence[str] = ("fwd", "rev"),
                 atol: float | None = None, rtol: float | None = None, eps: float | None = None) -> None:
     """Check ``f``'s derivatives up to ``order`` in forward and/or reverse mode; raises on a mismatch."""
+    from runtime import numpy as jnp
+
     eps = eps or EPS
+    args = tree_util.tree_map(jnp.asarray, tuple(args))
     for mode in modes:
         if mode not in ("fwd", "rev"):
             raise ValueError(f"unknown mode {mode!r}; expected 'fwd' or 'rev'")

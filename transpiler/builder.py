@@ -30,7 +30,7 @@ class Builder(core.Interpreter):
         self.capture = capture
         self.captured: list[Value] = []
         self._captured_params: dict[int, Value] = {}
-        self._owned: set[int] = set()
+        self._owned: dict[int, Value] = {}  # by identity, held so that ids are not reused
         self._blocks: list[Block] = [self.function.body]
         self._consts: dict[int, Value] = {}  # id(concrete array) -> its const value
         self.loc: SourceLoc | None = source
@@ -44,11 +44,11 @@ class Builder(core.Interpreter):
         value = Value(aval, name)
         self.function.params.append(value)
         self.function.body.params.append(value)
-        self._owned.add(id(value))
+        self._owned[id(value)] = value
         return value
 
     def own(self, *values: Value) -> None:
-        self._owned.update(id(v) for v in values)
+        self._owned.update((id(v), v) for v in values)
 
     def operand(self, x: Any) -> Value:
         """``x`` as an IR value: itself if symbolic, else a literal or a constant."""
@@ -90,7 +90,7 @@ class Builder(core.Interpreter):
 
     def emit(self, op: Op) -> Op:
         self.block.ops.append(op)
-        self._owned.update(id(r) for r in op.results)
+        self._owned.update((id(r), r) for r in op.results)
         return op
 
     @contextlib.contextmanager

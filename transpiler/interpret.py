@@ -128,6 +128,8 @@ class Evaluator:
         symbolic, or a value its regions use is (a cond on a concrete predicate just takes its branch)."""
         if any(isinstance(x, Value) for x in operands):
             return True
+        if any(not isinstance(v.aval, TensorType) for v in (*op.operands, *op.results)):
+            return True  # stacks only exist inside the compiled function
         if op.prim is control.cond_p:
             return False
         return any(isinstance(self.env.get(id(v)), Value) for region in op.regions for v in free_values(region))

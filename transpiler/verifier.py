@@ -9,7 +9,7 @@ from __future__ import annotations
 from transpiler.ir import Block, Function, Literal, Op, Value
 from transpiler.primitives import control
 from transpiler.primitives.core import PRIMITIVES
-from transpiler.printer import value_names
+from transpiler.printer import Printer
 
 
 class VerificationError(Exception):
@@ -28,8 +28,13 @@ def _types(values: list[Value]) -> str:
 class _Verifier:
     def __init__(self, fn: Function):
         self.fn = fn
-        self.names = value_names(fn)
         self.errors: list[str] = []
+        printer = Printer(fn)  # values are named as the printed function names them
+        try:
+            printer.function()
+        except TypeError as e:  # a param the text cannot hold; the names given so far still serve
+            self.errors.append(f"the function cannot be printed: {e}")
+        self.names = {key: "%" + name for key, name in printer.names.items()}
         self.defining_block: dict[int, Block] = {}  # where each value is defined
         self.open_blocks: list[Block] = []  # the block being checked and those enclosing it
 
@@ -86,7 +91,7 @@ class _Verifier:
                 self.use(v, visible, desc)
             self.op(op, desc)
             for i, region in enumerate(op.regions):
-                self.block(region, visible, f"{'region %d of ' % i if len(op.regions) > 1 else 'region of '}{desc}")
+                self.block(region, visible, f"region {i} of {desc}" if len(op.regions) > 1 else f"region of {desc}")
             visible |= {id(r) for r in op.results}
         for v in block.results:
             self.use(v, visible, what)

@@ -22,7 +22,6 @@ from runtime.numpy._core import (
     broadcast_to,
     check_arraylike,
     convert,
-    promote_dtypes_inexact,
 )
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import reduce as rp
@@ -495,9 +494,9 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, ignore_nan: bo
     if method not in _METHODS:
         raise ValueError(f"jnp.{name}: method can only be {', '.join(repr(m) for m in _METHODS)}; got {method!r}")
     check_arraylike(name, a, q)
-    a, q = promote_dtypes_inexact(asarray(a), asarray(q))
-    dtype = aval(a).dtype
-    a, q = convert(a, dtype), convert(q, dtype)
+    a = asarray(a)
+    dtype = _inexact(aval(a).dtype)  # q takes a's dtype; it does not promote it
+    a, q = convert(a, dtype), convert(asarray(q), dtype)
     ndim, axes = aval(a).ndim, _axes(name, axis, aval(a).ndim)
     # move the reduced axes last and merge them into one of size n
     kept = tuple(d for d in range(ndim) if d not in axes)
@@ -565,8 +564,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 def _percent(name: str, q: Any) -> Any:
     check_arraylike(name, q)
     q = asarray(q)
-    q = convert(q, _inexact(aval(q).dtype), aval(q).weak_type)
-    return _apply(ew.div_p, q, 100.0)
+    return _apply(ew.div_p, convert(q, _inexact(aval(q).dtype)), 100.0)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,

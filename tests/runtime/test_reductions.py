@@ -203,6 +203,9 @@ CASES = [
     ("percentile", lambda: jnp.percentile(a([1, 2, 3, 4], np.int32), 30), 1.9, F32),
     ("percentile array", lambda: jnp.percentile(a(X), a([30, 95]), axis=0), np.percentile(X, [30, 95], axis=0), F32),
     ("nanpercentile", lambda: jnp.nanpercentile(a(XN), 50), np.nanpercentile(XN, 50), F32),
+    ("percentile keeps float16", lambda: jnp.percentile(a([1, 2, 3, 4], np.float16), a(30.0)), 1.9, F16),
+    ("quantile q does not promote", lambda: jnp.quantile(a([1, 2, 3, 4], np.int8), a(0.3, np.float16)),
+     1 + 3 * float(np.float16(0.3)), F32),
     # average
     ("average", lambda: jnp.average(a(X)), X.mean(), F32),
     ("average weights axis", lambda: jnp.average(a(X), axis=-1, weights=a([1.0, 2, 3, 4]), keepdims=True),
@@ -237,8 +240,10 @@ def test_average_returned_gives_the_sum_of_weights(call, expected, dtype):
                                   "argmin", "cumsum", "cumprod", "median", "ptp", "count_nonzero"])
 def test_every_reduction_over_dtypes_and_axes(name, dtype):
     """One table across dtypes: each function against NumPy's, over every axis form, in float64."""
-    if name == "ptp" and dtype == np.bool_:
-        pytest.skip("ptp of bools is an error (checked below)")
+    if name == "ptp" and dtype == np.bool_:  # max - min: bools cannot be subtracted, as in JAX
+        with pytest.raises(TypeError, match="bool"):
+            jnp.ptp(a(BOOLS, bool))
+        return
     values = (np.abs(INTS) % 3 + 1) if dtype != np.bool_ else BOOLS  # small values: int32 products fit
     x = a(values, dtype)
     ref = values.astype(np.int64 if np.dtype(dtype).kind in "iu" else np.float64)

@@ -142,6 +142,6 @@ def test_rules_record_ir(rng):
     dot = dot_params((((2,), (0,)), ((0,), (1,))))
     ct = normal(rng, (2, 3, 5))
     for linear in (0, 1):
-        check_symbolic(lambda v: C.dot_general_p.transpose_rule(
+        check_symbolic(lambda v, linear=linear: C.dot_general_p.transpose_rule(
             v[0], *[UndefinedPrimal(aval_of(x)) if i == linear else v[1] for i, x in enumerate((a, b))], **dot),
             [ct, b if linear == 0 else a])

@@ -298,7 +298,7 @@ def test_rules_record_ir():
                   unique_indices=False)
     zero_i = Zero(aval_of(indices))
     for prim in (I.scatter_p, I.scatter_add_p, I.scatter_max_p):
-        check_symbolic(lambda v: list(jvp_of(prim)([v[0], v[1], v[2]], [v[3], zero_i, v[4]], **params)),
+        check_symbolic(lambda v, prim=prim: list(jvp_of(prim)([v[0], v[1], v[2]], [v[3], zero_i, v[4]], **params)),
                        [x, indices, y, x + 1, y - 1])
     check_symbolic(lambda v: I.scatter_p.transpose_rule(v[0], UndefinedPrimal(aval_of(x)), v[1],
                                                         UndefinedPrimal(aval_of(y)), **params), [x, indices])

@@ -242,8 +242,12 @@ def case_nested():
 
         def step(k, c, t):
             def grow():
+                # two ops in the condition: the emitter writes ``while True:`` ... ``break``
                 (w,) = ir.while_(
-                    [c], lambda v: [lt_p.bind(v, x)], lambda v: [add_p.bind(mul_p.bind(v, 2.0), 1.0)], names=["v"]
+                    [c],
+                    lambda v: [lt_p.bind(add_p.bind(v, 1.0), x)],
+                    lambda v: [add_p.bind(mul_p.bind(v, 2.0), 1.0)],
+                    names=["v"],
                 )
                 return [w]
 
@@ -257,7 +261,7 @@ def case_nested():
         c, t = 0.5, 0.0
         for k in range(int(n)):
             if k < 2:
-                while c < x:
+                while c + 1 < x:
                     c = c * 2 + 1
             else:
                 c = c - 1

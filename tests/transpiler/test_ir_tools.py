@@ -136,6 +136,16 @@ def test_region_binders_carry_types_only_when_they_differ():
     assert print_function(parse_function(text)) == text
 
 
+def test_names_that_are_not_identifiers():
+    fn = small()
+    fn.name = "<lambda>"
+    fn.params[0].name = "x.y"  # hints are sanitised: ``x_y``
+    text = print_function(fn)
+    assert text.startswith('func @"<lambda>"(%x_y: f32[], %p: bool[]) -> f32[] {')
+    again = parse_function(text)
+    assert again.name == "<lambda>" and print_function(again) == text
+
+
 def test_switch_prints_every_branch():
     fn, _, _ = case_control()
     text = print_function(fn)
@@ -195,8 +205,8 @@ def test_literals_read_back_exactly(text):
 
 
 def test_float_literals_that_need_all_their_digits():
-    # The text goes back through float64 to float32; the printer checks that path and, where the shortest
-    # text would round twice, prints the exact decimal instead.
+    # The text goes back through float64 to float32; the printer checks that path (and would print the exact
+    # decimal where the shortest text rounded twice).
     for value in [np.float32(16777216.0), np.nextafter(np.float32(0.1), np.float32(1)), np.float32(1 / 3)]:
         fn = parse_function("func @f() -> f32[] {\n  return 0.0:f32\n}\n")
         fn.body.results = [Literal(value, TensorType(f32, ()))]
@@ -413,6 +423,15 @@ def test_verifier_rejects_a_value_defined_twice_and_bad_loop_regions():
     loop.regions[0].results = [loop.regions[0].params[1]]
     with pytest.raises(VerificationError, match="while condition must yield one bool scalar"):
         verify(fn)
+
+
+def test_verifier_reports_a_param_the_text_cannot_hold():
+    fn = small()
+    fn.body.ops[0].params = {"y": object()}
+    with pytest.raises(VerificationError) as info:
+        verify(fn)
+    assert "the function cannot be printed: cannot print a parameter value <object" in str(info.value)
+    assert "%a = neg: unknown parameter(s) ['y']; 'neg' takes []" in str(info.value)
 
 
 def test_verifier_names_the_source_line():

@@ -67,6 +67,8 @@ def aval_of(x: Any) -> TensorType:
 
 def tangent_aval(aval: TensorType) -> TensorType:
     """Tangents of floats are floats of the same type; integers and bools have no tangent (always zero)."""
+    if not isinstance(aval, TensorType):  # a stack of residuals: its tangent is a stack of tangents
+        return type(aval)(tangent_aval(aval.elem))
     return aval.update(weak_type=False) if aval.dtype.kind in "fc" else aval
 
 

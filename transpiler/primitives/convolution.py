@@ -4,12 +4,16 @@ Both are XLA's operations. Operands have one dtype; the result has ``preferred_e
 given, else the operands' dtype. Integer products wrap around in the result dtype, as XLA's do. The NumPy
 implementations reduce both to one (batched) matrix multiplication, so BLAS does the work: the hot path of
 eager ``jnp.dot``.
+
+Both are bilinear: the JVP applies the product to each tangent, and the transpose in one operand is another
+product of the cotangent with the other operand (for a convolution, with the kernel flipped or with the
+roles of batch and features exchanged), as JAX computes them.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -40,11 +44,12 @@ def _compute_dtype(out_dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if out_dtype.kind == "f" and out_dtype.itemsize < 4 else out_dtype
 
 
-def _convert(x, dtype: np.dtype):
+def _convert(x: Any, dtype: np.dtype) -> Any:
     return x if aval_of(x).dtype == dtype else ew.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=False)
 
 
-def _transpose_product(prim: Primitive, lhs, rhs, dtype: np.dtype, operand_aval: TensorType, **params):
+def _transpose_product(prim: Primitive, lhs: Any, rhs: Any, dtype: np.dtype, operand_aval: TensorType,
+                       **params: Any) -> Any:
     """``prim(lhs, rhs)`` computed in the cotangent's ``dtype`` (the ``preferred_element_type`` when that was
     given: both operands of a product share one dtype), returned in the transposed operand's dtype."""
     out = prim.bind(_convert(lhs, dtype), _convert(rhs, dtype), **params, preferred_element_type=None)
@@ -130,8 +135,9 @@ defjvp(dot_general_p,
        lambda g, x, y, **params: dot_general_p.bind(x, g, **params))
 
 
-def _dot_operand_cotangent(ct, other, operand_aval: TensorType, contract, other_contract, batch, other_batch,
-                           ct_other_axes, precision):
+def _dot_operand_cotangent(ct: Any, other: Any, operand_aval: TensorType, contract: tuple[int, ...],
+                           other_contract: tuple[int, ...], batch: tuple[int, ...], other_batch: tuple[int, ...],
+                           ct_other_axes: Sequence[int], precision: Any) -> Any:
     """The cotangent of one operand of ``dot_general``: ``ct`` contracted with the other operand over the
     other's free axes (``ct_other_axes`` are where they sit in ``ct``), batched over the batch axes.
 
@@ -302,14 +308,14 @@ def _swap_roles(spec) -> tuple[int, ...]:
     return (spec[1], spec[0], *spec[2:])
 
 
-def _split_axis(x, axis: int, groups: int):
+def _split_axis(x: Any, axis: int, groups: int) -> Any:
     """Axis ``axis`` of size n becomes two axes (groups, n / groups), groups major."""
     shape = list(aval_of(x).shape)
     shape[axis:axis + 1] = [groups, shape[axis] // groups]
     return sh.reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None)
 
 
-def _merge_axis(x, src: int, dst: int):
+def _merge_axis(x: Any, src: int, dst: int) -> Any:
     """Fold axis ``src`` into axis ``dst`` (numbered without ``src``) as its major part."""
     shape = aval_of(x).shape
     order = [a for a in range(len(shape)) if a != src]
@@ -319,12 +325,12 @@ def _merge_axis(x, src: int, dst: int):
     return sh.reshape_p.bind(x, new_sizes=tuple(sizes), dimensions=tuple(order))
 
 
-def _regroup(x, axis: int, groups: int, into: int):
+def _regroup(x: Any, axis: int, groups: int, into: int) -> Any:
     """Move the ``groups``-way split of ``axis`` (groups major) into axis ``into``, again as its major part."""
     return _merge_axis(_split_axis(x, axis, groups), axis, into)
 
 
-def _conv_lhs_cotangent(ct, rhs, lhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
+def _conv_lhs_cotangent(ct: Any, rhs: Any, lhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         dimension_numbers, feature_group_count, batch_group_count, precision):
     """The input's cotangent: ``ct`` convolved with the spatially flipped kernel, its roles of input and output
     features exchanged. The forward strides become input dilation and the input dilation strides; the padding
@@ -353,7 +359,7 @@ def _conv_lhs_cotangent(ct, rhs, lhs_aval: TensorType, *, window_strides, paddin
     return out
 
 
-def _conv_rhs_cotangent(ct, lhs, rhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
+def _conv_rhs_cotangent(ct: Any, lhs: Any, rhs_aval: TensorType, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         dimension_numbers, feature_group_count, batch_group_count, precision):
     """The kernel's cotangent: the input convolved with ``ct``, batch and feature roles exchanged (the sum over
     the batch becomes the contraction). ``ct`` is the kernel, dilated by the forward strides; feature groups

@@ -156,7 +156,9 @@ def register_module(namespace: dict[str, Any]) -> None:
     family = namespace["__name__"].replace(".", "/") + ".py"
     for name, prim in namespace.items():
         if name.endswith("_p") and isinstance(prim, Primitive):
-            if PRIMITIVES.get(prim.name, prim) is not prim:
+            if PRIMITIVES.get(prim.name) is prim:
+                continue  # imported from the family that declares it
+            if prim.name in PRIMITIVES:
                 raise ValueError(f"primitive '{prim.name}' registered twice")
             prim.family = family
             PRIMITIVES[prim.name] = prim

@@ -110,7 +110,8 @@ def _triangle(x, k: int = 0, *, lower: bool):
     typ = aval_of(x)
     rows, cols = _indices(*typ.shape[-2:])
     keep = (cols - rows <= k) if lower else (cols - rows >= k)
-    keep = broadcast_in_dim_p.bind(keep, shape=typ.shape, broadcast_dimensions=(typ.ndim - 2, typ.ndim - 1))
+    if typ.ndim > 2:
+        keep = broadcast_in_dim_p.bind(keep, shape=typ.shape, broadcast_dimensions=(typ.ndim - 2, typ.ndim - 1))
     return select_n_p.bind(keep, zeros(typ.update(weak_type=False)), x)
 
 

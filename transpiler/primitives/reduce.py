@@ -5,6 +5,10 @@ Axes given to these primitives are already normalised (non-negative, distinct); 
 ``srcjax.numpy`` do that, and choose dtypes, before binding. Orders follow XLA's as JAX exposes them:
 sorting puts NaNs last and treats -0.0 and 0.0 as equal, ``top_k`` uses the total order of the bits
 (-NaN < -inf < -0.0 < 0.0 < inf < NaN), and arg-reductions return the first NaN when there is one.
+
+Derivatives follow JAX's: ties in max/min share the tangent, products and cumulative scans are
+differentiated as trees of pairwise operations (exact at zeros), sorts and top-k gather the tangents with
+the permutation they applied, and windowed max/min pick the tangent of the first extremum of each window.
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from transpiler.primitives import elementwise as ew
+from transpiler.primitives import shape as sh
+from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_zero, jvp_of, tangent_aval, zeros
 from transpiler.primitives.core import Primitive, check, register_module
+from transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p, slice_p
 from transpiler.primitives.shape import _check_axes, _pad_impl
 from transpiler.types import TensorType
 
@@ -48,13 +56,76 @@ def _accumulating(x: np.ndarray) -> np.dtype:
     return np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
 
 
+# -- pieces the derivative rules are built from ----------------------------------------------------------
+def _zero_tangent(out) -> Zero:
+    return Zero(tangent_aval(aval_of(out)))
+
+
+def _constant(value, aval: TensorType):
+    """``value`` filling ``aval``'s shape and dtype (a broadcast scalar, not a large constant)."""
+    return sh.broadcast_in_dim_p.bind(np.asarray(value, aval.dtype), shape=aval.shape, broadcast_dimensions=())
+
+
+def _not_linear(*prims: Primitive) -> None:
+    for prim in prims:
+        prim.mark_no_rule("transpose", "not linear")
+
+
+def _slice_axis(x, start: int, stop: int, axis: int, stride: int = 1):
+    shape = aval_of(x).shape
+    return slice_p.bind(x, start_indices=tuple(start if a == axis else 0 for a in range(len(shape))),
+                        limit_indices=tuple(stop if a == axis else n for a, n in enumerate(shape)),
+                        strides=tuple(stride if a == axis else 1 for a in range(len(shape))))
+
+
+def _pad_axis(x, value, lo: int, hi: int, interior: int, axis: int):
+    aval = aval_of(x)
+    config = tuple((lo, hi, interior) if a == axis else (0, 0, 0) for a in range(aval.ndim))
+    return sh.pad_p.bind(x, np.asarray(value, aval.dtype), padding_config=config)
+
+
+def _stack_last(parts: list):
+    """Arrays of one shape stacked along a new last axis."""
+    shape = aval_of(parts[0]).shape
+    columns = [sh.reshape_p.bind(p, new_sizes=shape + (1,), dimensions=None) for p in parts]
+    return sh.concatenate_p.bind(*columns, dimension=len(shape))
+
+
+def _gather(x, indices, numbers: GatherDimensionNumbers):
+    # every index these rules build is in bounds by construction
+    return gather_p.bind(x, indices, dimension_numbers=numbers, slice_sizes=(1,) * aval_of(x).ndim,
+                         mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None, indices_are_sorted=False,
+                         unique_indices=False)
+
+
+def _take_along(x, indices, axis: int):
+    """``x`` read at ``indices`` along ``axis`` (NumPy's take_along_axis), linear in ``x``: a gather whose other
+    axes are batching axes, as JAX's sort JVP does it."""
+    shape = aval_of(indices).shape
+    if 0 in shape:  # nothing to read (and a gather cannot take size-1 slices of an empty batch axis)
+        return zeros(tangent_aval(aval_of(x)).update(shape=shape))
+    batch = tuple(a for a in range(len(shape)) if a != axis)
+    numbers = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+                                     operand_batching_dims=batch, start_indices_batching_dims=batch)
+    return _gather(x, sh.reshape_p.bind(indices, new_sizes=shape + (1,), dimensions=None), numbers)
+
+
+def _gather_points(x, indices):
+    """``x`` read at the index vectors in the last axis of ``indices`` (one element each)."""
+    every = tuple(range(aval_of(x).ndim))
+    return _gather(x, indices, GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=every,
+                                                      start_index_map=every))
+
+
+def _index_dtype(size: int) -> np.dtype:
+    return np.dtype(np.int32 if size < 2**31 - 1 else np.int64)
+
+
 # -- reductions over axes --------------------------------------------------------------------------------
 def _broadcast_back(ct, shape: tuple[int, ...], axes: tuple[int, ...]):
     """A reduced cotangent broadcast back over the reduced axes (the transpose of a sum)."""
-    from transpiler.primitives.shape import broadcast_in_dim_p
-
     kept = tuple(d for d in range(len(shape)) if d not in axes)
-    return broadcast_in_dim_p.bind(ct, shape=shape, broadcast_dimensions=kept)
+    return sh.broadcast_in_dim_p.bind(ct, shape=shape, broadcast_dimensions=kept)
 
 
 def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primitive:
@@ -73,13 +144,52 @@ def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primiti
 reduce_sum_p = reduction("reduce_sum", lambda x, axes: np.sum(x, axes, dtype=_accumulating(x)), _NUMBER)
 reduce_sum_p.def_linear(lambda ct, x, *, axes: [_broadcast_back(ct, x.aval.shape, axes)])
 reduce_prod_p = reduction("reduce_prod", lambda x, axes: np.prod(x, axes, dtype=_accumulating(x)), _NUMBER)
+
+
+@reduce_prod_p.def_jvp
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """JAX's rule: differentiate a tree of pairwise products, d(ab) = da b + a db, over the reduced elements
+    (moved to the front and flattened). Unlike g * prod / x it is exact where x has zeros."""
+    (x,), (g,) = primals, tangents
+    out = reduce_prod_p.bind(x, axes=axes)
+    shape = aval_of(x).shape
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if is_zero(g) or n == 0:
+        return out, _zero_tangent(out)
+    kept = tuple(a for a in range(len(shape)) if a not in axes)
+    order = tuple(axes) + kept
+    order = None if order == tuple(range(len(shape))) else order
+    p, t = (sh.reshape_p.bind(v, new_sizes=(n,) + aval_of(out).shape, dimensions=order) for v in (x, g))
+    while n > 1:
+        half = (n + 1) // 2
+        p1, t1, p2, t2 = (_slice_axis(v, lo, hi, 0) for lo, hi in ((0, half), (half, n)) for v in (p, t))
+        if n % 2:  # the second half is one short: pad it with the identity of the product
+            p2, t2 = _pad_axis(p2, 1, 0, 1, 0, 0), _pad_axis(t2, 0, 0, 1, 0, 0)
+        p, t = ew.mul_p.bind(p1, p2), ew.add_p.bind(ew.mul_p.bind(t1, p2), ew.mul_p.bind(p1, t2))
+        n = half
+    return out, sh.reshape_p.bind(t, new_sizes=aval_of(out).shape, dimensions=None)
+
+
 reduce_max_p = reduction("reduce_max", lambda x, axes: np.max(x, axes, initial=_identity("max", x.dtype)), _ORDERED)
 reduce_min_p = reduction("reduce_min", lambda x, axes: np.min(x, axes, initial=_identity("min", x.dtype)), _ORDERED)
+
+
+def _reduce_chooser_jvp(g, ans, x, *, axes):
+    """JAX's rule: the mean of the tangents at the positions that equal the extremum (ties share it)."""
+    at_extremum = ew.eq_p.bind(x, _broadcast_back(ans, aval_of(x).shape, axes))
+    mask = ew.convert_element_type_p.bind(at_extremum, new_dtype=aval_of(g).dtype, weak_type=False)
+    count = reduce_sum_p.bind(mask, axes=axes)
+    return ew.div_p.bind(reduce_sum_p.bind(ew.mul_p.bind(g, mask), axes=axes), count)
+
+
+defjvp2(reduce_max_p, _reduce_chooser_jvp)
+defjvp2(reduce_min_p, _reduce_chooser_jvp)
 reduce_and_p = reduction("reduce_and", lambda x, axes: np.bitwise_and.reduce(x, axes), _LOGICAL)
 reduce_or_p = reduction("reduce_or", lambda x, axes: np.bitwise_or.reduce(x, axes), _LOGICAL)
 reduce_xor_p = reduction("reduce_xor", lambda x, axes: np.bitwise_xor.reduce(x, axes), _LOGICAL)
 for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
     _p.mark_no_rule("jvp", "bitwise reductions are not differentiable")
+_not_linear(reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, reduce_xor_p)
 
 
 # -- arg-reductions --------------------------------------------------------------------------------------
@@ -100,6 +210,7 @@ def arg_reduction(name: str, impl: Callable[..., np.ndarray]) -> Primitive:
     # NumPy's argmax/argmin already return the first NaN, as XLA's do
     prim.def_impl(lambda x, *, axes, index_dtype: np.asarray(impl(x, axis=axes[0])).astype(index_dtype))
     prim.mark_no_rule("jvp", "an index has zero derivative")
+    prim.mark_no_rule("transpose", "not linear")
     return prim
 
 
@@ -127,11 +238,80 @@ def scan(name: str, accumulate: Callable[..., np.ndarray], kinds: str) -> Primit
     return prim
 
 
+def _interleave(a, b, axis: int):
+    """``a`` at the even positions along ``axis``, ``b`` at the odd ones: each spread out by zeros, then added."""
+    same = aval_of(a).shape[axis] == aval_of(b).shape[axis]
+    return ew.add_p.bind(_pad_axis(a, 0, 0, 1 if same else 0, 1, axis), _pad_axis(b, 0, 1, 0 if same else 1, 1, axis))
+
+
+def _associative_scan(combine: Callable, elems: list, axis: int) -> list:
+    """JAX's ``associative_scan`` (Blelloch's parallel prefix) of ``combine`` over the arrays ``elems``, which
+    ``combine(earlier, later)`` treats as one value: combine adjacent pairs, scan those (the results at odd
+    positions), combine them with the elements at even positions, and interleave."""
+    n = aval_of(elems[0]).shape[axis]
+    if n < 2:
+        return elems
+    odd = _associative_scan(combine, combine([_slice_axis(e, 0, n - 1, axis, 2) for e in elems],
+                                             [_slice_axis(e, 1, n, axis, 2) for e in elems]), axis)
+    earlier = odd if n % 2 else [_slice_axis(e, 0, aval_of(e).shape[axis] - 1, axis) for e in odd]
+    even = combine(earlier, [_slice_axis(e, 2, n, axis, 2) for e in elems])
+    even = [sh.concatenate_p.bind(_slice_axis(e, 0, 1, axis), r, dimension=axis) for e, r in zip(elems, even)]
+    return [_interleave(a, b, axis) for a, b in zip(even, odd)]
+
+
+def _cumulative_jvp(prim: Primitive, combine: Callable) -> None:
+    """JAX's rule for cumulative scans other than sums: the JVP of the same scan computed as an associative
+    scan of pairwise ``combine``s of (primal, tangent) pairs."""
+
+    def rule(primals, tangents, *, axis, reverse=False):
+        (x,), (g,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        if is_zero(g):
+            return out, _zero_tangent(out)
+        flip = (lambda v: sh.rev_p.bind(v, dimensions=(axis,))) if reverse else (lambda v: v)
+        _, tangent = _associative_scan(combine, [flip(x), flip(g)], axis)
+        return out, flip(tangent)
+
+    prim.def_jvp(rule)
+    prim.mark_no_rule("transpose", "not linear")
+
+
+def _mul_combine(a, b):
+    (pa, ta), (pb, tb) = a, b
+    return [ew.mul_p.bind(pa, pb), ew.add_p.bind(ew.mul_p.bind(ta, pb), ew.mul_p.bind(pa, tb))]
+
+
+def _chooser_combine(prim: Primitive) -> Callable:
+    # max/min's own JVP, which splits the tangent of tied operands 0.5/0.5 as JAX's does
+    return lambda a, b: list(jvp_of(prim)([a[0], b[0]], [a[1], b[1]]))
+
+
+def _logaddexp_combine(a, b):
+    """JAX's logaddexp: max + log1p(exp(-|x - y|)), or x + y where x - y is NaN (NaNs, or infinities of one
+    sign), with tangent tx exp(x - out) + ty exp(y - out) where +inf is replaced by 0 in x, y and out."""
+    (pa, ta), (pb, tb) = a, b
+    aval = aval_of(pa)
+    delta = ew.sub_p.bind(pa, pb)
+    spread = ew.log1p_p.bind(ew.exp_p.bind(ew.neg_p.bind(ew.abs_p.bind(delta))))
+    out = ew.select_n_p.bind(ew.ne_p.bind(delta, delta), ew.add_p.bind(ew.max_p.bind(pa, pb), spread),
+                             ew.add_p.bind(pa, pb))
+    infinity, zero = _constant(np.inf, aval), _constant(0, aval)
+    finite = lambda v: ew.select_n_p.bind(ew.eq_p.bind(v, infinity), v, zero)
+    weight = lambda v: ew.exp_p.bind(ew.sub_p.bind(finite(v), finite(out)))
+    return [out, ew.add_p.bind(ew.mul_p.bind(ta, weight(pa)), ew.mul_p.bind(tb, weight(pb)))]
+
+
 cumsum_p = scan("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtype), _NUMBER)
+# a running sum from the other end collects, for each element, the outputs it contributed to
+cumsum_p.def_linear(lambda ct, x, *, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 cumprod_p = scan("cumprod", lambda x, axis: np.cumprod(x, axis, dtype=x.dtype), _NUMBER)
+_cumulative_jvp(cumprod_p, _mul_combine)
 cummax_p = scan("cummax", lambda x, axis: np.maximum.accumulate(x, axis), _NUMBER)
+_cumulative_jvp(cummax_p, _chooser_combine(ew.max_p))
 cummin_p = scan("cummin", lambda x, axis: np.minimum.accumulate(x, axis), _NUMBER)
+_cumulative_jvp(cummin_p, _chooser_combine(ew.min_p))
 cumlogsumexp_p = scan("cumlogsumexp", lambda x, axis: np.logaddexp.accumulate(x, axis), "f")
+_cumulative_jvp(cumlogsumexp_p, _logaddexp_combine)
 
 
 # -- sorting ---------------------------------------------------------------------------------------------
@@ -174,6 +354,20 @@ def _sort_impl(*xs, dimension, is_stable=True, num_keys=1):
     return [np.moveaxis(np.take_along_axis(x, order, -1), -1, dimension) for x in moved]
 
 
+@sort_p.def_jvp
+def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
+    """JAX's rule: sort an iota along with the operands to learn the permutation, then gather each tangent
+    with it."""
+    shape = aval_of(primals[0]).shape
+    iota = sh.iota_p.bind(dtype=_index_dtype(shape[dimension]), shape=shape, dimension=dimension)
+    *out, permutation = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    return out, [_zero_tangent(o) if is_zero(t) else _take_along(t, permutation, dimension)
+                 for o, t in zip(out, tangents)]
+
+
+sort_p.mark_no_rule("transpose", "not linear")
+
+
 top_k_p = Primitive("top_k", params=("k",), multiple_results=True)
 
 
@@ -208,6 +402,17 @@ def _top_k_impl(x, *, k):
     indices = n - 1 - order
     return [np.take_along_axis(x, indices, -1), indices.astype(np.int32)]
 
+
+@top_k_p.def_jvp
+def _top_k_jvp(primals, tangents, *, k):
+    """JAX's rule: the tangents at the indices top_k returns; the indices have none."""
+    (x,), (g,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k)
+    tangent = _zero_tangent(values) if is_zero(g) else _take_along(g, indices, aval_of(x).ndim - 1)
+    return [values, indices], [tangent, _zero_tangent(indices)]
+
+
+top_k_p.mark_no_rule("transpose", "not linear")
 
 
 # -- windowed reductions ---------------------------------------------------------------------------------
@@ -265,9 +470,96 @@ def window_reduction(name: str, op: str, reducer: Callable[..., np.ndarray], kin
     return prim
 
 
+def _dilated(size: int, dilation: int) -> int:
+    return 0 if size == 0 else 1 + dilation * (size - 1)
+
+
 reduce_window_sum_p = window_reduction(
     "reduce_window_sum", "sum", lambda w, axes: np.sum(w, axes, dtype=_accumulating(w)), _NUMBER)
+
+
+@reduce_window_sum_p.def_linear
+def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
+                                 window_dilation):
+    """JAX's rule: each operand element receives the sum of the cotangents of the windows that cover it.
+    Spread the cotangent out by the strides and pad it as a convolution's input gradient is padded, then
+    sum it over the same (dilated) windows, stepping by the base dilation to land on operand elements."""
+    config = []
+    for n, m, w, s, (lo, _), b, d in zip(x.aval.shape, aval_of(ct).shape, window_dimensions, window_strides, padding,
+                                         base_dilation, window_dilation, strict=True):
+        before = _dilated(w, d) - lo - 1
+        config.append((before, _dilated(n, b) + _dilated(w, d) - 1 - _dilated(m, s) - before, s - 1))
+    spread = sh.pad_p.bind(ct, np.zeros((), aval_of(ct).dtype), padding_config=tuple(config))
+    ndim = len(config)
+    return [reduce_window_sum_p.bind(spread, window_dimensions=window_dimensions, window_strides=base_dilation,
+                                     padding=((0, 0),) * ndim, base_dilation=(1,) * ndim,
+                                     window_dilation=window_dilation)]
+
+
+def _window_positions(out_shape, padded_shape, *, window_dimensions, window_strides, window_dilation):
+    """Index vectors into the padded operand of every element of every window, shape ``out_shape + window +
+    (ndim,)``: along each axis, output index * stride + offset in the window * window dilation."""
+    ndim, dtype = len(out_shape), _index_dtype(max(padded_shape))
+    aval = TensorType(dtype, tuple(out_shape) + tuple(window_dimensions))
+    coordinates = []
+    for axis in range(ndim):
+        start = sh.iota_p.bind(dtype=dtype, shape=aval.shape, dimension=axis)
+        offset = sh.iota_p.bind(dtype=dtype, shape=aval.shape, dimension=ndim + axis)
+        coordinates.append(ew.add_p.bind(ew.mul_p.bind(start, _constant(window_strides[axis], aval)),
+                                         ew.mul_p.bind(offset, _constant(window_dilation[axis], aval))))
+    return _stack_last(coordinates)
+
+
+def _chosen_positions(choice, dtype, *, window_dimensions, window_strides, window_dilation):
+    """Index vectors into the padded operand of the element ``choice`` (a row-major offset) picks in each
+    window: the offset unravelled into window coordinates, placed as in ``_window_positions``."""
+    aval = aval_of(choice).update(dtype=dtype)
+    choice = ew.convert_element_type_p.bind(choice, new_dtype=dtype, weak_type=False)
+    coordinates = []
+    for axis, w in enumerate(window_dimensions):
+        inner = int(np.prod(window_dimensions[axis + 1:], dtype=np.int64))  # offsets per step along this axis
+        offset = ew.rem_p.bind(ew.div_p.bind(choice, _constant(inner, aval)), _constant(w, aval))
+        start = sh.iota_p.bind(dtype=dtype, shape=aval.shape, dimension=axis)
+        coordinates.append(ew.add_p.bind(ew.mul_p.bind(start, _constant(window_strides[axis], aval)),
+                                         ew.mul_p.bind(offset, _constant(window_dilation[axis], aval))))
+    return _stack_last(coordinates)
+
+
+def _window_chooser_jvp(prim: Primitive, arg_prim: Primitive, op: str) -> None:
+    """The tangent of each window's first extremum: the element JAX's select-and-gather-add picks, ties going
+    to the first in row-major order. Not that formulation (no such primitive here), but the same choice:
+    the windows of the padded, base-dilated operand are gathered whole, ``arg_prim`` chooses in each, and
+    the tangent, padded alike, is gathered at the chosen positions. That is linear in the tangent (a pad
+    and a gather), so the backward pass is a scatter-add of the cotangent onto the chosen elements."""
+
+    def rule(primals, tangents, *, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+        (x,), (g,) = primals, tangents
+        out = prim.bind(x, window_dimensions=window_dimensions, window_strides=window_strides, padding=padding,
+                        base_dilation=base_dilation, window_dilation=window_dilation)
+        out_shape, ndim = aval_of(out).shape, aval_of(x).ndim
+        if is_zero(g) or 0 in out_shape:
+            return out, _zero_tangent(out)
+        if ndim == 0:  # a window over a scalar is the scalar
+            return out, g
+        window = dict(window_dimensions=window_dimensions, window_strides=window_strides,
+                      window_dilation=window_dilation)
+        config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation, strict=True))
+        padded = sh.pad_p.bind(x, np.asarray(_identity(op, aval_of(x).dtype)), padding_config=config)
+        positions = _window_positions(out_shape, aval_of(padded).shape, **window)
+        windows = sh.reshape_p.bind(_gather_points(padded, positions), dimensions=None,
+                                    new_sizes=out_shape + (int(np.prod(window_dimensions, dtype=np.int64)),))
+        choice = arg_prim.bind(windows, axes=(ndim,), index_dtype=np.dtype(np.int32))
+        chosen = _chosen_positions(choice, aval_of(positions).dtype, **window)
+        spread = sh.pad_p.bind(g, np.zeros((), aval_of(g).dtype), padding_config=config)
+        return out, _gather_points(spread, chosen)
+
+    prim.def_jvp(rule)
+    prim.mark_no_rule("transpose", "not linear")
+
+
 reduce_window_max_p = window_reduction("reduce_window_max", "max", np.max, "biuf")
+_window_chooser_jvp(reduce_window_max_p, argmax_p, "max")
 reduce_window_min_p = window_reduction("reduce_window_min", "min", np.min, "biuf")
+_window_chooser_jvp(reduce_window_min_p, argmin_p, "min")
 
 register_module(globals())

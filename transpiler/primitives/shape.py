@@ -1,13 +1,16 @@
 """Shape primitives: broadcasting, reshaping, transposing, joining, padding and generating arrays.
 
-They move or repeat elements without arithmetic, so each is linear; their math is bookkeeping of axes.
+They move or repeat elements without arithmetic, so each is linear (``iota`` excepted: it has no operands);
+their math, transposes included, is bookkeeping of axes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from transpiler.primitives.ad import aval_of, is_undefined
 from transpiler.primitives.core import Primitive, check, register_module
+from transpiler.primitives.elementwise import sub_p
 from transpiler.types import TensorType, short_name
 
 
@@ -18,6 +21,12 @@ def _check_axes(name: str, axes, ndim: int, what: str = "dimensions") -> tuple[i
     check(all(0 <= a < ndim for a in axes), name, f"{what} {axes} out of range for rank {ndim}", kind="value")
     check(len(set(axes)) == len(axes), name, f"{what} {axes} repeat an axis", kind="value")
     return tuple(int(a) for a in axes)
+
+
+def _inverse(permutation) -> tuple[int, ...]:
+    """The permutation that undoes ``permutation``."""
+    return tuple(int(p) for p in np.argsort(permutation))
+
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim", params=("shape", "broadcast_dimensions"))
 
@@ -82,14 +91,13 @@ def _reshape_impl(x, *, new_sizes, dimensions=None):
     return np.reshape(x, new_sizes)
 
 
-
-
 def _reshape_transpose(ct, x, *, new_sizes, dimensions=None):
+    # reshape(x, dimensions) is reshape(transpose(x, dimensions)): undo the reshape, then the transpose
     if dimensions is None:
         return [reshape_p.bind(ct, new_sizes=x.aval.shape, dimensions=None)]
     permuted = tuple(x.aval.shape[d] for d in dimensions)
     back = reshape_p.bind(ct, new_sizes=permuted, dimensions=None)
-    return [transpose_p.bind(back, permutation=tuple(np.argsort(dimensions)))]
+    return [transpose_p.bind(back, permutation=_inverse(dimensions))]
 
 
 reshape_p.def_linear(_reshape_transpose)
@@ -106,6 +114,7 @@ def _transpose_shape(x: TensorType, *, permutation) -> TensorType:
 
 
 transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
+transpose_p.def_linear(lambda ct, x, *, permutation: [transpose_p.bind(ct, permutation=_inverse(permutation))])
 
 squeeze_p = Primitive("squeeze", params=("dimensions",))
 
@@ -120,6 +129,8 @@ def _squeeze_shape(x: TensorType, *, dimensions) -> TensorType:
 
 squeeze_p.def_impl(lambda x, *, dimensions: np.reshape(x, _squeeze_shape(TensorType(x.dtype, x.shape),
                                                                           dimensions=dimensions).shape))
+# the squeezed axes, numbered in the operand, are the axes expand_dims adds back, numbered in its result
+squeeze_p.def_linear(lambda ct, x, *, dimensions: [expand_dims_p.bind(ct, dimensions=tuple(dimensions))])
 
 expand_dims_p = Primitive("expand_dims", params=("dimensions",))
 
@@ -134,6 +145,7 @@ def _expand_dims_shape(x: TensorType, *, dimensions) -> TensorType:
 
 expand_dims_p.def_impl(lambda x, *, dimensions: np.reshape(x, _expand_dims_shape(TensorType(x.dtype, x.shape),
                                                                                   dimensions=dimensions).shape))
+expand_dims_p.def_linear(lambda ct, x, *, dimensions: [squeeze_p.bind(ct, dimensions=tuple(dimensions))])
 
 concatenate_p = Primitive("concatenate", params=("dimension",))
 
@@ -159,6 +171,26 @@ def _concatenate_shape(*xs: TensorType, dimension: int) -> TensorType:
 
 
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+
+
+@concatenate_p.def_linear
+def _concatenate_transpose(ct, *xs, dimension):
+    """Each operand's cotangent is its stretch of the cotangent along ``dimension``."""
+    from transpiler.primitives.indexing import slice_p
+
+    shape = aval_of(ct).shape
+    cotangents, start = [], 0
+    for x in xs:
+        stop = start + aval_of(x).shape[dimension]
+        if is_undefined(x):
+            starts = tuple(start if axis == dimension else 0 for axis in range(len(shape)))
+            limits = tuple(stop if axis == dimension else n for axis, n in enumerate(shape))
+            cotangents.append(slice_p.bind(ct, start_indices=starts, limit_indices=limits, strides=None))
+        else:
+            cotangents.append(None)
+        start = stop
+    return cotangents
+
 
 pad_p = Primitive("pad", params=("padding_config",))
 
@@ -195,6 +227,26 @@ def _pad_impl(x, value, *, padding_config):
     return out[cut]
 
 
+@pad_p.def_linear
+def _pad_transpose(ct, x, value, *, padding_config):
+    """Linear in the operand and the padding value together (JAX's rule). The operand's cotangent is the
+    cotangent at the operand's positions: undo lo/hi (where they were negative they cut elements, which
+    now get zeros), then take every (interior + 1)-th element. The value's is the sum of the rest."""
+    from transpiler.primitives.indexing import slice_p
+    from transpiler.primitives.reduce import reduce_sum_p
+
+    ndim, everything = len(padding_config), tuple(range(len(padding_config)))
+    unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
+    unpadded = pad_p.bind(ct, np.zeros((), aval_of(ct).dtype), padding_config=unpad)
+    ct_x = slice_p.bind(unpadded, start_indices=(0,) * ndim, limit_indices=aval_of(unpadded).shape,
+                        strides=tuple(interior + 1 for _, _, interior in padding_config))
+    ct_value = None
+    if is_undefined(value):
+        ct_value = sub_p.bind(reduce_sum_p.bind(ct, axes=everything), reduce_sum_p.bind(ct_x, axes=everything))
+    return [ct_x if is_undefined(x) else None, ct_value]
+
+
+
 iota_p = Primitive("iota", params=("dtype", "shape", "dimension"))
 
 
@@ -213,6 +265,10 @@ def _iota_impl(*, dtype, shape, dimension):
     return np.broadcast_to(line.reshape([-1 if axis == dimension else 1 for axis in range(len(shape))]), shape)
 
 
+iota_p.mark_no_rule("jvp", "iota has no operands: its value is a constant")
+iota_p.mark_no_rule("transpose", "not linear")
+
+
 rev_p = Primitive("rev", params=("dimensions",))
 
 
@@ -223,5 +279,6 @@ def _rev_shape(x: TensorType, *, dimensions) -> TensorType:
 
 
 rev_p.def_impl(lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if len(dimensions) else x)
+rev_p.def_linear(lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
 
 register_module(globals())

@@ -15,10 +15,12 @@ from transpiler.builder import Builder
 from transpiler.passes import eliminate_dead_code
 from transpiler.ir import Block, Function, Literal, Op, Value
 from transpiler.primitives import core
-from transpiler.primitives.ad import Zero, instantiate, is_differentiable, jvp_of, tangent_aval
-from transpiler.primitives.control import cond_p, for_p, scan_p, while_p
+from transpiler.primitives.ad import Zero, is_differentiable, jvp_of, tangent_aval
+from transpiler.primitives.ad import instantiate as _instantiate
+from transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
+    stack_size_p, while_p
 from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
-from transpiler.types import TensorType
+from transpiler.types import StackType, TensorType
 
 
 class TransformError(Exception):
@@ -46,7 +48,8 @@ class Env:
 
     def write(self, v: Value, value: Any, tangent: Any = None) -> None:
         self.primal[id(v)] = value
-        if tangent is not None and not isinstance(tangent, Zero) and is_differentiable(v.aval):
+        if tangent is not None and not isinstance(tangent, Zero) and (
+                isinstance(v.aval, StackType) or is_differentiable(v.aval)):
             self.tangent[id(v)] = tangent
         else:
             self.tangent.pop(id(v), None)
@@ -74,6 +77,18 @@ def jvp_function(fn: Function, wrt: Sequence[bool] | None = None) -> Function:
         outs = [env.read(r) for r in fn.results]
         out_tangents = [instantiate(env.tan(r)) for r in fn.results]
         return eliminate_dead_code(builder.finish(outs + out_tangents))
+
+
+def instantiate(t: Any) -> Any:
+    """A materialised tangent; a zero stack is a new empty stack (only loops carry stacks, empty on entry)."""
+    if isinstance(t, Zero) and isinstance(t.aval, StackType):
+        from transpiler.primitives import core as _core
+
+        builder = _core.current_interpreter()
+        fresh = Value(t.aval)
+        builder.emit(Op(stack_new_p, [], {"elem": t.aval.elem}, [fresh]))
+        return fresh
+    return _instantiate(t)
 
 
 def jvp_block(block: Block, env: Env) -> None:
@@ -114,6 +129,10 @@ def jvp_op(op: Op, env: Env) -> None:
 
 
 # -- control flow -----------------------------------------------------------------------------------------------
+def _has_tangent(aval: Any) -> bool:
+    return isinstance(aval, StackType) or is_differentiable(aval)
+
+
 def _region_jvp(env: Env, block: Block, params: Sequence[Value], param_tangents: Sequence[Any],
                 new_params: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """Run a region's JVP in the current builder block: returns its yields' primals and tangents."""
@@ -155,7 +174,7 @@ def _loop_jvp(op: Op, env: Env) -> None:
     body_params = body.params[1:] if counted else body.params
     init = [env.read(v) for v in operands]
     init_t = [env.tan(v) for v in operands]
-    nonzero = [not isinstance(t, Zero) and is_differentiable(v.aval) for t, v in zip(init_t, operands)]
+    nonzero = [not isinstance(t, Zero) and _has_tangent(v.aval) for t, v in zip(init_t, operands)]
     while True:  # the fixed point of which carried tangents are non-zero
         carried_avals = [v.aval for v in operands] + [tangent_aval(v.aval) for v, nz in zip(operands, nonzero) if nz]
         lead = [TensorType(body.params[0].aval.dtype, ())] if counted else []
@@ -166,7 +185,7 @@ def _loop_jvp(op: Op, env: Env) -> None:
             primal_params, tangent_params = params[: len(operands)], iter(params[len(operands):])
             tangents = [next(tangent_params) if nz else None for nz in nonzero]
             out_p, out_t = _region_jvp(env, body, body_params, tangents, primal_params)
-        grown = [nz or (not isinstance(t, Zero) and is_differentiable(v.aval))
+        grown = [nz or (not isinstance(t, Zero) and _has_tangent(v.aval))
                  for nz, t, v in zip(nonzero, out_t, operands)]
         if grown == nonzero:
             break
@@ -268,7 +287,43 @@ def _custom_jvp(op: Op, env: Env) -> None:
         env.write(r, env.read(y), env.tan(y))
 
 
+def _stack_jvp(op: Op, env: Env) -> None:
+    """A stack's tangent is a stack of the tangents, pushed and read in step with it."""
+    builder = env.builder
+    operands = [builder.operand(env.read(v)) for v in op.operands]
+    results = [Value(r.aval, r.name) for r in op.results]
+    builder.emit(Op(op.prim, operands, dict(op.params), results, loc=op.loc))
+    tangents = [env.tan(v) for v in op.operands]
+    if op.prim is stack_push_p and not all(isinstance(t, Zero) for t in tangents):
+        stack_t = _tangent_stack(env, op.operands[0], tangents[0])
+        pushed = Value(stack_t.aval)
+        builder.emit(Op(stack_push_p, [stack_t, builder.operand(instantiate(tangents[1]))], {}, [pushed]))
+        env.write(op.results[0], results[0], pushed)
+        env.tangent[id(op.results[0])] = pushed
+        return
+    if op.prim is stack_get_p and not isinstance(tangents[0], Zero):
+        got = Value(op.results[0].aval.update(weak_type=False))
+        builder.emit(Op(stack_get_p, [tangents[0], operands[1]], {}, [got]))
+        env.write(op.results[0], results[0], got)
+        return
+    for r, new in zip(op.results, results):
+        env.write(r, new)
+
+
+def _tangent_stack(env: Env, stack: Value, tangent: Any) -> Value:
+    """The tangent stack of ``stack``: a new empty one when the stack had none (pushes start together)."""
+    if not isinstance(tangent, Zero):
+        return tangent
+    fresh = Value(StackType(stack.aval.elem.update(weak_type=False)))
+    env.builder.emit(Op(stack_new_p, [], {"elem": fresh.aval.elem}, [fresh]))
+    return fresh
+
+
 CONTROL_JVP: dict[core.Primitive, Callable[[Op, Env], None]] = {
+    stack_new_p: _stack_jvp,
+    stack_push_p: _stack_jvp,
+    stack_get_p: _stack_jvp,
+    stack_size_p: _stack_jvp,
     custom_jvp_call_p: _custom_jvp,
     custom_vjp_call_p: _custom_jvp,
     cond_p: _cond_jvp,

@@ -40,7 +40,7 @@ class Linearizer(core.Interpreter):
 
     def __init__(self, builder: Builder):
         self.builder = builder
-        self.linear: set[int] = set()
+        self.linear = _IdSet()  # tangent values, by identity (held, so their ids are never reused)
         self.snippet: list[Op] = []
 
     def canonical(self, x: Any) -> Any:
@@ -52,9 +52,17 @@ class Linearizer(core.Interpreter):
         values = [self.builder.operand(x) for x in operands]
         out = prim.abstract_eval(*(v.aval for v in values), **params)
         results = [Value(t) for t in out] if prim.multiple_results else [Value(out)]
-        self.linear.update(id(r) for r in results)
+        self.linear.add_values(results)
         self.snippet.append(Op(prim, values, dict(params), results, loc=self.builder.loc))
         return results if prim.multiple_results else results[0]
+
+
+class _IdSet(dict):
+    """A set of values by identity that keeps them alive (a freed value's id may be reused)."""
+
+    def add_values(self, values: Any) -> None:
+        for v in values:
+            self[id(v)] = v
 
 
 # -- records of the forward sweep ----------------------------------------------------------------------------
@@ -148,8 +156,13 @@ class VJP:
             return self.forward_loop(op)
         if op.prim in (custom_jvp_call_p, custom_vjp_call_p):
             return self.forward_custom(op)
-        if op.prim.name.startswith("stack_") or op.prim.name == "scan":
-            raise TransformError(f"reverse mode through '{op.prim.name}' ops is not supported")
+        if op.prim.name.startswith("stack_"):
+            if any(self.is_active(v) for v in op.operands):
+                raise TransformError("reverse mode through the reverse-mode derivative of a while loop is not "
+                                     "supported; take the outer derivative in forward mode (jacfwd(grad(f)))")
+            return self._bind_structured(op)
+        if op.prim.name == "scan":
+            raise TransformError("reverse mode through 'scan' ops is not supported yet")
         primals = [self.read(v) for v in op.operands]
         active = [self.is_active(v) for v in op.operands]
         if not any(active) or not any(is_differentiable(r.aval) for r in op.results):
@@ -163,7 +176,7 @@ class VJP:
                         for v, a in zip(op.operands, active)]
         tangents = [p if p is not None else Zero(tangent_aval(v.aval)) for p, v in zip(placeholders, op.operands)]
         self.linearizer.snippet = snippet = []
-        self.linearizer.linear.update(id(p) for p in placeholders if p is not None)
+        self.linearizer.linear.add_values(p for p in placeholders if p is not None)
         out, t_out = rule(primals, tangents, **op.params)
         outs = out if op.prim.multiple_results else [out]
         t_outs = t_out if op.prim.multiple_results else [t_out]
@@ -192,7 +205,7 @@ class VJP:
             placeholders = [Value(tangent_aval(v.aval)) if a else None for v, a in zip(op.operands, active)]
             tangents = [p if p is not None else Zero(tangent_aval(v.aval)) for p, v in zip(placeholders, op.operands)]
             self.linearizer.snippet = snippet = []
-            self.linearizer.linear.update(id(p) for p in placeholders if p is not None)
+            self.linearizer.linear.add_values(p for p in placeholders if p is not None)
             outs, touts = op.params["rule"].jvp_rule(primals, tangents)
             record_tangents = []
             for r, o, t in zip(op.results, outs, touts):
@@ -209,6 +222,15 @@ class VJP:
             if is_differentiable(r.aval):
                 self.active.add(id(r))
         return CustomVJPRecord(op, residuals, active)
+
+    def _bind_structured(self, op: Op) -> None:
+        """Re-emit an op that cannot be bound (a stack op), with new operands."""
+        results = [Value(r.aval, r.name) for r in op.results]
+        self.builder.emit(Op(op.prim, [self.builder.operand(self.read(v)) for v in op.operands], dict(op.params),
+                             results, loc=op.loc))
+        for r, new in zip(op.results, results):
+            self.write(r, new)
+        return None
 
     def _bind_inactive(self, op: Op, primals: list[Any]) -> None:
         outs = op.prim.bind(*primals, **op.params)
@@ -258,7 +280,7 @@ class VJP:
         builder.emit(Op(cond_p, [builder.operand(pred)], {}, results + export_results, regions=blocks, loc=op.loc))
         for r, new in zip(op.results, results):
             self.write(r, new)
-        if not any(branch_records):
+        if not any(branch_records) and not any(self.is_active(r) for r in op.results):
             return None
         defined = [_defined_ids(region) for region in op.regions]
         outer_refs = [v for values in outers for v in values]
@@ -351,7 +373,7 @@ class VJP:
             self.write(r, new)
             if a:
                 self.active.add(id(r))
-        if not records:
+        if not records and not any(active):
             return None
         trip_value = trip if counted else extra_results[0]
         return LoopRecord(op, trip_value, records, saved, stacked, _defined_ids(body), active, outer)
