@@ -31,12 +31,13 @@ from runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arra
 from transpiler.primitives.random import threefry2x32_p
 
 __all__ = [
-    "KeyArray", "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "default_prng_impl", "split",
-    "fold_in", "clone", "threefry_2x32", "bits", "uniform", "normal", "randint", "bernoulli", "categorical",
+    "KeyArray", "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "split", "fold_in",
+    "clone", "bits", "uniform", "normal", "randint", "bernoulli", "categorical",
     "choice", "permutation", "shuffle", "truncated_normal", "gumbel", "exponential", "laplace", "logistic",
     "rademacher", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet", "poisson", "cauchy",
     "pareto", "t", "chisquare", "f", "geometric", "lognormal", "weibull_min", "maxwell", "double_sided_maxwell",
     "rayleigh", "wald", "triangular", "generalized_normal", "ball", "orthogonal", "binomial",
+    "multinomial",
 ]
 
 IMPL_NAME = "threefry2x32"
@@ -457,8 +458,10 @@ def key_impl(keys: Any) -> str:
     return IMPL_NAME
 
 
-def default_prng_impl() -> str:
-    return IMPL_NAME
+def key_dtype(impl: Any = None) -> KeyDtype:
+    """The dtype of typed threefry keys (``key<fry>``)."""
+    _check_impl(impl)
+    return KEY_DTYPE
 
 
 def clone(key: Any) -> Any:
@@ -531,14 +534,39 @@ def _scale(u: Any, minval: Any, maxval: Any) -> Any:
 
     XLA contracts ``u * span + minval`` into one fused multiply-add (CPU and GPU), rounded once. For
     float32 the same single rounding comes from float64: the product of two float32 values is exact there.
+    float16 arithmetic rounds each operation in XLA too, so it needs nothing.
     """
     span = lax.sub(maxval, minval)
-    if aval(u).dtype == np.float32:
+    dtype = aval(u).dtype
+    if dtype == np.float32:
         wide = [convert(v, np.float64) for v in (u, span, minval)]
         value = convert(lax.add(lax.mul(wide[0], wide[1]), wide[2]), np.float32)
+    elif dtype == np.float64:
+        value = _fma64(u, span, minval)
     else:
         value = lax.add(lax.mul(u, span), minval)
     return lax.max(minval, value)
+
+
+def _fma64(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c in float64 with (nearly always) one rounding: Dekker's exact product and Knuth's exact sum.
+
+    a * b == p + e exactly (a and b split into 26-bit halves); p + c == s + t exactly; then s + (t + e).
+    """
+
+    def halves(x):
+        t = lax.mul(x, 134217729.0)  # 2^27 + 1
+        hi = lax.sub(t, lax.sub(t, x))
+        return hi, lax.sub(x, hi)
+
+    p = lax.mul(a, b)
+    (a_hi, a_lo), (b_hi, b_lo) = halves(a), halves(b)
+    e = lax.add(lax.add(lax.add(lax.sub(lax.mul(a_hi, b_hi), p), lax.mul(a_hi, b_lo)), lax.mul(a_lo, b_hi)),
+                lax.mul(a_lo, b_lo))
+    s = lax.add(p, c)
+    bb = lax.sub(s, p)
+    t = lax.add(lax.sub(p, lax.sub(s, bb)), lax.sub(c, bb))
+    return lax.add(s, lax.add(t, e))
 
 
 def _uniform(keys: Any, shape: tuple[int, ...], dtype: np.dtype, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
@@ -1349,3 +1377,26 @@ def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> 
     samples = lax.select(invalid, _full(shape, np.nan, dtype), samples)
     samples = lax.select(count_inf & ~invalid, _full(shape, np.inf, dtype), samples)
     return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples, convert(count, dtype) - samples)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None, unroll: int | bool = 1) -> Any:
+    """Counts of n trials over the outcomes of the last axis of p: a binomial per outcome, each on the
+    trials the earlier outcomes left, with probability p_i / (p_i + ... + p_last)."""
+    data, _ = _unwrap("multinomial", key)
+    check_arraylike("multinomial", n, p)
+    dtype = _float_dtype("multinomial", dtype)
+    n, p = _promote_inexact(n, p)
+    shape = aval(p).shape if shape is None else _canonical_shape("multinomial", shape)
+    n, p = broadcast_to(n, shape[:-1]), broadcast_to(p, shape)
+    p = jnp.moveaxis(p, -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining == 0, 1, remaining)
+    keys = _split(data, (aval(ratios).shape[0],))
+
+    def draw(remainder, ratio_and_key):
+        ratio, k = ratio_and_key
+        count = binomial(k, remainder, jnp.clip(ratio, 0, 1), dtype=aval(remainder).dtype)
+        return remainder - count, count
+
+    _, counts = lax.scan(draw, n, (ratios, keys), unroll=unroll)
+    return convert(jnp.moveaxis(counts, 0, -1), dtype)

@@ -193,7 +193,7 @@ def comprehension_symbolic_filter(x):
     return sum([v for v in x if v > 0])  # <- comprehension_symbolic_filter
 
 
-@bad("f32[3]", "i32[3]", match=r"lax.add requires arguments to have the same dtypes, got f32, i32", anchor="lax.add(x, i)")
+@bad("f32[3]", "i32[3]", match=r"lax.add requires arguments to have the same dtypes, got float32, int32", anchor="lax.add(x, i)")
 def lax_dtype_mismatch(x, i):
     return lax.add(x, i)  # <- lax_dtype_mismatch
 

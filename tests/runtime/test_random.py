@@ -1,63 +1,38 @@
-"""``jnp``'s elementwise functions (runtime/numpy/ufuncs.py) and ``lax``'s (runtime/lax/elementwise.py):
-result dtypes and weak types against a table recorded from JAX 0.10.2 (quirks included), values against
-NumPy in float64 over broadcast shapes (0-d and empty among them), integer and IEEE edge cases recorded
-from JAX, the operators and methods of ``Array`` that call these functions, and clear errors."""
+"""srcjax.random against JAX: the verified vectors of shared/notes/PRNG.md, JAX's recorded outputs of every
+sampler in both threefry layouts, typed keys, errors, and statistical checks of the samplers.
 
+The EXPECTED table was printed by JAX 0.10 (``jax.random`` with ``jax_threefry_partitionable`` False and
+True) for the calls in CASES; the recording script evaluates the same CASES block with ``jax``.
+"""
+
+import contextlib
 import math
 import warnings
 
 import numpy as np
 import pytest
 
-import runtime.lax as lax
-import runtime.numpy as jnp
-from runtime.array import Array
+import srcjax  # noqa: F401 - installs the eager interpreter
+import srcjax.numpy as jnp
 from runtime.config import config
-from transpiler.primitives import core
-
-RNG = np.random.default_rng(0)
-KINDS = ["bool", "i8", "u8", "i32", "u32", "f16", "f32", "c64", "i*", "f*", "c*"]
-DTYPES = {
-    "bool": np.bool_,
-    "i8": np.int8,
-    "u8": np.uint8,
-    "i32": np.int32,
-    "u32": np.uint32,
-    "f16": np.float16,
-    "f32": np.float32,
-    "c64": np.complex64,
-    "i16": np.int16,
-    "u16": np.uint16,
-}
-SCALARS = {"i*": 3, "f*": 0.5, "c*": 0.5 + 1j}
-SHORT = {np.dtype(v): k for k, v in DTYPES.items()}
+from srcjax import random
 
 
-def value(kind):
-    if kind in SCALARS:
-        return SCALARS[kind]
-    return jnp.asarray(np.array([1, 2, 3]).astype(DTYPES[kind]) if kind != "bool" else np.array([True, False, True]))
-
-
-def describe(out):
-    """'f32', 'i32*' (weakly typed), 'f32,i32' for tuples, 'X' for an error: the tables' notation."""
-    if isinstance(out, tuple):
-        return ",".join(describe(o) for o in out)
-    assert isinstance(out, Array), f"returned a {type(out).__name__}, not an Array"
-    return SHORT[out.dtype] + ("*" if out.weak_type else "")
-
-
-def outcome(fn, *args):
+@contextlib.contextmanager
+def flags(partitionable=False, x64=False, seed_offset=0):
+    saved = {
+        name: config.read(name) for name in ("jax_threefry_partitionable", "jax_enable_x64", "jax_random_seed_offset")
+    }
+    config.update("jax_threefry_partitionable", partitionable)
+    config.update("jax_enable_x64", x64)
+    config.update("jax_random_seed_offset", seed_offset)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return describe(fn(*args))
-    except (TypeError, ValueError, NotImplementedError):
-        return "X"
+        yield
+    finally:
+        for name, value in saved.items():
+            config.update(name, value)
 
 
-# -- result types: jnp.<name>(kind) and jnp.<name>(kind, kind), recorded from JAX (x64 off) ------------------
-# Columns follow KINDS; i*, f*, c* are Python scalars; "X" is an error.
 # --- cases --- (read by the recording script too: each case is (id, needs_x64, call on (random, jnp)))
 EXACT = "exact"  # bit-identical to JAX
 CLOSE = "close"  # float math (log, pow, erf, linear algebra) may differ from XLA's in the last bits

@@ -557,7 +557,7 @@ convert_element_type_p.def_jvp(_convert_jvp)
 convert_element_type_p.def_transpose(_convert_transpose)
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",))
-bitcast_convert_type_p.mark_no_rule("jvp", "reinterpreting bits is not differentiable")
+_zero_derivative(bitcast_convert_type_p, why="reinterpreting bits is not differentiable")
 
 
 @bitcast_convert_type_p.def_shape

@@ -246,7 +246,6 @@ def _pad_transpose(ct, x, value, *, padding_config):
     return [ct_x if is_undefined(x) else None, ct_value]
 
 
-
 iota_p = Primitive("iota", params=("dtype", "shape", "dimension"))
 
 

@@ -17,7 +17,7 @@ const = _constant("AAAAAA==", np.int32, (1,))
 
 
 def argument_not_mutated(x):
-    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())# y = y * 1.0  (programs.py:795)
+    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())  # y = y * 1.0  (programs.py:795)
     y = x * t0
-    y_1 = lax.scatter(y, const, np.float32(-1.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)# y[0] = -1.0  (programs.py:796)
+    y_1 = lax.scatter(y, const, np.float32(-1.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[0] = -1.0  (programs.py:796)
     return y_1, x

@@ -5,13 +5,13 @@ from srcjax import lax
 
 
 def augmented_assignment(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())# y = x + 0.0  # a copy: with NumPy, `y = x; y += 1` would change x too  (programs.py:107)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # y = x + 0.0  # a copy: with NumPy, `y = x; y += 1` would change x too  (programs.py:107)
     y = x + t0
-    t1 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())# y += 1  (programs.py:108)
+    t1 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())  # y += 1  (programs.py:108)
     y_1 = y + t1
-    t2 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())# y *= 2  (programs.py:109)
+    t2 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # y *= 2  (programs.py:109)
     y_2 = y_1 * t2
-    y_3 = y_2 - x                                                         # y -= x  (programs.py:110)
-    t3 = lax.broadcast_in_dim(np.float32(3.0), shape=(4,), broadcast_dimensions=())# y /= 3  (programs.py:111)
+    y_3 = y_2 - x  # y -= x  (programs.py:110)
+    t3 = lax.broadcast_in_dim(np.float32(3.0), shape=(4,), broadcast_dimensions=())  # y /= 3  (programs.py:111)
     y_4 = y_3 / t3
     return y_4

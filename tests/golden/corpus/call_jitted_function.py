@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def call_jitted_function(x):
-    t0 = x * x                                                            # return v * v  (programs.py:692)
-    t1 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())# return _jitted_square(x) + 1  (programs.py:697)
+    t0 = x * x  # return v * v  (programs.py:692)
+    t1 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())  # return _jitted_square(x) + 1  (programs.py:697)
     t2 = t0 + t1
     return t2

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def chained_assignment(x):
-    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())# a = b = x * 2  (programs.py:101)
+    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # a = b = x * 2  (programs.py:101)
     a = x * t0
-    t1 = a + a                                                            # return a + b  (programs.py:102)
+    t1 = a + a  # return a + b  (programs.py:102)
     return t1

@@ -5,8 +5,8 @@ from srcjax import lax
 
 
 def closure_over_scalar(x):
-    t0 = lax.broadcast_in_dim(np.float32(4.0), shape=(3,), broadcast_dimensions=())# return x * k  (programs.py:128)
+    t0 = lax.broadcast_in_dim(np.float32(4.0), shape=(3,), broadcast_dimensions=())  # return x * k  (programs.py:128)
     t1 = x * t0
-    t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())# return times_four(x) + 1  (programs.py:138)
+    t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())  # return times_four(x) + 1  (programs.py:138)
     t3 = t1 + t2
     return t3

@@ -10,26 +10,26 @@ def collatz_steps(n):
     n_1 = t0 + np.int32(1)
     steps = jnp.int32(0)                     # while n != 1:  (programs.py:506)
     while n_1 != np.int32(1):
-        t2 = lax.rem(n_1, np.int32(2))       # if n % 2 == 0:  (programs.py:507)
-        t3 = t2 < np.int32(0)
-        t4 = t3 != False
-        t5 = t2 != np.int32(0)
-        t6 = t4 & t5
-        t7 = t2 + np.int32(2)
-        t8 = lax.select_n(t6, t2, t7)
-        t9 = t8 == np.int32(0)
-        if t9:
-            t10 = lax.div(n_1, np.int32(2))  # n = n // 2  (programs.py:508)
-            t11 = lax.sign(n_1)
-            t12 = t11 != np.int32(1)
-            t13 = lax.rem(n_1, np.int32(2))
-            t14 = t13 != np.int32(0)
-            t15 = t12 & t14
-            t16 = t10 - np.int32(1)
-            n_2 = lax.select_n(t15, t10, t16)
+        t1 = lax.rem(n_1, np.int32(2))       # if n % 2 == 0:  (programs.py:507)
+        t2 = t1 < np.int32(0)
+        t3 = t2 != False
+        t4 = t1 != np.int32(0)
+        t5 = t3 & t4
+        t6 = t1 + np.int32(2)
+        t7 = lax.select_n(t5, t1, t6)
+        t8 = t7 == np.int32(0)
+        if t8:
+            t9 = lax.div(n_1, np.int32(2))   # n = n // 2  (programs.py:508)
+            t10 = lax.sign(n_1)
+            t11 = t10 != np.int32(1)
+            t12 = lax.rem(n_1, np.int32(2))
+            t13 = t12 != np.int32(0)
+            t14 = t11 & t13
+            t15 = t9 - np.int32(1)
+            n_2 = lax.select_n(t14, t9, t15)
         else:
-            t17 = lax.mul(np.int32(3), n_1)  # n = 3 * n + 1  (programs.py:510)
-            n_2 = t17 + np.int32(1)
+            t16 = lax.mul(np.int32(3), n_1)  # n = 3 * n + 1  (programs.py:510)
+            n_2 = t16 + np.int32(1)
         steps = steps + 1                    # steps = steps + 1  (programs.py:511)
         n_1 = n_2
     return steps

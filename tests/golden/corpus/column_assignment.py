@@ -18,11 +18,11 @@ const_1 = _constant("AQAAAA==", np.int32, (1,))
 
 
 def column_assignment(m):
-    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(3, 4), broadcast_dimensions=())# m = m * 1.0  (programs.py:786)
+    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(3, 4), broadcast_dimensions=())  # m = m * 1.0  (programs.py:786)
     m_1 = m * t0
-    t1 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())# m[:, 0] = 0.0  (programs.py:787)
+    t1 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # m[:, 0] = 0.0  (programs.py:787)
     m_2 = lax.scatter(m_1, const, t1, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
-    t2 = lax.slice(m_2, start_indices=(1, 0), limit_indices=(2, 4))       # m[1] = m[1] * 2  (programs.py:788)
+    t2 = lax.slice(m_2, start_indices=(1, 0), limit_indices=(2, 4))  # m[1] = m[1] * 2  (programs.py:788)
     t3 = lax.reshape(t2, new_sizes=(4,))
     t4 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())
     t5 = t3 * t4

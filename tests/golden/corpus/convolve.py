@@ -9,7 +9,7 @@ def convolve(x, w):
     t3 = lax.dot_general(t2, w, dimension_numbers=(((0,), (0,)), ((), ())))
     t4 = lax.slice(x, start_indices=(2,), limit_indices=(5,))
     t5 = lax.dot_general(t4, w, dimension_numbers=(((0,), (0,)), ((), ())))
-    t6 = lax.reshape(t1, new_sizes=(1,))                       # return jnp.array(output)  (programs.py:428)
+    t6 = lax.reshape(t1, new_sizes=(1,))  # return jnp.array(output)  (programs.py:428)
     t7 = lax.reshape(t3, new_sizes=(1,))
     t8 = lax.reshape(t5, new_sizes=(1,))
     t9 = lax.concatenate([t6, t7, t8], dimension=0)

@@ -5,13 +5,13 @@ from srcjax import lax
 
 
 def for_append_then_stack(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())# outs.append(x * i)  (programs.py:419)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())  # outs.append(x * i)  (programs.py:419)
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(5,), broadcast_dimensions=())
     t3 = x * t2
     t4 = lax.broadcast_in_dim(np.float32(2.0), shape=(5,), broadcast_dimensions=())
     t5 = x * t4
-    t6 = lax.reshape(t1, new_sizes=(1, 5))                                # return jnp.stack(outs)  (programs.py:420)
+    t6 = lax.reshape(t1, new_sizes=(1, 5))  # return jnp.stack(outs)  (programs.py:420)
     t7 = lax.reshape(t3, new_sizes=(1, 5))
     t8 = lax.reshape(t5, new_sizes=(1, 5))
     t9 = lax.concatenate([t6, t7, t8], dimension=0)

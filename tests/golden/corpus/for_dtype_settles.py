@@ -5,12 +5,12 @@ from srcjax import lax
 
 
 def for_dtype_settles(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.5), shape=(2,), broadcast_dimensions=())# s = s + x * 0.5  (programs.py:481)
+    t0 = lax.broadcast_in_dim(np.float32(0.5), shape=(2,), broadcast_dimensions=())  # s = s + x * 0.5  (programs.py:481)
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())
     s = t2 + t1
-    for _ in range(4):                                                    # for i in range(5):  (programs.py:480)
-        t3 = lax.broadcast_in_dim(np.float32(0.5), shape=(2,), broadcast_dimensions=())# s = s + x * 0.5  (programs.py:481)
+    for _ in range(4):  # for i in range(5):  (programs.py:480)
+        t3 = lax.broadcast_in_dim(np.float32(0.5), shape=(2,), broadcast_dimensions=())  # s = s + x * 0.5  (programs.py:481)
         t4 = x * t3
         s = s + t4
     return s

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def for_enumerate_list(xs_0, xs_1, xs_2):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())# out = out + i * v  (programs.py:411)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())  # out = out + i * v  (programs.py:411)
     t1 = t0 * xs_0
     t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())
     out = t2 + t1

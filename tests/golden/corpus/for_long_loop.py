@@ -3,7 +3,8 @@ import numpy as np
 
 
 def for_long_loop(x):
-    for _ in range(1000):           # for i in range(1000):  (programs.py:442)
-        t0 = x * np.float32(0.999)  # y = y * 0.999 + 0.001  (programs.py:443)
-        x = t0 + np.float32(0.001)
-    return x
+    y = x                           # for i in range(1000):  (programs.py:442)
+    for _ in range(1000):
+        t0 = y * np.float32(0.999)  # y = y * 0.999 + 0.001  (programs.py:443)
+        y = t0 + np.float32(0.001)
+    return y

@@ -11,7 +11,7 @@ def for_over_zip(x):
     b_1 = lax.reshape(t1, new_sizes=())
     t2 = lax.slice(x, start_indices=(2,), limit_indices=(3,))
     b_2 = lax.reshape(t2, new_sizes=())
-    t3 = lax.mul(np.float32(1.0), b)                           # total = total + a * b  (programs.py:465)
+    t3 = lax.mul(np.float32(1.0), b)  # total = total + a * b  (programs.py:465)
     total = lax.add(np.float32(0.0), t3)
     t4 = lax.mul(np.float32(2.0), b_1)
     total_1 = total + t4

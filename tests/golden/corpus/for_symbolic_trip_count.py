@@ -6,7 +6,7 @@ from srcjax import lax
 
 
 def for_symbolic_trip_count(x, n):
-    t0 = lax.abs(n)              # for i in range(jnp.abs(n) % 5):  (programs.py:488)
+    t0 = lax.abs(n)                  # for i in range(jnp.abs(n) % 5):  (programs.py:488)
     t1 = lax.rem(t0, np.int32(5))
     t2 = t1 < np.int32(0)
     t3 = t2 != False
@@ -25,8 +25,8 @@ def for_symbolic_trip_count(x, n):
     t16 = t10 - np.int32(1)
     t17 = lax.select_n(t15, t10, t16)
     t18 = lax.max(t17, np.int32(0))
-    i = jnp.int32(0)
+    i, acc = jnp.int32(0), x
     while i < t18:
-        x = x * np.float32(1.5)  # acc = acc * 1.5  (programs.py:489)
-        i = i + np.int32(1)      # for i in range(jnp.abs(n) % 5):  (programs.py:488)
-    return x
+        acc = acc * np.float32(1.5)  # acc = acc * 1.5  (programs.py:489)
+        i = i + np.int32(1)          # for i in range(jnp.abs(n) % 5):  (programs.py:488)
+    return acc

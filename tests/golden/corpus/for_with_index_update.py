@@ -10,10 +10,10 @@ dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 
 
 def for_with_index_update(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())# y = x * 0.0  (programs.py:449)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # y = x * 0.0  (programs.py:449)
     y = x * t0
-    for k in map(jnp.int32, range(4)):                                    # for i in range(4):  (programs.py:450)
-        t1 = k < np.int32(0)                                              # y = y.at[i].set(x[i] * i) if not REFERENCE else _np_set(y, i, x[i] * i)  (programs.py:451)
+    for k in map(jnp.int32, range(4)):  # for i in range(4):  (programs.py:450)
+        t1 = k < np.int32(0)            # y = y.at[i].set(x[i] * i) if not REFERENCE else _np_set(y, i, x[i] * i)  (programs.py:451)
         t2 = k + np.int32(4)
         t3 = lax.select_n(t1, k, t2)
         t4 = dynamic_slice_p.bind(x, t3, slice_sizes=(1,))

@@ -16,7 +16,7 @@ const = _constant("AAAAAAAAgD4AAAA/AABAPwAAgD8=", np.float32, (5,))
 
 
 def global_constant(x):
-    t0 = lax.broadcast_in_dim(np.float32(3.0), shape=(5,), broadcast_dimensions=())# return x * SCALE + TABLE  (programs.py:123)
+    t0 = lax.broadcast_in_dim(np.float32(3.0), shape=(5,), broadcast_dimensions=())  # return x * SCALE + TABLE  (programs.py:123)
     t1 = x * t0
     t2 = t1 + const
     return t2

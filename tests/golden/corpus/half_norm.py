@@ -5,6 +5,6 @@ from srcjax import lax
 
 
 def half_norm(x):
-    t0 = lax.dot_general(x, x, dimension_numbers=(((0,), (0,)), ((), ())))# return jnp.dot(x.T, x) / 2.0  (programs.py:853)
+    t0 = lax.dot_general(x, x, dimension_numbers=(((0,), (0,)), ((), ())))  # return jnp.dot(x.T, x) / 2.0  (programs.py:853)
     t1 = t0 / np.float32(2.0)
     return t1

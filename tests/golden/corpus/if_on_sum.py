@@ -5,10 +5,10 @@ from srcjax import lax
 
 
 def if_on_sum(x):
-    t0 = lax.reduce_sum(x, axes=(0,))                                     # if x.sum() > 0:  (programs.py:273)
+    t0 = lax.reduce_sum(x, axes=(0,))  # if x.sum() > 0:  (programs.py:273)
     t1 = t0 > np.float32(0.0)
     if t1:
-        t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())# x = x - 1.0  (programs.py:274)
+        t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())  # x = x - 1.0  (programs.py:274)
         x_1 = x - t2
     else:
         x_1 = x

@@ -6,11 +6,11 @@ from srcjax import lax
 
 
 def if_promotes_int_to_float(x):
-    t0 = lax.slice(x, start_indices=(0,), limit_indices=(1,))          # if x[0] > 0:  (programs.py:304)
+    t0 = lax.slice(x, start_indices=(0,), limit_indices=(1,))  # if x[0] > 0:  (programs.py:304)
     t1 = lax.reshape(t0, new_sizes=())
     t2 = t1 > np.float32(0.0)
     if t2:
-        t3 = lax.slice(x, start_indices=(1,), limit_indices=(2,))      # n = x[1]  (programs.py:305)
+        t3 = lax.slice(x, start_indices=(1,), limit_indices=(2,))  # n = x[1]  (programs.py:305)
         n = lax.reshape(t3, new_sizes=())
     else:
         n = jnp.float32(0.0)

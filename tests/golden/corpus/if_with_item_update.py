@@ -17,13 +17,13 @@ const = _constant("AQAAAA==", np.int32, (1,))
 
 
 def if_with_item_update(x):
-    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())# y = x * 1.0  (programs.py:339)
+    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())  # y = x * 1.0  (programs.py:339)
     y = x * t0
-    t1 = lax.slice(x, start_indices=(0,), limit_indices=(1,))             # if x[0] > 0:  (programs.py:340)
+    t1 = lax.slice(x, start_indices=(0,), limit_indices=(1,))  # if x[0] > 0:  (programs.py:340)
     t2 = lax.reshape(t1, new_sizes=())
     t3 = t2 > np.float32(0.0)
     if t3:
-        y_1 = lax.scatter(y, const, np.float32(100.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)# y[1] = 100.0  (programs.py:341)
+        y_1 = lax.scatter(y, const, np.float32(100.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[1] = 100.0  (programs.py:341)
     else:
         y_1 = y
     return y_1

@@ -12,5 +12,5 @@ def if_with_tuple_state(a, b):
         state, state_1 = b, a
     else:
         state, state_1 = a, b
-    t5 = state_1 - state                                       # return hi - lo  (programs.py:315)
+    t5 = state_1 - state  # return hi - lo  (programs.py:315)
     return t5

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def int_arith(a, b):
-    t0 = lax.broadcast_in_dim(np.int32(3), shape=(5,), broadcast_dimensions=())# return a * 3 + b // 2 - (a % 4)  (programs.py:76)
+    t0 = lax.broadcast_in_dim(np.int32(3), shape=(5,), broadcast_dimensions=())  # return a * 3 + b // 2 - (a % 4)  (programs.py:76)
     t1 = a * t0
     t2 = lax.broadcast_in_dim(np.int32(2), shape=(5,), broadcast_dimensions=())
     t3 = lax.div(b, t2)

@@ -18,10 +18,10 @@ const_1 = _constant("BAAAAA==", np.int32, (1,))
 
 
 def item_assignment(x):
-    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(5,), broadcast_dimensions=())# y = x * 1.0  (programs.py:770)
+    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(5,), broadcast_dimensions=())  # y = x * 1.0  (programs.py:770)
     y = x * t0
-    y_1 = lax.scatter(y, const, np.float32(10.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)# y[0] = 10.0  (programs.py:771)
-    t1 = lax.slice(y_1, start_indices=(0,), limit_indices=(1,))           # y[-1] = y[0] + 1  (programs.py:772)
+    y_1 = lax.scatter(y, const, np.float32(10.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[0] = 10.0  (programs.py:771)
+    t1 = lax.slice(y_1, start_indices=(0,), limit_indices=(1,))  # y[-1] = y[0] + 1  (programs.py:772)
     t2 = lax.reshape(t1, new_sizes=())
     t3 = t2 + np.float32(1.0)
     y_2 = lax.scatter(y_1, const_1, t3, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)

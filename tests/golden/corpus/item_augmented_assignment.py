@@ -18,13 +18,13 @@ const_1 = _constant("AgAAAA==", np.int32, (1,))
 
 
 def item_augmented_assignment(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())# y = x + 0.0  (programs.py:778)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())  # y = x + 0.0  (programs.py:778)
     y = x + t0
-    t1 = lax.slice(y, start_indices=(1,), limit_indices=(2,))             # y[1] += 5.0  (programs.py:779)
+    t1 = lax.slice(y, start_indices=(1,), limit_indices=(2,))  # y[1] += 5.0  (programs.py:779)
     t2 = lax.reshape(t1, new_sizes=())
     t3 = t2 + np.float32(5.0)
     y_1 = lax.scatter(y, const, t3, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
-    t4 = lax.slice(y_1, start_indices=(2,), limit_indices=(4,))           # y[2:4] *= 2.0  (programs.py:780)
+    t4 = lax.slice(y_1, start_indices=(2,), limit_indices=(4,))  # y[2:4] *= 2.0  (programs.py:780)
     t5 = lax.broadcast_in_dim(np.float32(2.0), shape=(2,), broadcast_dimensions=())
     t6 = t4 * t5
     y_2 = lax.scatter(y_1, const_1, t6, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)

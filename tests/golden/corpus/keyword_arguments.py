@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def keyword_arguments(x):
-    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())# return x * weight + bias  (programs.py:701)
+    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())  # return x * weight + bias  (programs.py:701)
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())
     t3 = t1 + t2
@@ -13,5 +13,5 @@ def keyword_arguments(x):
     t5 = x * t4
     t6 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
     t7 = t5 + t6
-    t8 = t3 + t7                                                          # return _weighted(x, weight=2.0) + _weighted(x, bias=1.0)  (programs.py:706)
+    t8 = t3 + t7  # return _weighted(x, weight=2.0) + _weighted(x, bias=1.0)  (programs.py:706)
     return t8

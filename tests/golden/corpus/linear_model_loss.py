@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def linear_model_loss(params_0, params_1, x):
-    t0 = lax.broadcast_in_dim(params_0, shape=(10,), broadcast_dimensions=())# return jnp.mean((w * x + b - 3.0 * x) ** 2)  (programs.py:859)
+    t0 = lax.broadcast_in_dim(params_0, shape=(10,), broadcast_dimensions=())  # return jnp.mean((w * x + b - 3.0 * x) ** 2)  (programs.py:859)
     t1 = t0 * x
     t2 = lax.broadcast_in_dim(params_1, shape=(10,), broadcast_dimensions=())
     t3 = t1 + t2

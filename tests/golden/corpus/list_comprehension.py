@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def list_comprehension(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())# return jnp.stack([x * i for i in range(3)])  (programs.py:743)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # return jnp.stack([x * i for i in range(3)])  (programs.py:743)
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())
     t3 = x * t2

@@ -17,15 +17,15 @@ def multiple_returns(a, b):
             t5 = b
         else:
             t5 = t3
-        t7 = jnp.bool_(True)
+        t6 = jnp.bool_(True)
     else:
-        t6 = b > np.float32(0.0)      # elif b > 0:  (programs.py:631)
-        if t6:
+        t7 = b > np.float32(0.0)      # elif b > 0:  (programs.py:631)
+        if t7:
             t5 = b * np.float32(2.0)  # return b * 2  (programs.py:632)
-            t7 = jnp.bool_(True)
+            t6 = jnp.bool_(True)
         else:
-            t7, t5 = jnp.bool_(False), jnp.float32(0.0)
-    t8 = ~t7                          # def multiple_returns(a, b):  (programs.py:626)
+            t6, t5 = jnp.bool_(False), jnp.float32(0.0)
+    t8 = ~t6                          # def multiple_returns(a, b):  (programs.py:626)
     if t8:
         t9 = a + b                    # return a + b  (programs.py:633)
     else:

@@ -5,10 +5,10 @@ from srcjax import lax
 
 
 def nested_calls(W, b, inputs):
-    t0 = lax.dot_general(inputs, W, dimension_numbers=(((1,), (0,)), ((), ())))# return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
+    t0 = lax.dot_general(inputs, W, dimension_numbers=(((1,), (0,)), ((), ())))  # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
     t1 = lax.broadcast_in_dim(b, shape=(4,), broadcast_dimensions=())
     t2 = t0 + t1
-    t3 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())# return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
+    t3 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
     t4 = t2 / t3
     t5 = lax.tanh(t4)
     t6 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def partial_application(x):
-    t0 = lax.broadcast_in_dim(np.float32(3.0), shape=(3,), broadcast_dimensions=())# return x * weight + bias  (programs.py:701)
+    t0 = lax.broadcast_in_dim(np.float32(3.0), shape=(3,), broadcast_dimensions=())  # return x * weight + bias  (programs.py:701)
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(-1.0), shape=(3,), broadcast_dimensions=())
     t3 = t1 + t2

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def return_dict(x):
-    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())# return {"double": 2 * x, "square": x * x}  (programs.py:204)
+    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())  # return {"double": 2 * x, "square": x * x}  (programs.py:204)
     t1 = t0 * x
     t2 = x * x
     return t1, t2

@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def selu(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(1000,), broadcast_dimensions=())# return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)  (programs.py:803)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(1000,), broadcast_dimensions=())  # return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)  (programs.py:803)
     t1 = x > t0
     t2 = lax.exp(x)
     t3 = lax.broadcast_in_dim(np.float32(1.67), shape=(1000,), broadcast_dimensions=())

@@ -5,9 +5,9 @@ from srcjax import lax
 
 
 def star_args_and_kwargs(a, b):
-    t0 = a * b                                                            # extra = {"c": a * b}  (programs.py:721)
-    t1 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())# out = out + a  (programs.py:712)
+    t0 = a * b          # extra = {"c": a * b}  (programs.py:721)
+    t1 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())  # out = out + a  (programs.py:712)
     out = t1 + a
     out_1 = out + b
-    out_2 = out_1 + t0                                                    # out = out + kwargs[k]  (programs.py:714)
+    out_2 = out_1 + t0  # out = out + kwargs[k]  (programs.py:714)
     return out_2

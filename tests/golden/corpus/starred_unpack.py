@@ -13,7 +13,7 @@ def starred_unpack(x):
     t4 = lax.reshape(t3, new_sizes=())
     t5 = lax.slice(x, start_indices=(3,), limit_indices=(4,))
     t6 = lax.reshape(t5, new_sizes=())
-    t7 = lax.add(np.float32(0.0), t2)                          # return first + sum(rest)  (programs.py:210)
+    t7 = lax.add(np.float32(0.0), t2)  # return first + sum(rest)  (programs.py:210)
     t8 = t7 + t4
     t9 = t8 + t6
     t10 = first + t9

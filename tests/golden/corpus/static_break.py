@@ -6,25 +6,25 @@ from srcjax import lax
 
 
 def static_break(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())# total = x * 0  (programs.py:638)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # total = x * 0  (programs.py:638)
     total = x * t0
-    i, t1 = jnp.int32(0), jnp.bool_(False)                                # for i in range(10):  (programs.py:639)
+    i, t1 = jnp.int32(0), jnp.bool_(False)  # for i in range(10):  (programs.py:639)
     while True:
         t2 = i < np.int32(10)
         t3 = ~t1
         t4 = t2 & t3
         if not t4:
             break
-        t5 = i == np.int32(3)                                             # if i == 3:  (programs.py:640)
+        t5 = i == np.int32(3)               # if i == 3:  (programs.py:640)
         if t5:
             t6 = jnp.bool_(True)
         else:
             t6 = t1
-        t7 = ~t6                                                          # for i in range(10):  (programs.py:639)
+        t7 = ~t6                            # for i in range(10):  (programs.py:639)
         if t7:
-            total_1 = total + x                                           # total = total + x  (programs.py:642)
+            total_1 = total + x             # total = total + x  (programs.py:642)
         else:
             total_1 = total
-        i = i + np.int32(1)                                               # for i in range(10):  (programs.py:639)
+        i = i + np.int32(1)                 # for i in range(10):  (programs.py:639)
         total, t1 = total_1, t6
     return total

@@ -6,10 +6,10 @@ from srcjax import lax
 
 
 def static_continue_and_return(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())# total = x * 0  (programs.py:648)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # total = x * 0  (programs.py:648)
     total = x * t0
-    for k in map(jnp.int32, range(5)):                                    # for i in range(limit):  (programs.py:649)
-        t1 = lax.rem(k, np.int32(2))                                      # if i % 2:  (programs.py:650)
+    for k in map(jnp.int32, range(5)):  # for i in range(limit):  (programs.py:649)
+        t1 = lax.rem(k, np.int32(2))    # if i % 2:  (programs.py:650)
         t2 = t1 < np.int32(0)
         t3 = t2 != False
         t4 = t1 != np.int32(0)
@@ -21,13 +21,13 @@ def static_continue_and_return(x):
             t9 = jnp.bool_(True)
         else:
             t9 = jnp.bool_(False)
-        t10 = ~t9                                                         # for i in range(limit):  (programs.py:649)
+        t10 = ~t9                       # for i in range(limit):  (programs.py:649)
         if t10:
-            t11 = lax.convert_element_type(k, new_dtype=np.float32)       # total = total + i  (programs.py:652)
+            t11 = lax.convert_element_type(k, new_dtype=np.float32)  # total = total + i  (programs.py:652)
             t12 = lax.broadcast_in_dim(t11, shape=(3,), broadcast_dimensions=())
             total_1 = total + t12
         else:
             total_1 = total
         total = total_1
-    t13 = total + x                                                       # return total + x  (programs.py:654)
+    t13 = total + x                     # return total + x  (programs.py:654)
     return t13

@@ -5,6 +5,6 @@ from srcjax import lax
 
 
 def static_elif_chain(x):
-    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())# return x * 2  (programs.py:249)
+    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # return x * 2  (programs.py:249)
     t1 = x * t0
     return t1

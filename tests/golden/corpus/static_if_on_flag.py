@@ -5,6 +5,6 @@ from srcjax import lax
 
 
 def static_if_on_flag(x):
-    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())# y = x + 1  (programs.py:230)
+    t0 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())  # y = x + 1  (programs.py:230)
     y = x + t0
     return y

@@ -5,6 +5,6 @@ from srcjax import lax
 
 
 def static_isinstance(x):
-    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())# return x * scale  (programs.py:257)
+    t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())  # return x * scale  (programs.py:257)
     t1 = x * t0
     return t1

@@ -5,6 +5,6 @@ from srcjax import lax
 
 
 def static_none_check(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.5), shape=(3,), broadcast_dimensions=())# return x + bias  (programs.py:240)
+    t0 = lax.broadcast_in_dim(np.float32(0.5), shape=(3,), broadcast_dimensions=())  # return x + bias  (programs.py:240)
     t1 = x + t0
     return t1

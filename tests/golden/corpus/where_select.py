@@ -5,7 +5,7 @@ from srcjax import lax
 
 
 def where_select(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(6,), broadcast_dimensions=())# return jnp.where(x > 0, x, 0.1 * x)  (programs.py:71)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(6,), broadcast_dimensions=())  # return jnp.where(x > 0, x, 0.1 * x)  (programs.py:71)
     t1 = x > t0
     t2 = lax.broadcast_in_dim(np.float32(0.1), shape=(6,), broadcast_dimensions=())
     t3 = t2 * x

@@ -6,9 +6,9 @@ from srcjax import lax
 
 
 def while_on_data_with_counter(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())# total = x * 0  (programs.py:527)
+    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # total = x * 0  (programs.py:527)
     total = x * t0
-    i = jnp.int32(0)                                                      # while total.sum() < 10.0 and i < 50:  (programs.py:528)
+    i = jnp.int32(0)     # while total.sum() < 10.0 and i < 50:  (programs.py:528)
     while True:
         t1 = lax.reduce_sum(total, axes=(0,))
         t2 = t1 < np.float32(10.0)
@@ -16,9 +16,9 @@ def while_on_data_with_counter(x):
         t4 = t2 & t3
         if not t4:
             break
-        t5 = lax.abs(x)                                                   # total = total + jnp.abs(x) + 0.1  (programs.py:529)
+        t5 = lax.abs(x)  # total = total + jnp.abs(x) + 0.1  (programs.py:529)
         t6 = total + t5
         t7 = lax.broadcast_in_dim(np.float32(0.1), shape=(3,), broadcast_dimensions=())
         total = t6 + t7
-        i = i + 1                                                         # i = i + 1  (programs.py:530)
+        i = i + 1        # i = i + 1  (programs.py:530)
     return total, i
