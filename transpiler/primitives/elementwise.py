@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 
 from transpiler.primitives import special
-from transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
+from transpiler.primitives.batching import elementwise_rule
+from transpiler.primitives.ad import Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, complex_dtype, real_dtype, short_name
 
@@ -34,17 +35,20 @@ KIND_NAMES = {
 }
 
 
+# (the messages are built only on failure: these checks run on every eager call)
 def check_kind(name: str, dtype: np.dtype, kinds: str, what: str = "operands") -> None:
-    check(dtype.kind in kinds, name, f"does not accept {dtype.name} {what}; they must be {KIND_NAMES[kinds]}")
+    if dtype.kind not in kinds:
+        check(False, name, f"does not accept {dtype.name} {what}; they must be {KIND_NAMES[kinds]}")
 
 
 def check_same(name: str, types: tuple[TensorType, ...], kinds: str) -> None:
     """Every operand has the first one's shape and dtype, and that dtype is of ``kinds``."""
     first = types[0]
-    check(all(t.dtype == first.dtype for t in types), name,
-          f"operands must have the same dtype, got {', '.join(short_name(t.dtype) for t in types)}")
-    check(all(t.shape == first.shape for t in types), name,
-          f"operands must have the same shape, got {', '.join(str(t.shape) for t in types)}", kind="value")
+    if any(t.dtype != first.dtype for t in types):
+        check(False, name, f"operands must have the same dtype, got {', '.join(short_name(t.dtype) for t in types)}")
+    if any(t.shape != first.shape for t in types):
+        check(False, name, f"operands must have the same shape, got {', '.join(str(t.shape) for t in types)}",
+              kind="value")
     check_kind(name, first.dtype, kinds)
 
 
@@ -61,6 +65,7 @@ def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "fc",
 
     prim.def_shape(shape_rule)
     prim.def_impl(impl)
+    prim.def_vmap(elementwise_rule(prim))
     return prim
 
 
@@ -234,7 +239,7 @@ atan2_p.mark_no_rule("transpose", "not linear")
 nextafter_p = binary("nextafter", np.nextafter, kinds="f")
 abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype, jvp=lambda g, x, y: _abs_jvp(g, x, y))
 sign_p = unary("sign", _sign, kinds="iufc")
-square_p = unary("square", lambda x: x * x, kinds="iufc", jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(2, x), x)))
+square_p = unary("square", lambda x: x * x, kinds="iufc", jvp=lambda g, x, y: g * (2 * x))
 floor_p = unary("floor", np.floor, kinds="f")
 ceil_p = unary("ceil", np.ceil, kinds="f")
 is_finite_p = unary("is_finite", np.isfinite, kinds="f", result=_to_bool)
@@ -333,35 +338,32 @@ round_p.def_impl(lambda x, *, rounding_method=0: _round(x, rounding_method))
 _zero_derivative(round_p, why="piecewise constant: the derivative is zero")
 
 # -- transcendental functions ----------------------------------------------------------------------------
-exp_p = unary("exp", np.exp, jvp=lambda g, x, y: mul_p.bind(g, y))
-exp2_p = unary("exp2", np.exp2, jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(y, _like(np.log(2), x))))
-log_p = unary("log", np.log, jvp=lambda g, x, y: div_p.bind(g, x))
-log1p_p = unary("log1p", np.log1p, jvp=lambda g, x, y: div_p.bind(g, add_p.bind(x, _like(1, x))))
-expm1_p = unary("expm1", np.expm1, jvp=lambda g, x, y: mul_p.bind(g, add_p.bind(y, _like(1, x))))
-tanh_p = unary("tanh", np.tanh, jvp=lambda g, x, y: mul_p.bind(g, sub_p.bind(_like(1, y), mul_p.bind(y, y))))
-logistic_p = unary("logistic", special.logistic, jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(y, sub_p.bind(_like(1, y), y))))
-sin_p = unary("sin", np.sin, jvp=lambda g, x, y: mul_p.bind(g, cos_p.bind(x)))
-cos_p = unary("cos", np.cos, jvp=lambda g, x, y: mul_p.bind(g, neg_p.bind(sin_p.bind(x))))
-tan_p = unary("tan", np.tan, jvp=lambda g, x, y: mul_p.bind(g, add_p.bind(_like(1, y), mul_p.bind(y, y))))
-asin_p = unary("asin", np.arcsin, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(sub_p.bind(_like(1, x), mul_p.bind(x, x)))))
-acos_p = unary("acos", np.arccos, jvp=lambda g, x, y: mul_p.bind(neg_p.bind(g), rsqrt_p.bind(sub_p.bind(_like(1, x), mul_p.bind(x, x)))))
-atan_p = unary("atan", np.arctan, jvp=lambda g, x, y: div_p.bind(g, add_p.bind(_like(1, x), mul_p.bind(x, x))))
-sinh_p = unary("sinh", np.sinh, jvp=lambda g, x, y: mul_p.bind(g, cosh_p.bind(x)))
-cosh_p = unary("cosh", np.cosh, jvp=lambda g, x, y: mul_p.bind(g, sinh_p.bind(x)))
-asinh_p = unary("asinh", np.arcsinh, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(add_p.bind(mul_p.bind(x, x), _like(1, x)))))
-acosh_p = unary("acosh", np.arccosh, jvp=lambda g, x, y: mul_p.bind(g, rsqrt_p.bind(sub_p.bind(mul_p.bind(x, x), _like(1, x)))))
-atanh_p = unary("atanh", np.arctanh, jvp=lambda g, x, y: div_p.bind(g, sub_p.bind(_like(1, x), mul_p.bind(x, x))))
-sqrt_p = unary("sqrt", np.sqrt, jvp=lambda g, x, y: div_p.bind(g, mul_p.bind(_like(2, y), y)))
-rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)),  # d x^(-1/2) = -y / (2x)
-                 jvp=lambda g, x, y: mul_p.bind(g, div_p.bind(mul_p.bind(_like(-0.5, y), y), x)))
-cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: div_p.bind(g, mul_p.bind(_like(3, y), mul_p.bind(y, y))))
-erf_p = unary("erf", special.erf, kinds="f",  # 2/sqrt(pi) exp(-x^2)
-              jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(2 / np.sqrt(np.pi), x), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
-erfc_p = unary("erfc", special.erfc, kinds="f",
-               jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(-2 / np.sqrt(np.pi), x), exp_p.bind(neg_p.bind(mul_p.bind(x, x))))))
-erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",  # sqrt(pi)/2 exp(y^2)
-                  jvp=lambda g, x, y: mul_p.bind(g, mul_p.bind(_like(np.sqrt(np.pi) / 2, y), exp_p.bind(mul_p.bind(y, y)))))
-lgamma_p = unary("lgamma", special.lgamma, kinds="f", jvp=lambda g, x, y: mul_p.bind(g, digamma_p.bind(x)))
+exp_p = unary("exp", np.exp, jvp=lambda g, x, y: g * y)
+exp2_p = unary("exp2", np.exp2, jvp=lambda g, x, y: g * (y * np.log(2)))
+log_p = unary("log", np.log, jvp=lambda g, x, y: g / x)
+log1p_p = unary("log1p", np.log1p, jvp=lambda g, x, y: g / (1 + x))
+expm1_p = unary("expm1", np.expm1, jvp=lambda g, x, y: g * (y + 1))
+tanh_p = unary("tanh", np.tanh, jvp=lambda g, x, y: g * (1 - y * y))  # d tanh = 1 - tanh^2
+logistic_p = unary("logistic", special.logistic, jvp=lambda g, x, y: g * (y * (1 - y)))
+sin_p = unary("sin", np.sin, jvp=lambda g, x, y: g * cos_p.bind(x))
+cos_p = unary("cos", np.cos, jvp=lambda g, x, y: g * -sin_p.bind(x))
+tan_p = unary("tan", np.tan, jvp=lambda g, x, y: g * (1 + y * y))
+asin_p = unary("asin", np.arcsin, jvp=lambda g, x, y: g * rsqrt_p.bind(1 - x * x))
+acos_p = unary("acos", np.arccos, jvp=lambda g, x, y: -g * rsqrt_p.bind(1 - x * x))
+atan_p = unary("atan", np.arctan, jvp=lambda g, x, y: g / (1 + x * x))
+sinh_p = unary("sinh", np.sinh, jvp=lambda g, x, y: g * cosh_p.bind(x))
+cosh_p = unary("cosh", np.cosh, jvp=lambda g, x, y: g * sinh_p.bind(x))
+asinh_p = unary("asinh", np.arcsinh, jvp=lambda g, x, y: g * rsqrt_p.bind(x * x + 1))
+acosh_p = unary("acosh", np.arccosh, jvp=lambda g, x, y: g * rsqrt_p.bind(x * x - 1))
+atanh_p = unary("atanh", np.arctanh, jvp=lambda g, x, y: g / (1 - x * x))
+sqrt_p = unary("sqrt", np.sqrt, jvp=lambda g, x, y: g / (2 * y))
+rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)), jvp=lambda g, x, y: g * (-0.5 * y / x))
+cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: g / (3 * y * y))
+erf_p = unary("erf", special.erf, kinds="f", jvp=lambda g, x, y: g * (2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
+erfc_p = unary("erfc", special.erfc, kinds="f", jvp=lambda g, x, y: g * (-2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
+erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",
+                  jvp=lambda g, x, y: g * (np.sqrt(np.pi) / 2 * exp_p.bind(y * y)))
+lgamma_p = unary("lgamma", special.lgamma, kinds="f", jvp=lambda g, x, y: g * digamma_p.bind(x))
 digamma_p = unary("digamma", special.digamma, kinds="f")
 digamma_p.mark_no_rule("jvp", "its derivative is polygamma(1, x), which is not a primitive here")
 digamma_p.mark_no_rule("transpose", "not linear")
@@ -497,7 +499,7 @@ def _clamp_jvp(primals, tangents):
     out = clamp_p.bind(lo, x, hi)
     total = Zero(aval_of(out).update(weak_type=False))
     zero = _like(0, x)
-    for bound, g, picks in ((lo, tangents[0], lambda: gt_p.bind(_full(lo, x) if not aval_of(lo).shape else lo, x)),
+    for _bound, g, picks in ((lo, tangents[0], lambda: gt_p.bind(_full(lo, x) if not aval_of(lo).shape else lo, x)),
                             (x, tangents[1], None),
                             (hi, tangents[2], lambda: lt_p.bind(_full(hi, x) if not aval_of(hi).shape else hi, x))):
         if isinstance(g, Zero):

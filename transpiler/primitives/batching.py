@@ -1,0 +1,89 @@
+"""The vocabulary of batching rules (``vmap``).
+
+A batching rule: ``rule(args, dims, **params) -> (out, out_dim)`` (lists of outs and dims for primitives
+with several results). ``dims[i]`` is the axis of ``args[i]`` that is batched, or ``None`` (``NOT_MAPPED``)
+when that argument is the same for every element of the batch; at least one argument is batched. The
+rule computes the batched result with ``bind`` on the (batched) values and says which axis of its output
+is the batch axis. Rules never loop over the batch: ``vmap`` of a matrix-vector product is one
+matrix-matrix product.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from transpiler.primitives.core import Primitive
+from transpiler.types import TensorType
+
+NOT_MAPPED = None
+
+
+def aval_of(x: Any) -> TensorType:
+    from transpiler.primitives.ad import aval_of as _aval_of
+
+    return _aval_of(x)
+
+
+def axis_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
+    sizes = {aval_of(x).shape[d] for x, d in zip(args, dims) if d is not None}
+    if len(sizes) != 1:
+        raise ValueError(f"batched arguments have different sizes along their batch axes: {sorted(sizes)}")
+    return sizes.pop()
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    """``x`` with axis ``src`` moved to position ``dst`` (a transpose, or nothing)."""
+    from transpiler.primitives.shape import transpose_p
+
+    ndim = aval_of(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [a for a in range(ndim) if a != src]
+    perm.insert(dst, src)
+    return transpose_p.bind(x, permutation=tuple(perm))
+
+
+def bdim_at_front(x: Any, dim: int | None, size: int) -> Any:
+    """``x`` with its batch axis first; an unbatched ``x`` is broadcast along a new first axis."""
+    from transpiler.primitives.shape import broadcast_in_dim_p
+
+    if dim is None:
+        shape = aval_of(x).shape
+        return broadcast_in_dim_p.bind(x, shape=(size, *shape), broadcast_dimensions=tuple(range(1, len(shape) + 1)))
+    return moveaxis(x, dim, 0)
+
+
+def elementwise_rule(prim: Primitive):
+    """Batching for n-ary elementwise primitives: batch axes first, unbatched operands broadcast along it."""
+
+    def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any):
+        size = axis_size(args, dims)
+        if all(d is not None for d in dims) and len(set(dims)) == 1:
+            return prim.bind(*args, **params), dims[0]
+        return prim.bind(*(bdim_at_front(x, d, size) for x, d in zip(args, dims)), **params), 0
+
+    return rule
+
+
+def unbatched_scalar_broadcast(x: Any, dim: int | None, like: TensorType, size: int) -> Any:
+    """An operand that may be a scalar (``clamp``'s bounds, ``select_n``'s predicate) brought to ``like``'s
+    batched shape with the batch axis first."""
+    from transpiler.primitives.shape import broadcast_in_dim_p
+
+    x = bdim_at_front(x, dim, size) if dim is not None else x
+    shape = (size, *like.shape)
+    have = aval_of(x).shape
+    if have == shape:
+        return x
+    if dim is None and have == like.shape:
+        return bdim_at_front(x, None, size)
+    if dim is not None and have == (size,):
+        return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=(0,))
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=())
+
+
+def to_index_dtype(n: int) -> np.dtype:
+    return np.dtype(np.int32)
