@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import runtime.numpy as jnp
-from runtime import dtypes, lax
+from runtime import dtypes, lax, tree_util
 from runtime.array import Array
 from runtime.config import config
 from runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike
@@ -32,12 +32,11 @@ from transpiler.primitives.random import threefry2x32_p
 
 __all__ = [
     "KeyArray", "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "split", "fold_in",
-    "clone", "bits", "uniform", "normal", "randint", "bernoulli", "categorical",
-    "choice", "permutation", "shuffle", "truncated_normal", "gumbel", "exponential", "laplace", "logistic",
-    "rademacher", "multivariate_normal", "gamma", "loggamma", "beta", "dirichlet", "poisson", "cauchy",
-    "pareto", "t", "chisquare", "f", "geometric", "lognormal", "weibull_min", "maxwell", "double_sided_maxwell",
-    "rayleigh", "wald", "triangular", "generalized_normal", "ball", "orthogonal", "binomial",
-    "multinomial",
+    "clone", "bits", "uniform", "normal", "randint", "bernoulli", "categorical", "choice", "permutation", "shuffle",
+    "truncated_normal", "gumbel", "exponential", "laplace", "logistic", "rademacher", "multivariate_normal",
+    "gamma", "loggamma", "beta", "dirichlet", "poisson", "cauchy", "pareto", "t", "chisquare", "f", "geometric",
+    "lognormal", "weibull_min", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "triangular",
+    "generalized_normal", "ball", "orthogonal", "binomial", "multinomial",
 ]
 
 IMPL_NAME = "threefry2x32"
@@ -71,7 +70,6 @@ class KeyArray:
     """An array of typed threefry keys: ``shape`` keys over ``uint32[*shape, 2]`` key data."""
 
     __slots__ = ("_data",)
-    __array_priority__ = 200
 
     def __init__(self, data: Any):
         self._data = data
@@ -97,7 +95,7 @@ class KeyArray:
         return KeyArray(self._data[(*index, slice(None))])  # the trailing slice keeps the key words
 
     def __setitem__(self, index: Any, value: Any):
-        raise TypeError("key arrays are immutable; use keys.at-free constructions such as random.split")
+        raise TypeError("key arrays are immutable; make new keys with random.split or random.fold_in")
 
     def __eq__(self, other: Any) -> Any:
         if not isinstance(other, KeyArray):
@@ -113,7 +111,8 @@ class KeyArray:
 
     def reshape(self, *shape: Any) -> KeyArray:
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return KeyArray(jnp.reshape(self._data, (*_canonical_shape("reshape", shape), 2)))
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return KeyArray(jnp.reshape(self._data, (*shape, 2)))
 
     def ravel(self) -> KeyArray:
         return self.reshape((self.size,))
@@ -134,6 +133,11 @@ class KeyArray:
         return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{np.asarray(self._data)}"
 
     __str__ = __repr__
+
+
+# Typed keys cross jit, vmap and the tree utilities as their key data (JAX treats them as array leaves; our
+# transformations trace arrays only, so the key is a node holding one).
+tree_util.register_pytree_node(KeyArray, lambda k: ((k._data,), None), lambda _, children: KeyArray(children[0]))
 
 
 def _unwrap(name: str, key: Any, allow_batched: bool = False) -> tuple[Any, bool]:
@@ -488,23 +492,6 @@ def fold_in(key: Any, data: Any) -> Any:
     return _rewrap(typed, _fold_in(keys, convert(_array(data), UINT32)))
 
 
-def threefry_2x32(keypair: Any, count: Any) -> Any:
-    """JAX's ``threefry_2x32``: the original-layout hash of a uint32 array of counters under one key."""
-    k0, k1 = keypair if isinstance(keypair, (tuple, list)) else _key_words(_unwrap("threefry_2x32", keypair)[0])
-    count = _array(count)
-    if not all(aval(x).dtype == UINT32 for x in (k0, k1, count)):
-        raise TypeError(f"threefry_2x32 requires uint32 arguments, got {[aval(x).dtype.name for x in (k0, k1, count)]}")
-    shape, n = aval(count).shape, aval(count).size
-    flat = lax.reshape(count, (n,))
-    if n % 2:
-        flat = lax.concatenate([flat, _full((1,), 0, UINT32)], 0)
-    half = (n + 1) // 2
-    keys = _stack_words(convert(k0, UINT32), convert(k1, UINT32))
-    y0, y1 = _threefry(keys, lax.slice(flat, (0,), (half,)), lax.slice(flat, (half,), (2 * half,)))
-    out = lax.concatenate([y0, y1], 0)
-    return lax.reshape(lax.slice(out, (0,), (n,)), shape)
-
-
 # -- bits and uniform floats ----------------------------------------------------------------------------------
 def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniform random bits as unsigned integers (uint32, or uint64 under x64)."""
@@ -755,6 +742,8 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
     data, _ = _unwrap("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     mode = "low" if mode is None else mode
+    if mode == "highest":
+        raise NotImplementedError("gumbel(mode='highest') is not implemented; use mode='high'")
     if mode not in ("high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode} (expected 'high' or 'low')")
     return _gumbel(data, _canonical_shape("gumbel", shape), dtype, mode)

@@ -8,6 +8,7 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 from runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
 from runtime.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
 from runtime.array import Array
+from runtime.vmap import vmap
 from runtime.autodiff import (
     checkpoint,
     custom_jvp,
@@ -53,7 +54,7 @@ def __getattr__(name: str):
 
 __version__ = "0.1.0"
 __all__ = [
-    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
+    "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
     "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
     "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
     "device_get", "block_until_ready", "default_backend", "process_index", "process_count",

@@ -77,6 +77,8 @@ CASES = [
     ("uniform_scalar", False, EXACT, lambda R, jnp: R.uniform(R.key(0))),
     ("uniform_key0_3", False, EXACT, lambda R, jnp: R.uniform(R.key(0), (3,))),
     ("uniform_f16", False, EXACT, lambda R, jnp: R.uniform(R.PRNGKey(3), (4,), jnp.float16)),
+    ("uniform_f16_range", False, EXACT, lambda R, jnp: R.uniform(R.PRNGKey(3), (6,), jnp.float16, -2.3, 3.7)),
+    ("uniform_f64_range", True, EXACT, lambda R, jnp: R.uniform(R.PRNGKey(3), (6,), jnp.float64, -2.3, 3.7)),
     ("uniform_f64", True, EXACT, lambda R, jnp: R.uniform(R.PRNGKey(3), (3,), jnp.float64)),
     ("normal_10", False, EXACT, lambda R, jnp: R.normal(R.PRNGKey(0), (10,))),
     ("normal_9", False, EXACT, lambda R, jnp: R.normal(R.PRNGKey(0), (9,))),
@@ -209,6 +211,13 @@ CASES = [
     ("poisson_large", False, EXACT, lambda R, jnp: R.poisson(R.PRNGKey(26), 50.0, (4,))),
     ("poisson_mixed", False, EXACT, lambda R, jnp: R.poisson(R.PRNGKey(27), jnp.asarray([0.0, 1.0, 12.0, 100.0]))),
     ("binomial_small", False, EXACT, lambda R, jnp: R.binomial(R.PRNGKey(28), 10.0, 0.3, (4,))),
+    ("multinomial", False, EXACT, lambda R, jnp: R.multinomial(R.PRNGKey(29), 10.0, jnp.asarray([0.2, 0.3, 0.5]))),
+    (
+        "multinomial_batch",
+        False,
+        EXACT,
+        lambda R, jnp: R.multinomial(R.PRNGKey(29), jnp.asarray([5.0, 50.0]), jnp.asarray([[0.1, 0.9], [0.5, 0.5]])),
+    ),
     ("binomial_large", False, EXACT, lambda R, jnp: R.binomial(R.PRNGKey(28), 100.0, 0.6, (3,))),
 ]
 # --- end cases ---
@@ -262,6 +271,19 @@ EXPECTED = {
         "uniform_scalar": ("float32", (), 0.41845703),
         "uniform_key0_3": ("float32", (3,), [0.9653214, 0.31468165, 0.63302994]),
         "uniform_f16": ("float16", (4,), [0.2041, 0.4531, 0.05664, 0.5156]),
+        "uniform_f16_range": ("float16", (6,), [2.527, -0.871, 1.977, -2.178, 2.262, 1.332]),
+        "uniform_f64_range": (
+            "float64",
+            (6,),
+            [
+                2.871455210699958,
+                1.2980221371892187,
+                3.646431517185153,
+                0.36351791076648254,
+                1.9243145528763246,
+                3.225425122813734,
+            ],
+        ),
         "uniform_f64": ("float64", (3,), [0.2042374079588094, 0.3759073262702217, 0.45404934553002585]),
         "normal_10": (
             "float32",
@@ -374,6 +396,8 @@ EXPECTED = {
         "poisson_large": ("int32", (4,), [62, 39, 55, 42]),
         "poisson_mixed": ("int32", (4,), [0, 0, 9, 94]),
         "binomial_small": ("float32", (4,), [1.0, 1.0, 3.0, 2.0]),
+        "multinomial": ("float32", (3,), [2.0, 2.0, 6.0]),
+        "multinomial_batch": ("float32", (2, 2), [[3.0, 2.0], [32.0, 18.0]]),
         "binomial_large": ("float32", (3,), [65.0, 59.0, 54.0]),
     },
     True: {
@@ -424,6 +448,19 @@ EXPECTED = {
         "uniform_scalar": ("float32", (), 0.947667),
         "uniform_key0_3": ("float32", (3,), [0.947667, 0.9785799, 0.33229148]),
         "uniform_f16": ("float16", (4,), [0.11426, 0.2295, 0.0498, 0.2969]),
+        "uniform_f16_range": ("float16", (6,), [-1.615, -0.924, -2.002, -0.5195, 2.328, 0.2832]),
+        "uniform_f64_range": (
+            "float64",
+            (6,),
+            [
+                2.8923574001675543,
+                0.4192264658161564,
+                -0.8687739142129525,
+                -1.0745755522471434,
+                -0.39575848595075414,
+                1.1426761609930236,
+            ],
+        ),
         "uniform_f64": ("float64", (3,), [0.8653929000279257, 0.4532044109693594, 0.2385376809645079]),
         "normal_10": (
             "float32",
@@ -530,6 +567,8 @@ EXPECTED = {
         "poisson_large": ("int32", (4,), [49, 47, 51, 53]),
         "poisson_mixed": ("int32", (4,), [0, 0, 7, 102]),
         "binomial_small": ("float32", (4,), [2.0, 3.0, 3.0, 0.0]),
+        "multinomial": ("float32", (3,), [1.0, 5.0, 4.0]),
+        "multinomial_batch": ("float32", (2, 2), [[1.0, 4.0], [26.0, 24.0]]),
         "binomial_large": ("float32", (3,), [63.0, 63.0, 56.0]),
     },
 }
@@ -701,6 +740,14 @@ def test_wrap_key_data_round_trip():
     assert random.key_data(random.PRNGKey(3)).shape == (2,)  # raw keys are their own data
     assert random.wrap_key_data(np.zeros((2, 3, 2), np.uint32)).shape == (2, 3)
     assert random.clone(keys) is keys
+    assert random.key_dtype() == keys.dtype
+
+
+def test_shuffle_is_deprecated_permutation():
+    key = random.PRNGKey(4)
+    with pytest.warns(DeprecationWarning):
+        shuffled = random.shuffle(key, jnp.arange(8))
+    np.testing.assert_array_equal(np.asarray(shuffled), np.asarray(random.permutation(key, jnp.arange(8))))
 
 
 # -- dtypes, shapes, edge cases --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The closed set of primitives, one family module each; importing this registers them all."""
 
 from transpiler.primitives import (  # noqa: F401 - imported to register
+    collectives,
     control,
     convolution,
     custom,

@@ -182,7 +182,7 @@ scan_p.check_regions, scan_p.run = _scan_check, _scan_run
 # loop), so pushing may extend it in place.
 stack_new_p = ControlPrimitive("stack_new", params=("elem",))
 stack_push_p = ControlPrimitive("stack_push")
-stack_get_p = ControlPrimitive("stack_get")
+stack_get_p = ControlPrimitive("stack_get", params=("lanes",))
 stack_size_p = ControlPrimitive("stack_size")
 
 
@@ -197,8 +197,12 @@ def _stack_check(op) -> list[str]:
         errors.append(f"{name} needs a stack operand, got {types[:1]}")
     elif name == "stack_push" and (types[1].strong() != types[0].elem.strong() or op.results[0].aval != types[0]):
         errors.append(f"stack_push of {types[1]} onto {types[0]}")
-    elif name == "stack_get" and (types[1].shape != () or op.results[0].aval.strong() != types[0].elem.strong()):
+    elif name == "stack_get" and not op.params.get("lanes") and (
+            types[1].shape != () or op.results[0].aval.strong() != types[0].elem.strong()):
         errors.append(f"stack_get of {types[0]} must take an integer index and give {types[0].elem}")
+    elif name == "stack_get" and op.params.get("lanes") and (
+            types[1].shape != types[0].elem.shape[:1] or op.results[0].aval.strong() != types[0].elem.strong()):
+        errors.append(f"stack_get[lanes] of {types[0]} takes one index per example (axis 0)")
     elif name == "stack_size" and op.results[0].aval != TensorType(np.int32, ()):
         errors.append("stack_size gives an i32")
     return errors
@@ -216,6 +220,9 @@ def _stack_push_run(op, operands, run_block) -> list[Any]:
 
 def _stack_get_run(op, operands, run_block) -> list[Any]:
     stack, k = operands
+    if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...))
+        k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))
+        return [np.stack([np.asarray(stack[int(i)])[b] for b, i in enumerate(k)])]
     return [stack[int(k)]]
 
 

@@ -1,0 +1,137 @@
+"""``vmap``: a function mapped over an axis of its arguments, as one batched computation.
+
+The function is read by the front end for one example (the mapped axes removed), and the batching
+transform turns that IR into the IR of the whole batch; the result is evaluated by the current interpreter
+(so ``jit(vmap(f))``, ``vmap(jit(f))`` and ``vmap(grad(f))`` compose). ``in_axes`` and ``out_axes`` are
+pytree prefixes of the arguments and results: an int (negative allowed) or ``None`` (not mapped).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from runtime import tree_util
+from runtime.api import abstractify
+from runtime.array import Array
+from transpiler.frontend import trace_function
+from transpiler.interpret import eval_function
+from transpiler.ir import Value
+from transpiler.primitives import collectives
+from transpiler.primitives.ad import aval_of
+from transpiler.transforms.vmap import vmap_function
+from transpiler.types import TensorType
+
+
+def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
+    """One axis per leaf of ``tree``, from a pytree prefix of it (``None`` counts as a leaf here)."""
+    out: list[Any] = []
+
+    def visit(p: Any, t: Any, path: str) -> None:
+        if p is None or isinstance(p, int):
+            out.extend([p] * len(tree_util.tree_leaves(t)))
+            return
+        if isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)):
+            if len(p) != len(t):
+                raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                                 f"specification {prefix} for value tree {tree_util.tree_structure(tree)} "
+                                 f"(length {len(p)} against {len(t)} at {path or 'the top'})")
+            for i, (pp, tt) in enumerate(zip(p, t)):
+                visit(pp, tt, f"{path}[{i}]")
+            return
+        if isinstance(p, dict) and isinstance(t, dict):
+            if set(p) != set(t):
+                raise ValueError(f"vmap {what} specification keys {sorted(p)} do not match the value's keys "
+                                 f"{sorted(t)} at {path or 'the top'}")
+            for k in sorted(t):
+                visit(p[k], t[k], f"{path}[{k!r}]")
+            return
+        raise ValueError(f"vmap {what} specification must be an int, None, or a tree prefix of the value, got "
+                         f"{prefix!r}")
+
+    visit(prefix, tree, "")
+    return out
+
+
+def _dynamic(leaf: Any) -> bool:
+    return isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable:
+    """Map ``fun`` over axis ``in_axes`` of its arguments; the results are stacked along ``out_axes``."""
+    if not callable(fun):
+        raise TypeError(f"vmap expects a callable, got {type(fun).__name__}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(fun)
+    def vmapped(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                             f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        leaves, treedef = tree_util.tree_flatten((list(args), kwargs))
+        axes = _broadcast_prefix(in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args), tuple(args),
+                                 "in_axes") + [0] * len(tree_util.tree_leaves(kwargs))
+        sizes, dims, sliced = {}, [], []
+        for i, (leaf, axis) in enumerate(zip(leaves, axes)):
+            if axis is None or not _dynamic(leaf):
+                dims.append(None)
+                sliced.append(leaf)
+                continue
+            aval = aval_of(leaf) if hasattr(leaf, "aval") else aval_of(np.asarray(leaf))
+            ndim = aval.ndim
+            if not -ndim <= axis < ndim:
+                raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "
+                                 f"rank should be at least {axis + 1 if axis >= 0 else -axis}, but is only {ndim} "
+                                 f"(its shape is {aval.shape})")
+            axis %= ndim
+            sizes.setdefault(aval.shape[axis], []).append(i)
+            dims.append(axis)
+            sliced.append(_Example(aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])))
+        if len(sizes) > 1:
+            detail = ", ".join(f"axis {axes[i]} of argument leaf {i} has size {size}"
+                               for size, idx in sizes.items() for i in idx)
+            raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {detail}")
+        if not sizes and axis_size is None:
+            raise ValueError("vmap must have at least one non-None value in in_axes (or give axis_size)")
+        size = next(iter(sizes)) if sizes else int(axis_size)
+        if axis_size is not None and size != axis_size:
+            raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
+        # what one example sees: mapped leaves lose their axis; other arrays are shared; the rest is static
+        abstract = [s.aval if isinstance(s, _Example) else abstractify(s) if _dynamic(s) else s for s in sliced]
+        dynamic = [isinstance(a, TensorType) for a in abstract]
+        abstract_args, abstract_kwargs = tree_util.tree_unflatten(treedef, abstract)
+        with collectives.named_axis(axis_name, size) if axis_name is not None else _nothing():
+            ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs)
+            leaf_dims = [d for d, dyn in zip(dims, dynamic) if dyn]
+            dyn_leaves = [leaf for leaf, dyn in zip(leaves, dynamic) if dyn]
+            probe = tree_util.tree_unflatten(out_tree, list(range(len(ir.results))))
+            outs = _broadcast_prefix(out_axes, probe, "out_axes")
+            out_dims = [None if a is None else a % (r.aval.ndim + 1) for a, r in zip(outs, ir.results)]
+            batched = vmap_function(ir, leaf_dims + [None] * len(ir.captured), size, axis_name, out_dims)
+            results = eval_function(batched, *dyn_leaves, *ir.captured)
+        return tree_util.tree_unflatten(out_tree, list(results))
+
+    return vmapped
+
+
+class _Example:
+    """An argument leaf as one example sees it: the type with the mapped axis removed."""
+
+    def __init__(self, aval: TensorType):
+        self.aval = aval
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+__all__ = ["vmap"]
