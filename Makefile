@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	@for f in examples/seed_*.py; do \
+	@for f in examples/seed_*.py examples/mlp.py; do \
 		echo "== $$f"; $(PY) $$f || exit 1; \
 	done
 

@@ -28,6 +28,13 @@ def _argnums(options: argparse.Namespace) -> int | tuple[int, ...]:
                                                                       and len(nums) == 1) else nums
 
 
+def _in_axes(options: argparse.Namespace) -> Any:
+    if not options.in_axes:
+        return 0
+    axes = tuple(None if a.strip() == "None" else int(a) for a in options.in_axes.split(","))
+    return axes[0] if len(axes) == 1 else axes
+
+
 def _transform(name: str) -> Callable[[Callable, argparse.Namespace], Callable]:
     def make(fn: Callable, options: argparse.Namespace) -> Callable:
         import srcjax
@@ -39,6 +46,8 @@ def _transform(name: str) -> Callable[[Callable, argparse.Namespace], Callable]:
             return srcjax.value_and_grad(fn, argnums=argnums, has_aux=options.has_aux)
         if name in ("jacfwd", "jacrev", "hessian"):
             return getattr(srcjax, name)(fn, argnums=argnums)
+        if name == "vmap":
+            return srcjax.vmap(fn, in_axes=_in_axes(options))
         if name == "jvp":
             return lambda *args: srcjax.jvp(fn, args, args)
         if name == "vjp":
@@ -55,6 +64,7 @@ def _transform(name: str) -> Callable[[Callable, argparse.Namespace], Callable]:
 # name -> (help, function(fn, options) -> transformed fn)
 TRANSFORMS: dict[str, tuple[str, Callable[[Callable, argparse.Namespace], Callable]]] = {
     "grad": ("the gradient (reverse mode) with respect to --argnums", _transform("grad")),
+    "vmap": ("the function batched over --in-axes (--args gives the batched types)", _transform("vmap")),
     "value_and_grad": ("the value and the gradient", _transform("value_and_grad")),
     "vjp": ("the vector-Jacobian product, with the output as cotangent", _transform("vjp")),
     "jvp": ("the Jacobian-vector product, with the input as tangent", _transform("jvp")),
@@ -173,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (help_text, _) in TRANSFORMS.items():
         t.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", help=help_text)
     t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")
+    t.add_argument("--in-axes", dest="in_axes", help="for --vmap: the mapped axis of each argument, e.g. 0,None")
     t.add_argument("--has-aux", dest="has_aux", action="store_true", help="the function returns (value, aux)")
     options = parser.parse_args(argv)
     from transpiler.frontend.errors import TranspileError

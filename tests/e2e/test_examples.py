@@ -16,6 +16,7 @@ EXPECTED = {
                              "[[3. 2. 3. 4.]"],
     "seed_003_slides.py": ["0.761594"],
     "seed_004_numpy_api.py": ["[0 1 2 3 4 5 6 7 8 9]", "30.0", "Array([123,   2,   3], dtype=int32)"],
+    "mlp.py": ["accuracy 1.000"],
 }
 
 

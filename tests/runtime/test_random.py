@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-import srcjax  # noqa: F401 - installs the eager interpreter
+import srcjax
 import srcjax.numpy as jnp
 from runtime.config import config
 from srcjax import random
@@ -741,6 +741,19 @@ def test_wrap_key_data_round_trip():
     assert random.wrap_key_data(np.zeros((2, 3, 2), np.uint32)).shape == (2, 3)
     assert random.clone(keys) is keys
     assert random.key_dtype() == keys.dtype
+
+
+def test_keys_under_jit():
+    # The samplers bind primitives only, so they compile; typed keys cross jit as their key data.
+    for key in (random.PRNGKey(5), random.key(5)):
+        for sample in (
+            lambda k: random.normal(k, (3,)),
+            lambda k: random.gamma(k, 2.0, (3,)),
+            lambda k: random.key_data(random.split(k, 3)),
+        ):
+            np.testing.assert_array_equal(np.asarray(srcjax.jit(sample)(key)), np.asarray(sample(key)))
+    assert isinstance(srcjax.jit(lambda k: random.split(k))(random.key(1)), random.KeyArray)
+    assert len(srcjax.tree_util.tree_leaves(random.key(1))) == 1
 
 
 def test_shuffle_is_deprecated_permutation():

@@ -20,7 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import shape as sh
-from transpiler.primitives.ad import aval_of, defjvp, is_undefined
+from transpiler.primitives.ad import aval_of, defjvp, is_undefined, zeros
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, short_name
 
@@ -168,6 +168,31 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None, p
     if is_undefined(rhs):
         ct_rhs = _dot_operand_cotangent(ct, lhs, rhs.aval, rc, lc, rb, lb, ct_axes[nb:nb + n_lhs_free], precision)
     return [ct_lhs, ct_rhs]
+
+
+def _bump(axes: tuple[int, ...], new: int | None) -> tuple[int, ...]:
+    """Axis numbers after a new axis is inserted at ``new`` (unchanged when there is none)."""
+    return axes if new is None else tuple(a + (a >= new) for a in axes)
+
+
+@dot_general_p.def_vmap
+def _dot_general_vmap(args, dims, *, dimension_numbers, precision=None, preferred_element_type=None):
+    # One product, no transposes (JAX's rule): batch axes of both operands pair up as one more batch axis
+    # (the result's first); a batch axis of one operand only is one more free axis of it, so vmap of a
+    # matrix-vector product over the vector is a matrix-matrix product.
+    (lhs, rhs), (dl, dr) = args, dims
+    lc, rc, lb, rb = _dot_axes(dimension_numbers)
+    lc, lb, rc, rb = _bump(lc, dl), _bump(lb, dl), _bump(rc, dr), _bump(rb, dr)
+    if dl is not None and dr is not None:
+        lb, rb, out_dim = (dl, *lb), (dr, *rb), 0
+    elif dl is not None:  # free axes come out in order, after the batch axes
+        out_dim = len(lb) + sum(1 for a in range(dl) if a not in lc + lb)
+    else:
+        lhs_free = aval_of(lhs).ndim - len(lc) - len(lb)
+        out_dim = len(lb) + lhs_free + sum(1 for a in range(dr) if a not in rc + rb)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return out, out_dim
 
 
 # -- conv_general_dilated --------------------------------------------------------------------------------
@@ -384,6 +409,55 @@ def _conv_general_dilated_transpose(ct, lhs, rhs, *, preferred_element_type=None
     ct_lhs = _conv_lhs_cotangent(ct, rhs, lhs.aval, **params) if is_undefined(lhs) else None
     ct_rhs = _conv_rhs_cotangent(ct, lhs, rhs.aval, **params) if is_undefined(rhs) else None
     return [ct_lhs, ct_rhs]
+
+
+@conv_general_dilated_p.def_vmap
+def _conv_general_dilated_vmap(args, dims, *, dimension_numbers, feature_group_count=1, batch_group_count=1,
+                               **params):
+    # JAX's rule: one convolution. The batch axis is folded (as the major part) into an axis whose elements
+    # the convolution keeps apart, and split back out of the result: a batched input into its batch axis, a
+    # batched kernel into its output features, both into features as more feature groups (each element's
+    # input features meet only its own kernel). Existing groups stay the major part of a folded axis.
+    (lhs, rhs), (dl, dr) = args, dims
+    lspec, rspec, ospec = dimension_numbers
+    size = aval_of(lhs).shape[dl] if dl is not None else aval_of(rhs).shape[dr]
+    params = dict(params, dimension_numbers=dimension_numbers)
+    if size == 0 or 0 in aval_of(lhs).shape or 0 in aval_of(rhs).shape:
+        # nothing to fold groups into: a result with no elements, or all zeros (an empty sum)
+        lhs_type = aval_of(lhs) if dl is None else aval_of(lhs).drop_axes((dl,))
+        rhs_type = aval_of(rhs) if dr is None else aval_of(rhs).drop_axes((dr,))
+        out = conv_general_dilated_p.abstract_eval(lhs_type, rhs_type, feature_group_count=feature_group_count,
+                                                   batch_group_count=batch_group_count, **params)
+        return zeros(out.update(shape=(size, *out.shape))), 0
+
+    def conv(lhs, rhs, features=feature_group_count, batches=batch_group_count):
+        return conv_general_dilated_p.bind(lhs, rhs, feature_group_count=features, batch_group_count=batches,
+                                           **params)
+
+    if dl is not None and dr is not None:
+        rhs = _merge_axis(rhs, dr, rspec[0])
+        if batch_group_count > 1:  # batch groups: the elements become more batch groups
+            out = conv(_merge_axis(lhs, dl, lspec[0]), rhs, batches=batch_group_count * size)
+        else:
+            out = conv(_merge_axis(lhs, dl, lspec[1]), rhs, features=feature_group_count * size)
+        return _split_axis(out, ospec[1], size), ospec[1]
+    if dl is not None:
+        if batch_group_count > 1:  # (groups, size * batch) with the groups outermost
+            lhs = _split_axis(lhs, lspec[0] + (dl <= lspec[0]), batch_group_count)
+            lhs = _merge_axis(lhs, dl + (lspec[0] < dl), lspec[0] + 1)
+            lhs = _merge_axis(lhs, lspec[0], lspec[0])
+        else:
+            lhs = _merge_axis(lhs, dl, lspec[0])
+        return _split_axis(conv(lhs, rhs), ospec[0], size), ospec[0]
+    groups = max(feature_group_count, batch_group_count)
+    if groups == 1:
+        return _split_axis(conv(lhs, _merge_axis(rhs, dr, rspec[0])), ospec[1], size), ospec[1]
+    # output features (groups, size * features per group), the groups outermost; split back the same way
+    rhs = _split_axis(rhs, rspec[0] + (dr <= rspec[0]), groups)
+    rhs = _merge_axis(rhs, dr + (rspec[0] < dr), rspec[0] + 1)
+    out = conv(lhs, _merge_axis(rhs, rspec[0], rspec[0]))
+    out = _split_axis(_split_axis(out, ospec[1], groups), ospec[1] + 1, size)
+    return _merge_axis(out, ospec[1], ospec[1] + 1), ospec[1]
 
 
 register_module(globals())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from transpiler.primitives.ad import Zero
+from transpiler.primitives.batching import elementwise_rule
 from transpiler.primitives.control import ControlPrimitive
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType
@@ -26,6 +27,7 @@ def _stop_gradient_shape(x: TensorType) -> TensorType:
 stop_gradient_p.def_impl(lambda x: x)
 stop_gradient_p.def_jvp(lambda primals, tangents: (stop_gradient_p.bind(*primals), Zero(tangents[0].aval)))
 stop_gradient_p.mark_no_rule("transpose", "stop_gradient has a zero derivative, so it never appears in a linear part")
+stop_gradient_p.def_vmap(elementwise_rule(stop_gradient_p))  # the identity, elementwise
 
 
 class CustomCall(ControlPrimitive):

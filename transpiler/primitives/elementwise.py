@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from transpiler.primitives import special
-from transpiler.primitives.batching import elementwise_rule
+from transpiler.primitives.batching import axis_size, elementwise_rule, moveaxis
 from transpiler.primitives.ad import Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, complex_dtype, real_dtype, short_name
@@ -281,6 +281,7 @@ def _pow_jvp(primals, tangents):
 
 pow_p.def_jvp(_pow_jvp)
 pow_p.mark_no_rule("transpose", "not linear")
+pow_p.def_vmap(elementwise_rule(pow_p))
 
 integer_pow_p = Primitive("integer_pow", params=("y",))
 
@@ -321,6 +322,7 @@ def _integer_pow_jvp(primals, tangents, *, y):
 
 integer_pow_p.def_jvp(_integer_pow_jvp)
 integer_pow_p.mark_no_rule("transpose", "not linear")
+integer_pow_p.def_vmap(elementwise_rule(integer_pow_p))
 
 
 round_p = Primitive("round", params=("rounding_method",))
@@ -336,6 +338,7 @@ def _round_shape(x: TensorType, *, rounding_method: int = 0) -> TensorType:
 
 round_p.def_impl(lambda x, *, rounding_method=0: _round(x, rounding_method))
 _zero_derivative(round_p, why="piecewise constant: the derivative is zero")
+round_p.def_vmap(elementwise_rule(round_p))
 
 # -- transcendental functions ----------------------------------------------------------------------------
 exp_p = unary("exp", np.exp, jvp=lambda g, x, y: g * y)
@@ -474,8 +477,40 @@ def _select_n_transpose(ct, which, *cases):
                      if is_undefined(case) else None for i, case in enumerate(cases)]
 
 
+def _scalar_operands_vmap(prim: Primitive, may_be_scalar: tuple[int, ...]) -> Callable:
+    """Batching for ``select_n`` and ``clamp``, whose operands have the result's shape, except those at
+    ``may_be_scalar``, which may be scalars. The shaped operands meet at one batch axis (the first batched
+    operand's that must be shaped, else the first batched shaped one's; unbatched ones are broadcast along
+    it). An unbatched scalar stays a scalar; a batched one (a value per example) is broadcast along the
+    batch axis to the result's shape."""
+
+    def rule(args, dims):
+        from transpiler.primitives.shape import broadcast_in_dim_p, move_batch_axis
+
+        size = axis_size(args, dims)
+        examples = [aval_of(x).shape if d is None else aval_of(x).shape[:d] + aval_of(x).shape[d + 1:]
+                    for x, d in zip(args, dims)]
+        shape = max(examples, key=len)  # the result's, for one example
+        shaped = [(i in may_be_scalar, i, d) for i, (d, e) in enumerate(zip(dims, examples))
+                  if d is not None and e == shape]
+        at = min(shaped)[2] if shaped else 0
+        moved = []
+        for i, (x, d, example) in enumerate(zip(args, dims, examples)):
+            if d is None and example == () and i in may_be_scalar:
+                moved.append(x)
+            elif example == shape:
+                moved.append(move_batch_axis(x, d, size, at))
+            else:
+                batched = (*shape[:at], size, *shape[at:])
+                moved.append(broadcast_in_dim_p.bind(x, shape=batched, broadcast_dimensions=(at,)))
+        return prim.bind(*moved), at
+
+    return rule
+
+
 select_n_p.def_jvp(_select_n_jvp)
 select_n_p.def_transpose(_select_n_transpose)
+select_n_p.def_vmap(_scalar_operands_vmap(select_n_p, may_be_scalar=(0,)))
 
 clamp_p = Primitive("clamp")
 
@@ -517,6 +552,7 @@ def _clamp_jvp(primals, tangents):
 
 clamp_p.def_jvp(_clamp_jvp)
 clamp_p.mark_no_rule("transpose", "not linear")
+clamp_p.def_vmap(_scalar_operands_vmap(clamp_p, may_be_scalar=(0, 2)))
 
 convert_element_type_p = Primitive("convert_element_type", params=("new_dtype", "weak_type"))
 
@@ -557,6 +593,7 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
 
 convert_element_type_p.def_jvp(_convert_jvp)
 convert_element_type_p.def_transpose(_convert_transpose)
+convert_element_type_p.def_vmap(elementwise_rule(convert_element_type_p))
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",))
 _zero_derivative(bitcast_convert_type_p, why="reinterpreting bits is not differentiable")
@@ -584,6 +621,17 @@ def _bitcast_impl(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
     out_shape = _bitcast_shape(TensorType(x.dtype, x.shape), new_dtype=new_dtype).shape
     return np.ascontiguousarray(x).view(new_dtype).reshape(out_shape)
+
+
+@bitcast_convert_type_p.def_vmap
+def _bitcast_vmap(args, dims, *, new_dtype):
+    """Elementwise, except that items joined into a wider one use up the last axis: a batch axis there moves
+    to the front first. (Items split into narrower ones make a new last axis, after the batch axis.)"""
+    (x,), (dim,) = args, dims
+    aval = aval_of(x)
+    if dim == aval.ndim - 1 and np.dtype(new_dtype).itemsize > aval.dtype.itemsize:
+        x, dim = moveaxis(x, dim, 0), 0
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), dim
 
 
 register_module(globals())

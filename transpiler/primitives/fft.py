@@ -16,6 +16,7 @@ import enum
 import numpy as np
 
 from transpiler.primitives.ad import aval_of
+from transpiler.primitives.batching import moveaxis
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.primitives.elementwise import conj_p, real_p
 from transpiler.primitives.shape import pad_p
@@ -117,6 +118,16 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     if kind == FftType.IRFFT:
         return [_irfft_transpose(ct, lengths)]
     return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]  # the DFT matrix is symmetric: F^T = F
+
+
+@fft_p.def_vmap
+def _fft_vmap(args, dims, *, fft_type, fft_lengths):
+    # the transform maps over its leading axes: a batch axis there stays, one among the transformed axes
+    # moves to the front
+    (x,), (d,) = args, dims
+    if d >= aval_of(x).ndim - len(fft_lengths):
+        x, d = moveaxis(x, d, 0), 0
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), d
 
 
 register_module(globals())

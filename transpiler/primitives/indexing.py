@@ -21,6 +21,7 @@ import numpy as np
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import shape as sh
 from transpiler.primitives.ad import Zero, add_tangents, aval_of, instantiate, is_undefined, tangent_aval, zeros
+from transpiler.primitives.batching import axis_size, moveaxis
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType
 
@@ -31,6 +32,48 @@ def _ints(xs) -> tuple[int, ...]:
 
 def _is_int_sequence(xs) -> bool:
     return isinstance(xs, (tuple, list)) and all(isinstance(x, (int, np.integer)) for x in xs)
+
+
+# -- axis bookkeeping for the batching rules -------------------------------------------------------------
+def _insert(seq, index: int, value) -> tuple:
+    return (*seq[:index], value, *seq[index:])
+
+
+def _bump(axes, new: int) -> tuple[int, ...]:
+    """Axis numbers after a new axis is inserted at ``new``."""
+    return tuple(a + (a >= new) for a in axes)
+
+
+def _slot(axes, k: int) -> int:
+    """A position for a new axis with exactly ``k`` of ``axes`` (numbered without it) before it."""
+    return 0 if k == 0 else sorted(axes)[k - 1] + 1
+
+
+def _broadcast_at(x: Any, axis: int, size: int) -> Any:
+    """An unbatched ``x`` repeated ``size`` times along a new axis ``axis``."""
+    shape = aval_of(x).shape
+    return sh.broadcast_in_dim_p.bind(x, shape=_insert(shape, axis, size),
+                                      broadcast_dimensions=_bump(range(len(shape)), axis))
+
+
+def _batch_at(x: Any, dim: int | None, axis: int, size: int) -> Any:
+    """``x`` with its batch axis at ``axis``: moved there, or broadcast along a new axis if unbatched."""
+    return _broadcast_at(x, axis, size) if dim is None else moveaxis(x, dim, axis)
+
+
+def _empty_batch(prim: Primitive, args, dims, params) -> tuple[Any, int]:
+    """The result for a batch of no elements, where the batched form would pair an axis of size 0 with a
+    window of size 1: zeros of one element's result type with a leading axis of size 0."""
+    avals = [aval_of(x) if d is None else aval_of(x).drop_axes((d,)) for x, d in zip(args, dims)]
+    out = prim.abstract_eval(*avals, **params)
+    return zeros(out.update(shape=(0, *out.shape))), 0
+
+
+def _index_vectors(starts, dims, size: int) -> Any:
+    """Scalar start indices, some batched (shape [size]), as gather/scatter indices of shape [size, n]."""
+    columns = [sh.broadcast_in_dim_p.bind(s, shape=(size, 1), broadcast_dimensions=() if d is None else (0,))
+               for s, d in zip(starts, dims)]
+    return columns[0] if len(columns) == 1 else sh.concatenate_p.bind(*columns, dimension=1)
 
 
 # -- slice -------------------------------------------------------------------------------------------------
@@ -68,6 +111,16 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides=None):
         span = (m - 1) * step + 1 if m else 0
         config.append((lo, n - lo - span, step - 1))
     return [sh.pad_p.bind(ct, np.zeros((), x.aval.dtype), padding_config=tuple(config))]
+
+
+@slice_p.def_vmap
+def _slice_vmap(args, dims, *, start_indices, limit_indices, strides=None):
+    # the batch axis is taken whole
+    (x,), (d,) = args, dims
+    size = aval_of(x).shape[d]
+    steps = None if strides is None else _insert(strides, d, 1)
+    return slice_p.bind(x, start_indices=_insert(start_indices, d, 0), limit_indices=_insert(limit_indices, d, size),
+                        strides=steps), d
 
 
 # -- dynamic_slice and dynamic_update_slice ---------------------------------------------------------------
@@ -124,6 +177,27 @@ def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
     return [dynamic_update_slice_p.bind(zeros(tangent_aval(x.aval)), ct, *starts)] + [None] * len(starts)
 
 
+@dynamic_slice_p.def_vmap
+def _dynamic_slice_vmap(args, dims, *, slice_sizes):
+    (x, *starts), (d, *start_dims) = args, dims
+    size = axis_size(args, dims)
+    if all(sd is None for sd in start_dims):  # one window for the whole batch: take the batch axis whole
+        zero = np.zeros((), aval_of(starts[0]).dtype if starts else np.int32)
+        return dynamic_slice_p.bind(x, *_insert(starts, d, zero), slice_sizes=_insert(slice_sizes, d, size)), d
+    # A window per element: a gather of one window per index vector [size, n] (clamped like dynamic_slice),
+    # the operand's batch axis (if any) paired with the indices' as a batching axis.
+    if size == 0 and d is not None:
+        return _empty_batch(dynamic_slice_p, args, dims, dict(slice_sizes=slice_sizes))
+    indices = _index_vectors(starts, start_dims, size)
+    axes = [a for a in range(aval_of(x).ndim) if a != d]
+    numbers = GatherDimensionNumbers(offset_dims=tuple(range(1, len(slice_sizes) + 1)), collapsed_slice_dims=(),
+                                     start_index_map=tuple(axes), operand_batching_dims=() if d is None else (d,),
+                                     start_indices_batching_dims=() if d is None else (0,))
+    sizes = tuple(slice_sizes) if d is None else _insert(slice_sizes, d, 1)
+    return gather_p.bind(x, indices, dimension_numbers=numbers, slice_sizes=sizes, mode=GatherScatterMode.CLIP,
+                         fill_value=None, indices_are_sorted=False, unique_indices=False), 0
+
+
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 
 
@@ -163,6 +237,30 @@ def _dynamic_update_slice_transpose(ct, x, update, *starts):
     ct_x = dynamic_update_slice_p.bind(ct, zeros(tangent_aval(update_aval)), *starts) if is_undefined(x) else None
     ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=update_aval.shape) if is_undefined(update) else None
     return [ct_x, ct_update] + [None] * len(starts)
+
+
+@dynamic_update_slice_p.def_vmap
+def _dynamic_update_slice_vmap(args, dims):
+    (x, update, *starts), (dx, du, *start_dims) = args, dims
+    size = axis_size(args, dims)
+    if all(sd is None for sd in start_dims):  # one window for the whole batch: it spans the batch axis
+        axis = dx if dx is not None else du
+        x, update = _batch_at(x, dx, axis, size), _batch_at(update, du, axis, size)
+        zero = np.zeros((), aval_of(starts[0]).dtype if starts else np.int32)
+        return dynamic_update_slice_p.bind(x, update, *_insert(starts, axis, zero)), axis
+    # A window per element: a scatter of one update window per index vector [size, n] (clamped, as
+    # dynamic_update_slice moves its window inside the operand), batch axes paired as batching axes.
+    axis = 0 if dx is None else dx
+    x = _batch_at(x, dx, axis, size)
+    u = 0 if du is None else du  # the updates' one scatter axis; all the others are window axes
+    update = _batch_at(update, du, u, size)
+    rank = aval_of(x).ndim
+    numbers = ScatterDimensionNumbers(update_window_dims=tuple(a for a in range(rank) if a != u),
+                                      inserted_window_dims=(),
+                                      scatter_dims_to_operand_dims=tuple(a for a in range(rank) if a != axis),
+                                      operand_batching_dims=(axis,), scatter_indices_batching_dims=(0,))
+    return scatter_p.bind(x, _index_vectors(starts, start_dims, size), update, dimension_numbers=numbers,
+                          mode=GatherScatterMode.CLIP, indices_are_sorted=False, unique_indices=True), axis
 
 
 # -- gather and scatter: parameters ----------------------------------------------------------------------
@@ -466,6 +564,45 @@ def _gather_transpose(ct, x, indices, *, dimension_numbers, slice_sizes, mode=No
     return [out, None]
 
 
+@gather_p.def_vmap
+def _gather_vmap(args, dims, *, dimension_numbers, slice_sizes, **params):
+    (x, indices), (dx, di) = args, dims
+    dn, size = dimension_numbers, axis_size(args, dims)
+    offset_dims, sizes = dn.offset_dims, tuple(slice_sizes)
+    collapsed, index_map, operand_batching = dn.collapsed_slice_dims, dn.start_index_map, dn.operand_batching_dims
+    indices_batching = dn.start_indices_batching_dims
+    if dx is not None:  # operand axes from dx on move up by one
+        collapsed, index_map = _bump(collapsed, dx), _bump(index_map, dx)
+        operand_batching = _bump(operand_batching, dx)
+    if di is None:
+        # The operand's batch axis is one more window axis, read whole; its window lands in the output after
+        # the windows of the operand axes before it.
+        windowed_before = sum(1 for a in range(dx) if a not in collapsed + operand_batching)
+        out_dim = _slot(offset_dims, windowed_before)
+        numbers = GatherDimensionNumbers(tuple(sorted((*_bump(offset_dims, out_dim), out_dim))), collapsed,
+                                         index_map, operand_batching, indices_batching)
+        return gather_p.bind(x, indices, dimension_numbers=numbers, slice_sizes=_insert(sizes, dx, size),
+                             **params), out_dim
+    if size == 0 and dx is not None:
+        return _empty_batch(gather_p, args, dims, dict(dimension_numbers=dn, slice_sizes=slice_sizes, **params))
+    index_rank = aval_of(indices).ndim
+    if di == index_rank - 1:  # the index vector must stay last: the batch axis goes first
+        indices, di = moveaxis(indices, di, 0), 0
+    # The indices' batch axis is one more batch axis of the output, after the output batch axes of the index
+    # axes before it; an operand batch axis pairs with it as a batching axis.
+    out_rank = len(offset_dims) + index_rank - 2  # of one element's result
+    batch_positions = [a for a in range(out_rank) if a not in offset_dims]
+    out_dim = _slot(batch_positions, di)
+    indices_batching = _bump(indices_batching, di)
+    if dx is not None:
+        pairs = sorted([*zip(operand_batching, indices_batching), (dx, di)])
+        operand_batching, indices_batching = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        sizes = _insert(sizes, dx, 1)
+    numbers = GatherDimensionNumbers(_bump(offset_dims, out_dim), collapsed, index_map, operand_batching,
+                                     indices_batching)
+    return gather_p.bind(x, indices, dimension_numbers=numbers, slice_sizes=sizes, **params), out_dim
+
+
 # -- scatter ---------------------------------------------------------------------------------------------
 def _scatter_shape(name: str, kinds: str):
     def rule(x: TensorType, indices: TensorType, updates: TensorType, *, dimension_numbers, mode=None,
@@ -530,7 +667,7 @@ def _scatter_impl(combine: Callable | None):
             arrays, updates = [a[keep] for a in arrays], updates[keep]
         # one flat position per update element: ufunc.at is fastest on a 1-d target
         flat = np.ravel_multi_index(tuple(arrays), x.shape) if x.ndim else np.zeros(updates.shape, np.int64)
-        out = np.array(x, copy=True)
+        out = np.array(x, copy=True, order="C")  # C order: reshape(-1) must be a view (x may be a broadcast)
         if combine is None:
             out.reshape(-1)[flat] = updates
         else:
@@ -543,10 +680,51 @@ def _scatter_impl(combine: Callable | None):
 _SCATTER_PARAMS = ("dimension_numbers", "mode", "indices_are_sorted", "unique_indices")
 
 
+def _scatter_vmap(prim: Primitive):
+    """Batching shared by the scatters: the result is batched where the operand is (an unbatched operand is
+    broadcast first). Batched indices pair their batch axis with the operand's as batching axes; with
+    unbatched indices the batch axis is one more window axis, written whole."""
+
+    def rule(args, dims, *, dimension_numbers, **params):
+        (x, indices, updates), (dx, di, du) = args, dims
+        dn, size = dimension_numbers, axis_size(args, dims)
+        axis = 0 if dx is None else dx
+        x = _batch_at(x, dx, axis, size)
+        inserted, index_map = _bump(dn.inserted_window_dims, axis), _bump(dn.scatter_dims_to_operand_dims, axis)
+        operand_batching, indices_batching = _bump(dn.operand_batching_dims, axis), dn.scatter_indices_batching_dims
+        window_dims = dn.update_window_dims
+        update_rank = aval_of(updates).ndim + (du is None)
+        if di is None:
+            # the updates' batch axis is the window axis of operand axis ``axis``: after the window axes of
+            # the operand axes before it
+            windowed_before = sum(1 for a in range(axis) if a not in inserted + operand_batching)
+            keep = du is not None and sum(1 for w in window_dims if w < du) == windowed_before
+            u = du if keep else _slot(window_dims, windowed_before)
+            window_dims = tuple(sorted((*_bump(window_dims, u), u)))
+        else:
+            index_rank = aval_of(indices).ndim
+            if di == index_rank - 1:  # the index vector must stay last
+                indices, di = moveaxis(indices, di, 0), 0
+            # the updates' batch axis is the scatter axis matching the indices' batch axis
+            scatter_axes = [a for a in range(update_rank - 1) if a not in window_dims]
+            keep = du is not None and sum(1 for a in scatter_axes if a < du) == di
+            u = du if keep else _slot(scatter_axes, di)
+            window_dims = _bump(window_dims, u)
+            indices_batching = _bump(indices_batching, di)
+            pairs = sorted([*zip(operand_batching, indices_batching), (axis, di)])
+            operand_batching, indices_batching = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        updates = _batch_at(updates, du, u, size)
+        numbers = ScatterDimensionNumbers(window_dims, inserted, index_map, operand_batching, indices_batching)
+        return prim.bind(x, indices, updates, dimension_numbers=numbers, **params), axis
+
+    return rule
+
+
 # -- scatter: each update window replaces what it covers ---------------------------------------------------
 scatter_p = Primitive("scatter", params=_SCATTER_PARAMS)
 scatter_p.def_shape(_scatter_shape("scatter", "biufc"))
 scatter_p.def_impl(_scatter_impl(None))
+scatter_p.def_vmap(_scatter_vmap(scatter_p))
 
 
 @scatter_p.def_jvp
@@ -588,6 +766,7 @@ def _scatter_transpose(ct, x, indices, updates, **params):
 scatter_add_p = Primitive("scatter_add", params=_SCATTER_PARAMS)
 scatter_add_p.def_shape(_scatter_shape("scatter_add", "biufc"))
 scatter_add_p.def_impl(_scatter_impl(np.add.at))
+scatter_add_p.def_vmap(_scatter_vmap(scatter_add_p))
 
 
 @scatter_add_p.def_jvp
@@ -611,6 +790,7 @@ def _scatter_add_transpose(ct, x, indices, updates, **params):
 scatter_mul_p = Primitive("scatter_mul", params=_SCATTER_PARAMS)
 scatter_mul_p.def_shape(_scatter_shape("scatter_mul", "biufc"))
 scatter_mul_p.def_impl(_scatter_impl(np.multiply.at))
+scatter_mul_p.def_vmap(_scatter_vmap(scatter_mul_p))
 
 
 @scatter_mul_p.def_jvp
@@ -672,12 +852,14 @@ scatter_min_p = Primitive("scatter_min", params=_SCATTER_PARAMS)
 scatter_min_p.def_shape(_scatter_shape("scatter_min", "biuf"))
 scatter_min_p.def_impl(_scatter_impl(np.minimum.at))
 scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
+scatter_min_p.def_vmap(_scatter_vmap(scatter_min_p))
 scatter_min_p.mark_no_rule("transpose", "not linear")
 
 scatter_max_p = Primitive("scatter_max", params=_SCATTER_PARAMS)
 scatter_max_p.def_shape(_scatter_shape("scatter_max", "biuf"))
 scatter_max_p.def_impl(_scatter_impl(np.maximum.at))
 scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
+scatter_max_p.def_vmap(_scatter_vmap(scatter_max_p))
 scatter_max_p.mark_no_rule("transpose", "not linear")
 
 register_module(globals())

@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_undefined, is_zero, tangent_aval, zeros
+from transpiler.primitives.batching import axis_size, bdim_at_front, moveaxis
 from transpiler.primitives.convolution import Precision, dot_general_p
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.primitives.elementwise import conj_p, convert_element_type_p, real_p, select_n_p
 from transpiler.primitives.indexing import slice_p
 from transpiler.primitives.reduce import reduce_sum_p
-from transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, transpose_p
+from transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, reshape_p, transpose_p
 from transpiler.types import TensorType, complex_dtype, real_dtype
 
 
@@ -164,6 +165,21 @@ def _zero_tangents(outs):
     return [Zero(tangent_aval(aval_of(o))) for o in outs]
 
 
+def _stack_vmap(prim: Primitive, core_rank: int = 2):
+    """Batching of a one-operand primitive that already maps over every axis but its last ``core_rank``: a
+    batch axis among those leading axes stays where it is (in every result), one among the last axes moves
+    to the front."""
+
+    def rule(args, dims, **params):
+        (x,), (d,) = args, dims
+        if d >= aval_of(x).ndim - core_rank:
+            x, d = moveaxis(x, d, 0), 0
+        out = prim.bind(x, **params)
+        return (out, [d] * len(out)) if prim.multiple_results else (out, d)
+
+    return rule
+
+
 # -- cholesky: x = L L^H with L lower triangular; reads only the lower triangle of x -----------------------
 cholesky_p = Primitive("cholesky")
 
@@ -197,6 +213,7 @@ def _cholesky_jvp(primals, tangents):
 
 
 cholesky_p.mark_no_rule("transpose", "not linear")
+cholesky_p.def_vmap(_stack_vmap(cholesky_p))
 
 
 # -- triangular_solve: op(a) x = b (left_side) or x op(a) = b, op in {id, T, H, conj} -----------------------
@@ -280,6 +297,26 @@ def _triangular_solve_transpose(ct, a, b, *, left_side=False, lower=False, trans
                                     conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
 
 
+@triangular_solve_p.def_vmap
+def _triangular_solve_vmap(args, dims, **flags):
+    (a, b), (da, db) = args, dims
+    if da is None:
+        # One matrix for the whole batch (JAX's rule): the batch joins b's independent columns (left side:
+        # op(a) x = b column by column) or rows (right side), and is split back out of the solution.
+        shape = aval_of(b).shape
+        rank = len(shape)
+        b = moveaxis(b, db, rank - 1 if flags.get("left_side") else rank - 2)
+        moved = aval_of(b).shape
+        joined = (*moved[:-2], moved[-2] * moved[-1]) if flags.get("left_side") else \
+            (*moved[:-3], moved[-3] * moved[-2], moved[-1])
+        x = triangular_solve_p.bind(a, reshape_p.bind(b, new_sizes=joined, dimensions=None), **flags)
+        return reshape_p.bind(x, new_sizes=moved, dimensions=None), rank - 1 if flags.get("left_side") else rank - 2
+    size = axis_size(args, dims)
+    if da == db and da < aval_of(a).ndim - 2:  # both batched along the same leading axis
+        return triangular_solve_p.bind(a, b, **flags), da
+    return triangular_solve_p.bind(bdim_at_front(a, da, size), bdim_at_front(b, db, size), **flags), 0
+
+
 # -- lu: P x = L U with partial pivoting; results lu (L below the diagonal, unit diagonal implied, U on and
 # -- above it), pivots (row swapped with row i at step i, LAPACK's ipiv from 0) and permutation -------------
 lu_p = Primitive("lu", multiple_results=True)
@@ -341,6 +378,7 @@ def _lu_jvp(primals, tangents):
 
 
 lu_p.mark_no_rule("transpose", "not linear")
+lu_p.def_vmap(_stack_vmap(lu_p))
 
 
 # -- lu_pivots_to_permutation: apply the swaps i <-> pivots[i] in order to 0..size-1 -------------------------
@@ -371,6 +409,9 @@ def _lu_pivots_to_permutation_impl(pivots, *, permutation_size):
         permutation[stack, k] = permutation[stack, p]
         permutation[stack, p] = row_k
     return permutation.reshape(*pivots.shape[:-1], permutation_size)
+
+
+lu_pivots_to_permutation_p.def_vmap(_stack_vmap(lu_pivots_to_permutation_p, core_rank=1))
 
 
 # -- qr: x = Q R, Q with orthonormal columns, R upper triangular ([m,m] and [m,n] when full_matrices, else
@@ -418,6 +459,7 @@ def _qr_jvp(primals, tangents, *, full_matrices=True):
 
 
 qr_p.mark_no_rule("transpose", "not linear")
+qr_p.def_vmap(_stack_vmap(qr_p))
 
 
 # -- eigh: x = V diag(w) V^H for Hermitian x, reading one triangle; results (v, w), w real ascending ------
@@ -462,6 +504,7 @@ def _eigh_jvp(primals, tangents, *, lower=True, sort_eigenvalues=True):
 
 
 eigh_p.mark_no_rule("transpose", "not linear")
+eigh_p.def_vmap(_stack_vmap(eigh_p))
 
 
 # -- eig: x v_i = w_i v_i (right) and u_i^H x = w_i u_i^H (left), for a general square x; complex results
@@ -540,6 +583,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors=True, compute_right
 
 
 eig_p.mark_no_rule("transpose", "not linear")
+eig_p.def_vmap(_stack_vmap(eig_p))
 
 
 # -- svd: x = U diag(s) V^H with s real, descending; results (s,) or (s, u, vh) -- the primitive's order;
@@ -621,6 +665,7 @@ def _svd_jvp(primals, tangents, *, full_matrices=True, compute_uv=True):
 
 
 svd_p.mark_no_rule("transpose", "not linear")
+svd_p.def_vmap(_stack_vmap(svd_p))
 
 
 register_module(globals())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from transpiler.primitives.batching import elementwise_rule
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.types import TensorType, short_name
 
@@ -54,5 +55,13 @@ def _threefry2x32_impl(k0, k1, x0, x1):
 
 threefry2x32_p.mark_no_rule("jvp", "threefry2x32 is an integer hash: it has no derivative")
 threefry2x32_p.mark_no_rule("transpose", "not linear")
+
+
+@threefry2x32_p.def_vmap
+def _threefry2x32_vmap(args, dims):
+    # elementwise over its four operands (unbatched ones broadcast along the batch axis); both results are
+    # batched where the operands are
+    out, d = elementwise_rule(threefry2x32_p)(args, dims)
+    return out, [d, d]
 
 register_module(globals())

@@ -20,9 +20,10 @@ import numpy as np
 from transpiler.primitives import elementwise as ew
 from transpiler.primitives import shape as sh
 from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_zero, jvp_of, tangent_aval, zeros
+from transpiler.primitives.batching import moveaxis
 from transpiler.primitives.core import Primitive, check, register_module
 from transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p, slice_p
-from transpiler.primitives.shape import _check_axes, _pad_impl
+from transpiler.primitives.shape import _check_axes, _pad_impl, batched_axes, common_batch_axis
 from transpiler.types import TensorType
 
 # dtype classes, as the elementwise family spells them
@@ -128,6 +129,17 @@ def _broadcast_back(ct, shape: tuple[int, ...], axes: tuple[int, ...]):
     return sh.broadcast_in_dim_p.bind(ct, shape=shape, broadcast_dimensions=kept)
 
 
+def _axes_vmap(prim: Primitive) -> Callable:
+    """Batching of a reduction over ``axes``: the same axes of the batched operand; the batch axis moves down
+    by the reduced axes before it."""
+
+    def rule(args, dims, *, axes, **params):
+        (x,), (dim,) = args, dims
+        return prim.bind(x, axes=batched_axes(axes, dim), **params), dim - sum(a < dim for a in axes)
+
+    return rule
+
+
 def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primitive:
     """``reduce_<op>``: combines the elements along ``axes`` (an empty reduction gives the identity)."""
     prim = Primitive(name, params=("axes",))
@@ -138,6 +150,7 @@ def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primiti
 
     prim.def_shape(shape_rule)
     prim.def_impl(lambda x, *, axes: np.asarray(impl(x, tuple(axes))).astype(x.dtype))
+    prim.def_vmap(_axes_vmap(prim))
     return prim
 
 
@@ -209,6 +222,7 @@ def arg_reduction(name: str, impl: Callable[..., np.ndarray]) -> Primitive:
     prim.def_shape(shape_rule)
     # NumPy's argmax/argmin already return the first NaN, as XLA's do
     prim.def_impl(lambda x, *, axes, index_dtype: np.asarray(impl(x, axis=axes[0])).astype(index_dtype))
+    prim.def_vmap(_axes_vmap(prim))
     prim.mark_no_rule("jvp", "an index has zero derivative")
     prim.mark_no_rule("transpose", "not linear")
     return prim
@@ -233,8 +247,13 @@ def scan(name: str, accumulate: Callable[..., np.ndarray], kinds: str) -> Primit
             return np.flip(accumulate(np.flip(x, axis), axis), axis)
         return accumulate(x, axis)
 
+    def vmap_rule(args, dims, *, axis: int, reverse: bool = False):
+        (x,), (dim,) = args, dims
+        return prim.bind(x, axis=axis + (axis >= dim), reverse=reverse), dim
+
     prim.def_shape(shape_rule)
     prim.def_impl(impl)
+    prim.def_vmap(vmap_rule)
     return prim
 
 
@@ -368,6 +387,14 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
 sort_p.mark_no_rule("transpose", "not linear")
 
 
+@sort_p.def_vmap
+def _sort_vmap(args, dims, *, dimension, is_stable=True, num_keys=1):
+    # the operands must agree in shape: batch them all at one axis
+    moved, at = common_batch_axis(args, dims)
+    out = sort_p.bind(*moved, dimension=dimension + (dimension >= at), is_stable=is_stable, num_keys=num_keys)
+    return out, [at] * len(out)
+
+
 top_k_p = Primitive("top_k", params=("k",), multiple_results=True)
 
 
@@ -413,6 +440,17 @@ def _top_k_jvp(primals, tangents, *, k):
 
 
 top_k_p.mark_no_rule("transpose", "not linear")
+
+
+@top_k_p.def_vmap
+def _top_k_vmap(args, dims, *, k):
+    """top_k works along the last axis: a batch axis there moves just before it (JAX's rule)."""
+    (x,), (dim,) = args, dims
+    last = aval_of(x).ndim - 1
+    if dim == last:
+        x, dim = moveaxis(x, dim, last - 1), last - 1
+    values, indices = top_k_p.bind(x, k=k)
+    return [values, indices], [dim, dim]
 
 
 # -- windowed reductions ---------------------------------------------------------------------------------
@@ -465,8 +503,15 @@ def window_reduction(name: str, op: str, reducer: Callable[..., np.ndarray], kin
         windows = windows[starts + tuple(slice(None, None, d) for d in window_dilation)]
         return np.asarray(reducer(windows, tuple(range(x.ndim, 2 * x.ndim)))).astype(x.dtype)
 
+    def vmap_rule(args, dims, **params):
+        # the batch axis gets a window of one element, stepped by one, with nothing padded or dilated
+        (x,), (dim,) = args, dims
+        unit = dict(window_dimensions=1, window_strides=1, padding=(0, 0), base_dilation=1, window_dilation=1)
+        return prim.bind(x, **{k: (*v[:dim], unit[k], *v[dim:]) for k, v in params.items()}), dim
+
     prim.def_shape(shape_rule)
     prim.def_impl(impl)
+    prim.def_vmap(vmap_rule)
     return prim
 
 

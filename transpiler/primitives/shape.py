@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from transpiler.primitives.ad import aval_of, is_undefined
+from transpiler.primitives.batching import axis_size, moveaxis
 from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.primitives.elementwise import sub_p
+from transpiler.primitives.elementwise import convert_element_type_p, select_n_p, sub_p
 from transpiler.types import TensorType, short_name
 
 
@@ -26,6 +27,28 @@ def _check_axes(name: str, axes, ndim: int, what: str = "dimensions") -> tuple[i
 def _inverse(permutation) -> tuple[int, ...]:
     """The permutation that undoes ``permutation``."""
     return tuple(int(p) for p in np.argsort(permutation))
+
+
+# -- batching vocabulary shared by the shape, reduce and elementwise families -------------------------------
+def batched_axes(axes, dim: int) -> tuple[int, ...]:
+    """Axes of one example, numbered in the batched operand whose batch axis is ``dim``."""
+    return tuple(int(a) + (a >= dim) for a in axes)
+
+
+def move_batch_axis(x, dim: int | None, size: int, to: int):
+    """``x`` with its batch axis at ``to``: moved there, or, unbatched, broadcast along a new axis there."""
+    if dim is not None:
+        return moveaxis(x, dim, to)
+    shape = aval_of(x).shape
+    out = (*shape[:to], size, *shape[to:])
+    return broadcast_in_dim_p.bind(x, shape=out, broadcast_dimensions=tuple(a for a in range(len(out)) if a != to))
+
+
+def common_batch_axis(args, dims) -> tuple[list, int]:
+    """Operands that must agree in shape, batched at one axis: the first batched operand's (JAX's choice for
+    sort); the others are moved there, the unbatched ones broadcast along it."""
+    size, to = axis_size(args, dims), next(d for d in dims if d is not None)
+    return [move_batch_axis(x, d, size, to) for x, d in zip(args, dims, strict=True)], to
 
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim", params=("shape", "broadcast_dimensions"))
@@ -70,6 +93,17 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
 
 broadcast_in_dim_p.def_linear(_broadcast_in_dim_transpose)
 
+
+@broadcast_in_dim_p.def_vmap
+def _broadcast_in_dim_vmap(args, dims, *, shape, broadcast_dimensions):
+    """The batch axis lands just after the output axis of the operand axis before it (first if there is none):
+    broadcast_dimensions stay increasing, so nothing is transposed."""
+    (x,), (dim,) = args, dims
+    at = broadcast_dimensions[dim - 1] + 1 if dim > 0 else 0
+    moved = batched_axes(broadcast_dimensions, at)
+    out_shape = (*shape[:at], aval_of(x).shape[dim], *shape[at:])
+    return broadcast_in_dim_p.bind(x, shape=out_shape, broadcast_dimensions=(*moved[:dim], at, *moved[dim:])), at
+
 reshape_p = Primitive("reshape", params=("new_sizes", "dimensions"))
 
 
@@ -102,6 +136,19 @@ def _reshape_transpose(ct, x, *, new_sizes, dimensions=None):
 
 reshape_p.def_linear(_reshape_transpose)
 
+
+@reshape_p.def_vmap
+def _reshape_vmap(args, dims, *, new_sizes, dimensions=None):
+    """In row-major order a last batch axis stays innermost, so a plain reshape keeps it last. Elsewhere the
+    batch axis is moved first by the reshape's own transpose (``dimensions``), and stays first."""
+    (x,), (dim,) = args, dims
+    shape = aval_of(x).shape
+    if dimensions is None and dim == len(shape) - 1:
+        return reshape_p.bind(x, new_sizes=(*new_sizes, shape[dim]), dimensions=None), len(new_sizes)
+    order = (dim, *batched_axes(range(len(shape) - 1) if dimensions is None else dimensions, dim))
+    order = None if order == tuple(range(len(shape))) else order
+    return reshape_p.bind(x, new_sizes=(shape[dim], *new_sizes), dimensions=order), 0
+
 transpose_p = Primitive("transpose", params=("permutation",))
 
 
@@ -115,6 +162,14 @@ def _transpose_shape(x: TensorType, *, permutation) -> TensorType:
 
 transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
 transpose_p.def_linear(lambda ct, x, *, permutation: [transpose_p.bind(ct, permutation=_inverse(permutation))])
+
+
+@transpose_p.def_vmap
+def _transpose_vmap(args, dims, *, permutation):
+    # the batch axis keeps its place; the other axes are permuted around it
+    (x,), (dim,) = args, dims
+    moved = batched_axes(permutation, dim)
+    return transpose_p.bind(x, permutation=(*moved[:dim], dim, *moved[dim:])), dim
 
 squeeze_p = Primitive("squeeze", params=("dimensions",))
 
@@ -131,6 +186,10 @@ squeeze_p.def_impl(lambda x, *, dimensions: np.reshape(x, _squeeze_shape(TensorT
                                                                           dimensions=dimensions).shape))
 # the squeezed axes, numbered in the operand, are the axes expand_dims adds back, numbered in its result
 squeeze_p.def_linear(lambda ct, x, *, dimensions: [expand_dims_p.bind(ct, dimensions=tuple(dimensions))])
+# the batch axis moves down by the squeezed axes before it
+squeeze_p.def_vmap(lambda args, dims, *, dimensions: (
+    squeeze_p.bind(args[0], dimensions=batched_axes(dimensions, dims[0])),
+    dims[0] - sum(d < dims[0] for d in dimensions)))
 
 expand_dims_p = Primitive("expand_dims", params=("dimensions",))
 
@@ -146,6 +205,16 @@ def _expand_dims_shape(x: TensorType, *, dimensions) -> TensorType:
 expand_dims_p.def_impl(lambda x, *, dimensions: np.reshape(x, _expand_dims_shape(TensorType(x.dtype, x.shape),
                                                                                   dimensions=dimensions).shape))
 expand_dims_p.def_linear(lambda ct, x, *, dimensions: [squeeze_p.bind(ct, dimensions=tuple(dimensions))])
+
+
+@expand_dims_p.def_vmap
+def _expand_dims_vmap(args, dims, *, dimensions):
+    """The batch axis lands just after the result axis of the operand axis before it (first if there is none)."""
+    (x,), (dim,) = args, dims
+    rank = aval_of(x).ndim - 1 + len(dimensions)
+    kept = [a for a in range(rank) if a not in dimensions]  # where the example's own axes go
+    at = kept[dim - 1] + 1 if dim > 0 else 0
+    return expand_dims_p.bind(x, dimensions=batched_axes(dimensions, at)), at
 
 concatenate_p = Primitive("concatenate", params=("dimension",))
 
@@ -190,6 +259,12 @@ def _concatenate_transpose(ct, *xs, dimension):
             cotangents.append(None)
         start = stop
     return cotangents
+
+
+@concatenate_p.def_vmap
+def _concatenate_vmap(args, dims, *, dimension):
+    moved, at = common_batch_axis(args, dims)
+    return concatenate_p.bind(*moved, dimension=dimension + (dimension >= at)), at
 
 
 pad_p = Primitive("pad", params=("padding_config",))
@@ -246,6 +321,25 @@ def _pad_transpose(ct, x, value, *, padding_config):
     return [ct_x if is_undefined(x) else None, ct_value]
 
 
+@pad_p.def_vmap
+def _pad_vmap(args, dims, *, padding_config):
+    """The batch axis is not padded. A padding value per example (JAX's rule): pad with zeros, then select
+    each example's value where a mask of the padded positions says so."""
+    (x, value), (x_dim, value_dim) = args, dims
+    if x_dim is None:
+        x, x_dim = move_batch_axis(x, None, axis_size(args, dims), 0), 0
+    config = (*padding_config[:x_dim], (0, 0, 0), *padding_config[x_dim:])
+    if value_dim is None:
+        return pad_p.bind(x, value, padding_config=config), x_dim
+    aval = aval_of(x)
+    zero = convert_element_type_p.bind(np.zeros((), aval.dtype), new_dtype=aval.dtype, weak_type=aval.weak_type)
+    padded = pad_p.bind(x, zero, padding_config=config)
+    everywhere = broadcast_in_dim_p.bind(np.True_, shape=aval.shape, broadcast_dimensions=())
+    inside = pad_p.bind(everywhere, np.False_, padding_config=config)
+    fill = broadcast_in_dim_p.bind(value, shape=aval_of(padded).shape, broadcast_dimensions=(x_dim,))
+    return select_n_p.bind(inside, fill, padded), x_dim
+
+
 iota_p = Primitive("iota", params=("dtype", "shape", "dimension"))
 
 
@@ -266,6 +360,7 @@ def _iota_impl(*, dtype, shape, dimension):
 
 iota_p.mark_no_rule("jvp", "iota has no operands: its value is a constant")
 iota_p.mark_no_rule("transpose", "not linear")
+iota_p.mark_no_rule("vmap", "iota has no operands, so nothing of it is ever batched")
 
 
 rev_p = Primitive("rev", params=("dimensions",))
@@ -279,5 +374,7 @@ def _rev_shape(x: TensorType, *, dimensions) -> TensorType:
 
 rev_p.def_impl(lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if len(dimensions) else x)
 rev_p.def_linear(lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
+rev_p.def_vmap(lambda args, dims, *, dimensions: (rev_p.bind(args[0], dimensions=batched_axes(dimensions, dims[0])),
+                                                  dims[0]))
 
 register_module(globals())
