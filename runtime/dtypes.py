@@ -162,7 +162,8 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     """``jnp.promote_types``: promotion of two dtypes, as JAX answers it: never weak and not narrowed to 32
     bits; the Python types int, float, complex are the weak kinds; a weak result is the kind's 64-bit
     dtype; and with x64 off, uint32 meets a signed type of at most 32 bits in int32."""
-    nodes = [_PY_TYPE_NODES[x] if x in (int, float, complex) else np.dtype(to_dtype(x)) for x in (a, b)]
+    # look up by identity: np.dtype('float64') == float holds, but the dtype is not the Python type
+    nodes = [_PY_TYPE_NODES[x] if any(x is t for t in _PY_TYPE_NODES) else np.dtype(to_dtype(x)) for x in (a, b)]
     node = _least_upper_bound(frozenset(nodes))
     if isinstance(node, str):
         return {WEAK_INT: int64, WEAK_FLOAT: float64, WEAK_COMPLEX: complex128}[node]

@@ -163,6 +163,9 @@ def transpile(options: argparse.Namespace) -> str:
     fn = load_function(options.target)
     args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
     name = fn.__name__
+    if (options.grad or options.value_and_grad) and not options.has_aux:
+        ir = _reverse_mode(fn, args, options)
+        return print_function(ir) if options.emit == "ir" else emit_module(ir)
     for transform in TRANSFORMS:
         if getattr(options, transform, False):
             fn = TRANSFORMS[transform][1](fn, options)
@@ -171,6 +174,29 @@ def transpile(options: argparse.Namespace) -> str:
     if options.emit == "ir":
         return print_function(ir)
     return emit_module(ir)
+
+
+def _reverse_mode(fn: Callable, args: list[Any], options: argparse.Namespace):
+    """``--grad``/``--value-and-grad`` as the reverse-mode transform of the function's IR itself, so the
+    printed code keeps its forward and backward sections."""
+    from transpiler.frontend.calls import trace_function
+    from transpiler.ir import Function
+    from transpiler.passes import clean
+    from transpiler.transforms.vjp import vjp_function
+
+    ir, _ = trace_function(fn, args)
+    if len(ir.results) != 1 or ir.results[0].aval.shape != ():
+        raise UsageError(f"--grad needs a function with one scalar output; {fn.__name__} returns "
+                         f"{', '.join(str(r.aval) for r in ir.results)}")
+    argnums = _argnums(options)
+    nums = {argnums} if isinstance(argnums, int) else set(argnums)
+    wrt = [i in nums for i in range(len(ir.params))]
+    grad = vjp_function(ir, wrt, seed_ones=True)
+    results = grad.results if options.value_and_grad else grad.results[1:]
+    prefix = "value_and_grad" if options.value_and_grad else "grad"
+    trimmed = Function(f"{prefix}_{fn.__name__}", grad.params, type(grad.body)(grad.body.params, grad.body.ops,
+                       list(results)), grad.consts, grad.source, sections=grad.sections)
+    return clean(trimmed)
 
 
 def main(argv: list[str] | None = None) -> int:

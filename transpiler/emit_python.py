@@ -286,6 +286,7 @@ def _identifier(name: str | None) -> str | None:
 class _Emitter:
     def __init__(self, fn: Function):
         self.fn = fn
+        self.sections = fn.sections
         self.vars = _Planner(fn).vars
         self.names: dict[int, str] = {}  # class root -> Python name
         self.used_names = set(_RESERVED) | {f"{name}_p" for name in PRIMITIVES} | set(param_classes())
@@ -404,6 +405,9 @@ class _Emitter:
             self.op(op, depth)
 
     def op(self, op: Op, depth: int) -> None:
+        label = self.sections.get(id(op))
+        if label is not None:
+            self.lines.append((depth, f"# {label}", None))
         form = control_form(op)
         if form is None:
             self.plain(op, depth)

@@ -134,6 +134,8 @@ class Function:
     source: SourceLoc | None = None
     # values of an enclosing compilation this function closes over; they are its last params
     captured: list[Value] = field(default_factory=list)
+    # labels for the generated Python: id(op) -> a comment line emitted before that top-level op
+    sections: dict[int, str] = field(default_factory=dict)
 
     @property
     def results(self) -> list[Value]:

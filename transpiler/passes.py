@@ -51,4 +51,65 @@ def uses(fn: Function) -> dict[int, int]:
     return counts
 
 
-__all__ = ["eliminate_dead_code", "uses", "Value"]
+def eliminate_common_subexpressions(fn: Function) -> Function:
+    """Ops that repeat an earlier op (same primitive, operands and params) reuse its results.
+
+    A value is reused in the block that defines it and in blocks nested inside it, never across sibling
+    regions. Ops with regions are kept whole (their regions are cleaned inside).
+    """
+    from transpiler.primitives.control import ControlPrimitive
+
+    rename: dict[int, Value] = {}
+
+    def resolve(v: Value) -> Value:
+        return rename.get(id(v), v)
+
+    def operand_key(v: Value):
+        if isinstance(v, Literal):
+            return ("literal", v.value.dtype.str, v.value.tobytes(), v.aval.weak_type)
+        return id(v)
+
+    def visit(block: Block, table: dict) -> None:
+        kept = []
+        for op in block.ops:
+            op.operands = [resolve(v) for v in op.operands]
+            if op.regions or isinstance(op.prim, ControlPrimitive):
+                for region in op.regions:
+                    visit(region, dict(table))
+                kept.append(op)
+                continue
+            try:
+                key = (op.prim.name, tuple(operand_key(v) for v in op.operands),
+                       tuple(sorted((k, _freeze(p)) for k, p in op.params.items())))
+                hash(key)
+            except TypeError:
+                kept.append(op)
+                continue
+            earlier = table.get(key)
+            if earlier is not None and all(a.aval == b.aval for a, b in zip(earlier, op.results)):
+                for new, old in zip(op.results, earlier):
+                    rename[id(new)] = old
+                continue
+            table[key] = op.results
+            kept.append(op)
+        block.ops = kept
+        block.results = [resolve(v) for v in block.results]
+
+    visit(fn.body, {})
+    return fn
+
+
+def _freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def clean(fn: Function) -> Function:
+    """The clean-up every producer of IR runs: common subexpressions, then dead code."""
+    return eliminate_dead_code(eliminate_common_subexpressions(fn))
+
+
+__all__ = ["eliminate_dead_code", "eliminate_common_subexpressions", "clean", "uses", "Value"]

@@ -11,16 +11,19 @@ from transpiler.primitives.ad import jvp_of
 from transpiler.primitives.control import ControlPrimitive
 from transpiler.primitives.core import PRIMITIVES
 from transpiler.transforms.jvp import CONTROL_JVP
+from transpiler.transforms.vmap import CONTROL_VMAP
 
-RULES = ("shape", "impl", "jvp", "transpose")
+RULES = ("shape", "impl", "jvp", "transpose", "vmap")
 
 
 def has_rule(prim, rule):
     if isinstance(prim, ControlPrimitive):
         return {"shape": prim.check_regions is not None, "impl": prim.run is not None,
-                "jvp": prim in CONTROL_JVP or prim.jvp_rule is not None, "transpose": True}[rule]
+                "jvp": prim in CONTROL_JVP or prim.jvp_rule is not None, "transpose": True,
+                "vmap": prim in CONTROL_VMAP}[rule]
     return {"shape": prim.shape_rule is not None, "impl": prim.impl is not None,
-            "jvp": jvp_of(prim) is not None, "transpose": prim.transpose_rule is not None}[rule]
+            "jvp": jvp_of(prim) is not None, "transpose": prim.transpose_rule is not None,
+            "vmap": prim.vmap_rule is not None}[rule]
 
 
 def matrix():

@@ -81,6 +81,13 @@ def test_dynamic_slice_with_batched_starts_is_one_gather(rng):
     assert "dynamic_slice" not in [op.prim.name for op in fn.body.ops]
 
 
+def test_dynamic_slice_with_one_window_takes_the_batch_axis_whole(rng):
+    x = batched(rng, (5,), 1)  # [5, SIZE]
+    fn = check_vmap_symbolic(I.dynamic_slice_p, [x, np.int32(1)], [1, None], dict(slice_sizes=(2,)))
+    (op,) = fn.body.ops
+    assert op.prim is I.dynamic_slice_p and op.params["slice_sizes"] == (2, SIZE)
+
+
 # -- dynamic_update_slice ------------------------------------------------------------------------------------
 DYNAMIC_UPDATES = [  # operand shape, update shape
     ((6,), (2,)),
@@ -106,6 +113,12 @@ def test_dynamic_update_slice_with_batched_starts_is_one_scatter(rng):
     fn = check_vmap_symbolic(I.dynamic_update_slice_p, [x, update, i, j], [0, None, 0, None])
     names = [op.prim.name for op in fn.body.ops]
     assert names.count("scatter") == 1 and "dynamic_update_slice" not in names
+
+
+def test_dynamic_update_slice_with_one_window_spans_the_batch_axis(rng):
+    x, update = batched(rng, (5, 4), 1), batched(rng, (2, 4), None)
+    fn = check_vmap_symbolic(I.dynamic_update_slice_p, [x, update, np.int32(4), np.int32(0)], [1, None, None, None])
+    assert [op.prim.name for op in fn.body.ops] == ["broadcast_in_dim", "dynamic_update_slice"]
 
 
 # -- gather ---------------------------------------------------------------------------------------------------
@@ -219,8 +232,17 @@ def test_small_batches(size, rng):
         x = batched(rng, (5, 3), dims[0], size=size)
         indices = batched_indices(rng, (4, 1), dims[1], 0, 5, size=size)
         check_vmap(I.gather_p, [x, indices], dims, params)
-    starts = batched_indices(rng, (), 0, 0, 5, size=size)
-    check_vmap(I.dynamic_slice_p, [batched(rng, (5,), None), starts], [None, 0], dict(slice_sizes=(2,)))
+    params = dict(dimension_numbers=sdn((1,), (0,), (0,)), mode=FILL, indices_are_sorted=False, unique_indices=False)
+    for dims in dims_cases([2, 2, 2], limit=14):
+        x, updates = batched(rng, (5, 3), dims[0], size=size), batched(rng, (4, 3), dims[2], size=size)
+        check_vmap(I.scatter_add_p, [x, batched_indices(rng, (4, 1), dims[1], 0, 5, size=size), updates], dims,
+                   params)
+    for dims in dims_cases([1, 1, 0]):
+        x, update = batched(rng, (5,), dims[0], size=size), batched(rng, (2,), dims[1], size=size)
+        starts = batched_indices(rng, (), dims[2], 0, 5, size=size)
+        if (dims[0], dims[2]) != (None, None):
+            check_vmap(I.dynamic_slice_p, [x, starts], [dims[0], dims[2]], dict(slice_sizes=(2,)))
+        check_vmap(I.dynamic_update_slice_p, [x, update, starts], dims)
 
 
 def test_axis_options_cover_first_middle_last():

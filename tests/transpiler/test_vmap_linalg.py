@@ -74,6 +74,16 @@ def test_factorization(name, prim, params, make, shape, dtype, rng):
         assert set(out_dims) == {expected}
 
 
+def test_factorization_symbolic(rng):
+    # a batch axis inside the matrix moves to the front, one transpose for every result
+    x = np.stack([well_conditioned(rng, (3, 3), np.float64) for _ in range(SIZE)], axis=2)
+    fn = check_vmap_symbolic(L.lu_p, [x], [2], rtol=1e-10, atol=1e-10)
+    assert [op.prim.name for op in fn.body.ops] == ["transpose", "lu"]
+    fn = check_vmap_symbolic(L.eigh_p, [hermitian(rng, (2, SIZE, 3, 3), np.float64)], [1],
+                             dict(lower=True, sort_eigenvalues=True), rtol=1e-10, atol=1e-10)
+    assert [op.prim.name for op in fn.body.ops] == ["eigh"]
+
+
 @pytest.mark.parametrize("size", [1, 0])
 def test_factorization_small_batches(size, rng):
     examples = [[positive_definite(rng, (3, 3), np.float64)] for _ in range(size)]
@@ -82,14 +92,14 @@ def test_factorization_small_batches(size, rng):
     check_vmap(L.lu_p, [a.swapaxes(0, 2) for a in args], [2])
 
 
-def test_lu_pivots_to_permutation(rng):
-    for shape in [(4,), (2, 3)]:
-        # valid pivots: step i swaps row i with a row at or below it
-        pivots = lambda: np.stack([rng.integers(i, 5, shape[:-1]) for i in range(shape[-1])], -1).astype(np.int32)
-        examples = [[pivots()] for _ in range(SIZE)]
-        for d in every_axis(len(shape))[1:]:
-            out_dims = check_vmap(L.lu_pivots_to_permutation_p, batch(examples, [d]), [d], dict(permutation_size=5))
-            assert out_dims == [d if d < len(shape) else 0]
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+def test_lu_pivots_to_permutation(shape, rng):
+    # valid pivots: step i swaps row i with a row at or below it
+    pivots = lambda: np.stack([rng.integers(i, 5, shape[:-1]) for i in range(shape[-1])], -1).astype(np.int32)
+    examples = [[pivots()] for _ in range(SIZE)]
+    for d in every_axis(len(shape))[1:]:
+        out_dims = check_vmap(L.lu_pivots_to_permutation_p, batch(examples, [d]), [d], dict(permutation_size=5))
+        assert out_dims == [d if d < len(shape) else 0]
 
 
 # -- triangular_solve -----------------------------------------------------------------------------------

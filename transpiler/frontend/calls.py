@@ -24,7 +24,7 @@ from transpiler.frontend.errors import TranspileError
 from transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
 from transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
 from transpiler.ir import Function, SourceLoc, Value
-from transpiler.passes import eliminate_dead_code
+from transpiler.passes import clean
 from transpiler.primitives import core
 from transpiler.trees import tree_flatten, tree_unflatten
 from transpiler.types import TensorType
@@ -269,7 +269,7 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
                                  "return arrays, numbers and pytrees of them", source_loc)
     with core.interpreting(builder):
         ir = builder.finish(out_leaves)
-    return eliminate_dead_code(ir), out_tree
+    return clean(ir), out_tree
 
 
 def _source_loc(fn: Any) -> SourceLoc | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from transpiler.builder import Builder
-from transpiler.passes import eliminate_dead_code
+from transpiler.passes import clean
 from transpiler.ir import Block, Function, Literal, Op, Value
 from transpiler.primitives import core
 from transpiler.primitives.ad import Zero, is_differentiable, jvp_of, tangent_aval
@@ -76,7 +76,7 @@ def jvp_function(fn: Function, wrt: Sequence[bool] | None = None) -> Function:
         jvp_block(fn.body, env)
         outs = [env.read(r) for r in fn.results]
         out_tangents = [instantiate(env.tan(r)) for r in fn.results]
-        return eliminate_dead_code(builder.finish(outs + out_tangents))
+        return clean(builder.finish(outs + out_tangents))
 
 
 def instantiate(t: Any) -> Any:

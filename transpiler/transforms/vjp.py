@@ -30,7 +30,7 @@ from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 from transpiler.primitives.elementwise import add_p, sub_p
 from transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
 from transpiler.primitives.shape import reshape_p
-from transpiler.passes import eliminate_dead_code
+from transpiler.passes import clean
 from transpiler.transforms.jvp import TransformError
 from transpiler.types import StackType, TensorType
 
@@ -621,6 +621,7 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
         seeds = [builder.param(tangent_aval(r.aval), f"{r.name}_bar" if r.name else "out_bar")
                  for r in fn.results]
     ct: dict[int, Any] = {}
+    forward_ops = {id(op) for op in builder.function.body.ops}
     with core.interpreting(builder):
         for r, s in zip(fn.results, seeds):
             if t.is_active(r) and not isinstance(r, Literal):
@@ -629,7 +630,13 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
         t.backward_block(records, ct, lambda v: v)
         grads = [instantiate(ct.get(id(p), Zero(tangent_aval(p.aval)))) for p, on in zip(fn.params, wrt)
                  if on and is_differentiable(p.aval)]
-        return eliminate_dead_code(builder.finish(outs + grads))
+        result = clean(builder.finish(outs + grads))
+    # the generated Python labels its two halves
+    ops = result.body.ops
+    backward = next((op for op in ops if id(op) not in forward_ops), None)
+    if ops and backward is not None:
+        result.sections = {id(ops[0]): "forward", id(backward): "backward"}
+    return result
 
 
 __all__ = ["vjp_function", "TransformError", "SourceLoc"]

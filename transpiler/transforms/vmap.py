@@ -17,7 +17,7 @@ import numpy as np
 
 from transpiler.builder import Builder
 from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.passes import eliminate_dead_code
+from transpiler.passes import clean
 from transpiler.primitives import core
 from transpiler.primitives.batching import bdim_at_front, moveaxis
 from transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
@@ -281,7 +281,7 @@ def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_n
                 continue
             v = bdim_at_front(v, d, size)
             outs.append(moveaxis(v, 0, want) if want != 0 else v)
-        return eliminate_dead_code(builder.finish(outs))
+        return clean(builder.finish(outs))
 
 
 # -- collectives over the batch's named axis -----------------------------------------------------------------------

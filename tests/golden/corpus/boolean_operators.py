@@ -5,29 +5,27 @@ import srcjax.numpy as jnp
 
 
 def boolean_operators(a, b):
-    t0 = a > np.float32(0.0)      # if a > 0 and b > 0:  (programs.py:352)
+    t0 = a > np.float32(0.0)  # if a > 0 and b > 0:  (programs.py:352)
     t1 = b > np.float32(0.0)
     t2 = t0 & t1
     if t2:
-        t3 = a + b                # return a + b  (programs.py:353)
+        t3 = a + b            # return a + b  (programs.py:353)
         t4 = jnp.bool_(True)
     else:
         t4, t3 = jnp.bool_(False), jnp.float32(0.0)
-    t5 = ~t4                      # def boolean_operators(a, b):  (programs.py:351)
+    t5 = ~t4                  # def boolean_operators(a, b):  (programs.py:351)
     if t5:
-        t6 = a > np.float32(0.0)  # if a > 0 or b > 0:  (programs.py:354)
-        t7 = b > np.float32(0.0)
-        t8 = t6 | t7
-        if t8:
-            t9 = a - b            # return a - b  (programs.py:355)
-            t10 = jnp.bool_(True)
+        t6 = t0 | t1          # if a > 0 or b > 0:  (programs.py:354)
+        if t6:
+            t7 = a - b        # return a - b  (programs.py:355)
+            t8 = jnp.bool_(True)
         else:
-            t10, t9 = t4, t3
-        t11 = ~t10                # def boolean_operators(a, b):  (programs.py:351)
-        if t11:
-            t12 = a * b           # return a * b  (programs.py:356)
+            t8, t7 = t4, t3
+        t9 = ~t8              # def boolean_operators(a, b):  (programs.py:351)
+        if t9:
+            t10 = a * b       # return a * b  (programs.py:356)
         else:
-            t12 = t9
+            t10 = t7
     else:
-        t12 = t3
-    return t12
+        t10 = t3
+    return t10

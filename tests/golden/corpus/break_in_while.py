@@ -21,16 +21,15 @@ def break_in_while(x):
         t4 = ~t1                             # while True:  (programs.py:605)
         if t4:
             i_1 = i + 1.0                    # i = i + 1.0  (programs.py:607)
-            t5 = ~t1                         # while True:  (programs.py:605)
-            if t5:
-                t6 = x_1 > np.float32(10.0)  # if x > 10.0:  (programs.py:608)
-                if t6:
-                    t7 = jnp.bool_(True)
+            if t4:                           # while True:  (programs.py:605)
+                t5 = x_1 > np.float32(10.0)  # if x > 10.0:  (programs.py:608)
+                if t5:
+                    t6 = jnp.bool_(True)
                 else:
-                    t7 = t1
+                    t6 = t1
             else:
-                t7 = t1
+                t6 = t1
         else:
-            t7, i_1 = t1, i
-        i, t1 = i_1, t7
+            t6, i_1 = t1, i
+        i, t1 = i_1, t6
     return x_1, i

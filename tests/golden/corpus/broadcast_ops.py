@@ -5,6 +5,5 @@ from srcjax import lax
 def broadcast_ops(a, b):
     t0 = lax.broadcast_in_dim(b, shape=(2, 3), broadcast_dimensions=(1,))  # return a * b - b  (programs.py:61)
     t1 = a * t0
-    t2 = lax.broadcast_in_dim(b, shape=(2, 3), broadcast_dimensions=(1,))
-    t3 = t1 - t2
-    return t3
+    t2 = t1 - t0
+    return t2

@@ -22,14 +22,12 @@ def collatz_steps(n):
             t9 = lax.div(n_1, np.int32(2))   # n = n // 2  (programs.py:508)
             t10 = lax.sign(n_1)
             t11 = t10 != np.int32(1)
-            t12 = lax.rem(n_1, np.int32(2))
-            t13 = t12 != np.int32(0)
-            t14 = t11 & t13
-            t15 = t9 - np.int32(1)
-            n_2 = lax.select_n(t14, t9, t15)
+            t12 = t11 & t4
+            t13 = t9 - np.int32(1)
+            n_2 = lax.select_n(t12, t9, t13)
         else:
-            t16 = lax.mul(np.int32(3), n_1)  # n = 3 * n + 1  (programs.py:510)
-            n_2 = t16 + np.int32(1)
+            t14 = lax.mul(np.int32(3), n_1)  # n = 3 * n + 1  (programs.py:510)
+            n_2 = t14 + np.int32(1)
         steps = steps + 1                    # steps = steps + 1  (programs.py:511)
         n_1 = n_2
     return steps

@@ -14,11 +14,10 @@ def early_return(x):
     t3 = ~t2                          # def early_return(x):  (programs.py:567)
     if t3:
         y = x * np.float32(2.0)       # y = x * 2  (programs.py:570)
-        t4 = ~t2                      # def early_return(x):  (programs.py:567)
-        if t4:
-            t5 = y + np.float32(1.0)  # return y + 1  (programs.py:571)
+        if t3:                        # def early_return(x):  (programs.py:567)
+            t4 = y + np.float32(1.0)  # return y + 1  (programs.py:571)
         else:
-            t5 = t1
+            t4 = t1
     else:
-        t5 = t1
-    return t5
+        t4 = t1
+    return t4

@@ -10,7 +10,5 @@ def for_dtype_settles(x):
     t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())
     s = t2 + t1
     for _ in range(4):  # for i in range(5):  (programs.py:480)
-        t3 = lax.broadcast_in_dim(np.float32(0.5), shape=(2,), broadcast_dimensions=())  # s = s + x * 0.5  (programs.py:481)
-        t4 = x * t3
-        s = s + t4
+        s = s + t1      # s = s + x * 0.5  (programs.py:481)
     return s

@@ -7,12 +7,11 @@ from srcjax import lax
 def for_enumerate_list(xs_0, xs_1, xs_2):
     t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())  # out = out + i * v  (programs.py:411)
     t1 = t0 * xs_0
-    t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(2,), broadcast_dimensions=())
-    out = t2 + t1
-    t3 = lax.broadcast_in_dim(np.float32(1.0), shape=(2,), broadcast_dimensions=())
-    t4 = t3 * xs_1
-    out_1 = out + t4
-    t5 = lax.broadcast_in_dim(np.float32(2.0), shape=(2,), broadcast_dimensions=())
-    t6 = t5 * xs_2
-    out_2 = out_1 + t6
+    out = t0 + t1
+    t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(2,), broadcast_dimensions=())
+    t3 = t2 * xs_1
+    out_1 = out + t3
+    t4 = lax.broadcast_in_dim(np.float32(2.0), shape=(2,), broadcast_dimensions=())
+    t5 = t4 * xs_2
+    out_2 = out_1 + t5
     return out_2

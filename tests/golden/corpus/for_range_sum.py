@@ -8,12 +8,11 @@ from srcjax import lax
 def for_range_sum(x):
     t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())  # total = total + x * i  (programs.py:378)
     t1 = x * t0
-    t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())
-    total = t2 + t1
+    total = t0 + t1
     for k in map(jnp.int32, range(9)):  # for i in range(10):  (programs.py:377)
         i = k + np.int32(1)
-        t3 = lax.convert_element_type(i, new_dtype=np.float32)  # total = total + x * i  (programs.py:378)
-        t4 = lax.broadcast_in_dim(t3, shape=(5,), broadcast_dimensions=())
-        t5 = x * t4
-        total = total + t5
+        t2 = lax.convert_element_type(i, new_dtype=np.float32)  # total = total + x * i  (programs.py:378)
+        t3 = lax.broadcast_in_dim(t2, shape=(5,), broadcast_dimensions=())
+        t4 = x * t3
+        total = total + t4
     return total

@@ -20,10 +20,7 @@ def for_with_index_update(x):
         t5 = lax.reshape(t4, new_sizes=())
         t6 = lax.convert_element_type(k, new_dtype=np.float32)
         t7 = t5 * t6
-        t8 = k < np.int32(0)
-        t9 = k + np.int32(4)
-        t10 = lax.select_n(t8, k, t9)
-        t11 = lax.broadcast_in_dim(t10, shape=(), broadcast_dimensions=())
-        t12 = lax.reshape(t11, new_sizes=(1,))
-        y = lax.scatter(y, t12, t7, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+        t8 = lax.broadcast_in_dim(t3, shape=(), broadcast_dimensions=())
+        t9 = lax.reshape(t8, new_sizes=(1,))
+        y = lax.scatter(y, t9, t7, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
     return y

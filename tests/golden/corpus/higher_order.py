@@ -9,8 +9,6 @@ def higher_order(x):
     t1 = x * t0
     t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
     t3 = t1 + t2
-    t4 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())
-    t5 = t3 * t4
-    t6 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
-    t7 = t5 + t6
-    return t7
+    t4 = t3 * t0
+    t5 = t4 + t2
+    return t5

@@ -21,19 +21,15 @@ def int_arith(a, b):
     t13 = lax.select_n(t10, t3, t12)
     t14 = t1 + t13
     t15 = lax.broadcast_in_dim(np.int32(4), shape=(5,), broadcast_dimensions=())
-    t16 = lax.broadcast_in_dim(np.int32(0), shape=(5,), broadcast_dimensions=())
-    t17 = t15 == t16
-    t18 = lax.broadcast_in_dim(np.int32(1), shape=(5,), broadcast_dimensions=())
-    t19 = lax.select_n(t17, t15, t18)
-    t20 = lax.rem(a, t19)
-    t21 = lax.broadcast_in_dim(np.int32(0), shape=(5,), broadcast_dimensions=())
-    t22 = t20 < t21
-    t23 = lax.broadcast_in_dim(np.int32(0), shape=(5,), broadcast_dimensions=())
-    t24 = t19 < t23
-    t25 = t22 != t24
-    t26 = t20 != t21
-    t27 = t25 & t26
-    t28 = t20 + t19
-    t29 = lax.select_n(t27, t20, t28)
-    t30 = t14 - t29
-    return t30
+    t16 = t15 == t8
+    t17 = lax.select_n(t16, t15, t11)
+    t18 = lax.rem(a, t17)
+    t19 = t18 < t8
+    t20 = t17 < t8
+    t21 = t19 != t20
+    t22 = t18 != t8
+    t23 = t21 & t22
+    t24 = t18 + t17
+    t25 = lax.select_n(t23, t18, t24)
+    t26 = t14 - t25
+    return t26

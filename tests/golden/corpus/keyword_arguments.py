@@ -11,7 +11,6 @@ def keyword_arguments(x):
     t3 = t1 + t2
     t4 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
     t5 = x * t4
-    t6 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
-    t7 = t5 + t6
-    t8 = t3 + t7  # return _weighted(x, weight=2.0) + _weighted(x, bias=1.0)  (programs.py:706)
-    return t8
+    t6 = t5 + t4
+    t7 = t3 + t6  # return _weighted(x, weight=2.0) + _weighted(x, bias=1.0)  (programs.py:706)
+    return t7

@@ -29,11 +29,10 @@ def logistic_loss(W, b):
     t8 = lax.broadcast_in_dim(np.float32(0.5), shape=(4,), broadcast_dimensions=())
     preds = t8 * t7
     t9 = preds * const_1        # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
-    t10 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())
-    t11 = t10 - preds
-    t12 = t11 * const_2
-    label_probs = t9 + t12
-    t13 = lax.log(label_probs)  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
-    t14 = lax.reduce_sum(t13, axes=(0,))
-    t15 = -t14
-    return t15
+    t10 = t6 - preds
+    t11 = t10 * const_2
+    label_probs = t9 + t11
+    t12 = lax.log(label_probs)  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
+    t13 = lax.reduce_sum(t12, axes=(0,))
+    t14 = -t13
+    return t14

@@ -7,6 +7,5 @@ from srcjax import lax
 def nested_def_closure(x):
     t0 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())  # return v + offset  (programs.py:154)
     t1 = x + t0
-    t2 = lax.broadcast_in_dim(np.float32(2.0), shape=(3,), broadcast_dimensions=())
-    t3 = t1 + t2
-    return t3
+    t2 = t1 + t0
+    return t2

@@ -5,16 +5,16 @@ from srcjax import lax
 
 
 def newton_sqrt(a):
-    x = a           # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
+    t0 = lax.mul(np.float32(1e-04), a)  # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
+    x = a
     while True:
-        t0 = x * x
-        t1 = t0 - a
-        t2 = lax.abs(t1)
-        t3 = lax.mul(np.float32(1e-04), a)
-        t4 = t2 > t3
+        t1 = x * x
+        t2 = t1 - a
+        t3 = lax.abs(t2)
+        t4 = t3 > t0
         if not t4:
             break
-        t5 = a / x  # x = 0.5 * (x + a / x)  (programs.py:498)
+        t5 = a / x                      # x = 0.5 * (x + a / x)  (programs.py:498)
         t6 = x + t5
         x = lax.mul(np.float32(0.5), t6)
     return x

@@ -16,14 +16,14 @@ def return_in_nested_loop(x):
         t4 = t2 & t3
         if not t4:
             break
-        j = jnp.int32(0)               # for j in range(5):  (programs.py:661)
+        j = jnp.int32(0)          # for j in range(5):  (programs.py:661)
         while True:
             t5 = j < np.int32(5)
             t6 = ~t0
             t7 = t5 & t6
             if not t7:
                 break
-            t8 = i < np.int32(0)       # if x[i] + x[j] > 1.5:  (programs.py:662)
+            t8 = i < np.int32(0)  # if x[i] + x[j] > 1.5:  (programs.py:662)
             t9 = i + np.int32(5)
             t10 = lax.select_n(t8, i, t9)
             t11 = dynamic_slice_p.bind(x, t10, slice_sizes=(1,))
@@ -36,26 +36,16 @@ def return_in_nested_loop(x):
             t18 = t12 + t17
             t19 = t18 > np.float32(1.5)
             if t19:
-                t20 = i < np.int32(0)  # return x[i] * x[j]  (programs.py:663)
-                t21 = i + np.int32(5)
-                t22 = lax.select_n(t20, i, t21)
-                t23 = dynamic_slice_p.bind(x, t22, slice_sizes=(1,))
-                t24 = lax.reshape(t23, new_sizes=())
-                t25 = j < np.int32(0)
-                t26 = j + np.int32(5)
-                t27 = lax.select_n(t25, j, t26)
-                t28 = dynamic_slice_p.bind(x, t27, slice_sizes=(1,))
-                t29 = lax.reshape(t28, new_sizes=())
-                t30 = t24 * t29
-                t31 = jnp.bool_(True)
+                t20 = t12 * t17   # return x[i] * x[j]  (programs.py:663)
+                t21 = jnp.bool_(True)
             else:
-                t31, t30 = t0, t1
-            j = j + np.int32(1)        # for j in range(5):  (programs.py:661)
-            t0, t1 = t31, t30
-        i = i + np.int32(1)            # for i in range(5):  (programs.py:660)
-    t32 = ~t0                          # def return_in_nested_loop(x):  (programs.py:659)
-    if t32:
-        t33 = jnp.float32(0.0)
+                t21, t20 = t0, t1
+            j = j + np.int32(1)   # for j in range(5):  (programs.py:661)
+            t0, t1 = t21, t20
+        i = i + np.int32(1)       # for i in range(5):  (programs.py:660)
+    t22 = ~t0                     # def return_in_nested_loop(x):  (programs.py:659)
+    if t22:
+        t23 = jnp.float32(0.0)
     else:
-        t33 = t1
-    return t33
+        t23 = t1
+    return t23

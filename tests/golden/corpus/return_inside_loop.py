@@ -16,26 +16,21 @@ def return_inside_loop(x):
         t4 = t2 & t3
         if not t4:
             break
-        t5 = i < np.int32(0)       # if x[i] > 0.5:  (programs.py:577)
+        t5 = i < np.int32(0)  # if x[i] > 0.5:  (programs.py:577)
         t6 = i + np.int32(4)
         t7 = lax.select_n(t5, i, t6)
         t8 = dynamic_slice_p.bind(x, t7, slice_sizes=(1,))
         t9 = lax.reshape(t8, new_sizes=())
         t10 = t9 > np.float32(0.5)
         if t10:
-            t11 = i < np.int32(0)  # return x[i]  (programs.py:578)
-            t12 = i + np.int32(4)
-            t13 = lax.select_n(t11, i, t12)
-            t14 = dynamic_slice_p.bind(x, t13, slice_sizes=(1,))
-            t15 = lax.reshape(t14, new_sizes=())
-            t16 = jnp.bool_(True)
+            t11, t12 = jnp.bool_(True), t9
         else:
-            t16, t15 = t0, t1
-        i = i + np.int32(1)        # for i in range(4):  (programs.py:576)
-        t0, t1 = t16, t15
-    t17 = ~t0                      # def return_inside_loop(x):  (programs.py:575)
-    if t17:
-        t18 = jnp.float32(-1.0)
+            t11, t12 = t0, t1
+        i = i + np.int32(1)   # for i in range(4):  (programs.py:576)
+        t0, t1 = t11, t12
+    t13 = ~t0                 # def return_inside_loop(x):  (programs.py:575)
+    if t13:
+        t14 = jnp.float32(-1.0)
     else:
-        t18 = t1
-    return t18
+        t14 = t1
+    return t14

@@ -10,9 +10,8 @@ def selu(x):
     t2 = lax.exp(x)
     t3 = lax.broadcast_in_dim(np.float32(1.67), shape=(1000,), broadcast_dimensions=())
     t4 = t3 * t2
-    t5 = lax.broadcast_in_dim(np.float32(1.67), shape=(1000,), broadcast_dimensions=())
-    t6 = t4 - t5
-    t7 = lax.select_n(t1, t6, x)
-    t8 = lax.broadcast_in_dim(np.float32(1.05), shape=(1000,), broadcast_dimensions=())
-    t9 = t8 * t7
-    return t9
+    t5 = t4 - t3
+    t6 = lax.select_n(t1, t5, x)
+    t7 = lax.broadcast_in_dim(np.float32(1.05), shape=(1000,), broadcast_dimensions=())
+    t8 = t7 * t6
+    return t8

@@ -9,7 +9,6 @@ def sum_logistic(x):
     t1 = lax.exp(t0)
     t2 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
     t3 = t2 + t1
-    t4 = lax.broadcast_in_dim(np.float32(1.0), shape=(3,), broadcast_dimensions=())
-    t5 = t4 / t3
-    t6 = lax.reduce_sum(t5, axes=(0,))
-    return t6
+    t4 = t2 / t3
+    t5 = lax.reduce_sum(t4, axes=(0,))
+    return t5

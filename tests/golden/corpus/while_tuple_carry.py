@@ -7,8 +7,6 @@ from srcjax import lax
 def while_tuple_carry(x):
     t0 = lax.broadcast_in_dim(np.float32(1.1), shape=(2,), broadcast_dimensions=())  # state = (v * 1.1, t + 1.0)  (programs.py:539)
     v = x * t0
-    t1 = lax.broadcast_in_dim(np.float32(1.1), shape=(2,), broadcast_dimensions=())
-    v_1 = v * t1
-    t2 = lax.broadcast_in_dim(np.float32(1.1), shape=(2,), broadcast_dimensions=())
-    t3 = v_1 * t2
-    return t3
+    v_1 = v * t0
+    t1 = v_1 * t0
+    return t1

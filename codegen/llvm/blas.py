@@ -1,0 +1,76 @@
+"""Finds a CBLAS ``?gemm`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
+``scipy_cblas_sgemm64_`` in ``numpy.libs/libscipy_openblas64_*.so``), or one already loaded in the process.
+
+Compiled code calls it through a symbol of our own (``srcjax_sgemm``/``srcjax_dgemm``) bound to the
+routine's address, so the generated IR does not depend on which library was found. ``SRCJAX_BLAS=0``
+turns BLAS off (matrix products then use the loop-nest fallback).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from codegen.llvm import engine
+
+# (library file patterns, symbol pattern with {t} for s/d, integer width of its blasint)
+_CANDIDATES = [
+    ("libscipy_openblas64_*", "scipy_cblas_{t}gemm64_", 64),
+    ("libscipy_openblas*", "scipy_cblas_{t}gemm", 32),
+    ("libopenblas64_*", "cblas_{t}gemm64_", 64),
+    ("libopenblas*", "cblas_{t}gemm", 32),
+]
+
+
+@dataclass(frozen=True)
+class Gemm:
+    int_bits: int  # width of M, N, K, lda, ... (64 for ILP64 builds)
+    symbols: dict  # dtype -> our symbol name
+    origin: str
+
+
+_found: list = []
+
+
+def _library_dirs() -> list[str]:
+    numpy_dir = os.path.dirname(np.__file__)
+    return [os.path.join(numpy_dir, os.pardir, "numpy.libs"), os.path.join(numpy_dir, ".dylibs"), numpy_dir]
+
+
+def find_gemm() -> Gemm | None:
+    """The process's GEMM, loaded and bound on first use (None when there is none or it is turned off)."""
+    if _found:
+        return _found[0]
+    result = None
+    if os.environ.get("SRCJAX_BLAS", "1") != "0":
+        result = _search()
+    _found.append(result)
+    return result
+
+
+def _search() -> Gemm | None:
+    for pattern, symbol, bits in _CANDIDATES:
+        for directory in _library_dirs():
+            for path in sorted(glob.glob(os.path.join(directory, pattern + ".so*"))):
+                try:
+                    lib = ctypes.CDLL(path)
+                    addresses = {t: ctypes.cast(getattr(lib, symbol.format(t=t)), ctypes.c_void_p).value
+                                 for t in "sd"}
+                except (OSError, AttributeError):
+                    continue
+                symbols = {}
+                for t, dtype in (("s", np.float32), ("d", np.float64)):
+                    name = f"srcjax_{t}gemm"
+                    engine.add_symbol(name, addresses[t])
+                    symbols[np.dtype(dtype)] = name
+                return Gemm(bits, symbols, f"{path}:{symbol}")
+    return None
+
+
+def gemm_dtypes() -> set[np.dtype]:
+    found = find_gemm()
+    return set(found.symbols) if found else set()

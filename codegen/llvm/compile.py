@@ -1,0 +1,299 @@
+"""``compile_function``: a straight-line IR function -> one LLVM module -> a native ``Executable``.
+
+The module's C entry is ``void <name>(i8** buffers)``, the buffers being the inputs, the constants and
+the outputs in that order (outputs allocated by the caller from the result types); temporaries are
+``malloc``ed inside. Nests run in program order, each serially or split across threads; matrix products
+call BLAS.
+
+Calls from Python go through a second entry, ``<name>.py(tuple)``, which reads the buffers' addresses
+straight out of a tuple of NumPy arrays (the offsets of a tuple's items and of an ndarray's data pointer
+are measured once, at import, on live objects; where that fails, the pointer-array entry is used). That
+keeps the dispatch of a small call to about one ctypes call, one tuple and one ``np.empty`` per output.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.ir as ir
+import numpy as np
+
+from codegen.llvm import blas, engine
+from codegen.llvm.fusion import Buffer, Gemm, Nest, Plan, Unsupported, plan_function
+from codegen.llvm.kernels import (I32, I64, PTR, NestEmitter, accumulator_dtype, combine_values, fill, identity,
+                                  load_value, num_threads, parallel_function, store_value, PARALLEL_MIN_WORK)
+from codegen.llvm.nodes import collapse, instantiate
+from codegen.llvm.rules import Lowering, mtype
+from transpiler.ir import Function
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_names = itertools.count()
+
+
+def _object_offsets() -> tuple[int, int] | None:
+    """(offset of a tuple's first item, offset of an ndarray's data pointer) in this interpreter, or None."""
+    try:
+        probe = np.zeros(3)
+        items = (probe,)
+        data = probe.ctypes.data
+
+        def find(obj: Any, wanted: int) -> int | None:
+            for offset in range(8, 129, 8):
+                if ctypes.c_void_p.from_address(id(obj) + offset).value == wanted:
+                    return offset
+            return None
+
+        item, pointer = find(items, id(probe)), find(probe, data)
+        if item is None or pointer is None or find(np.ones(2), np.ones(2).ctypes.data) not in (None, pointer):
+            return None
+        return item, pointer
+    except Exception:  # noqa: BLE001 - any surprise means: use the portable entry
+        return None
+
+
+OFFSETS = _object_offsets()
+
+
+class EntryEmitter:
+    """Emits the entry function of a plan: temporaries, then each step, then freeing the temporaries."""
+
+    def __init__(self, module: ir.Module, plan: Plan, name: str):
+        self.module, self.plan, self.name = module, plan, name
+        self.threads = num_threads()
+        self.asm_notes: list[str] = []
+
+    def emit(self) -> list[str]:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR.as_pointer()]), name=self.name)
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.cx = Lowering(b)
+        self.args = fn.args[0]
+        self.malloc = self.cx.declare("malloc", PTR, [I64], pure=False)
+        self.free = self.cx.declare("free", ir.VoidType(), [PTR], pure=False)
+        temps = {id(t): self.allocate(t.size * t.dtype.itemsize) for t in self.plan.temps}
+        self.temps = temps
+        for i, step in enumerate(self.plan.steps):
+            if isinstance(step, Gemm):
+                self.gemm(step)
+            else:
+                self.nest(step, f"{self.name}.nest{i}")
+        for pointer in temps.values():
+            b.call(self.free, [pointer])
+        b.ret_void()
+        names = [self.name]
+        if OFFSETS is not None:
+            self.emit_tuple_entry(fn)
+            names.append(self.name + ".py")
+        return names
+
+    def allocate(self, nbytes: int) -> ir.Value:
+        return self.b.call(self.malloc, [ir.Constant(I64, max(int(nbytes), 1))])
+
+    def pointer(self, buffer: Buffer) -> ir.Value:
+        """The address of ``buffer``, typed by its dtype."""
+        b, plan = self.b, self.plan
+        if buffer.kind == "temp":
+            raw = self.temps[id(buffer)]
+        else:
+            slot = {"input": 0, "const": len(plan.inputs), "output": len(plan.inputs) + len(plan.consts)}[buffer.kind]
+            raw = b.load(b.gep(self.args, [ir.Constant(I64, slot + buffer.index)]))
+        return b.bitcast(raw, mtype(buffer.dtype).as_pointer())
+
+    # -- nests ----------------------------------------------------------------------------------------------
+    def nest(self, nest: Nest, name: str) -> None:
+        b, cx = self.b, self.cx
+        body = collapse(instantiate(self.plan, nest))
+        red = body.reduction
+        rank = len(body.shape)
+        cost = 1 + sum(8 for node in _apply_nodes(body))
+        threads = 1
+        if rank and body.size * cost >= PARALLEL_MIN_WORK and body.shape[0] > 1:
+            threads = min(self.threads, body.shape[0])
+        partial = red is not None and threads > 1 and body.reduced[0]
+        emitter = NestEmitter(self.module, body, name, partial_slots=partial)
+        if body.size == 0:
+            if red is not None and red.target.size:
+                fill(b, cx, self.pointer(red.target), red.target.size, cx.const(red.dtype, identity(red.combine,
+                                                                                                   red.dtype)), red.dtype)
+            return
+        info = emitter.emit()
+        pointers = {id(buf): self.pointer(buf) for buf in info.buffers}
+        target = None
+        if red is not None:
+            target = pointers[id(red.target)]
+            if partial:
+                scratch = b.bitcast(self.allocate(threads * red.target.size * red.dtype.itemsize),
+                                    target.type)
+                pointers[id(red.target)] = scratch
+            k = emitter.suffix_start()
+            if k == rank or any(body.reduced[:k]):  # some accumulation happens in memory
+                count = red.target.size * (threads if partial else 1)
+                fill(b, cx, pointers[id(red.target)], count, cx.const(red.dtype, identity(red.combine, red.dtype)),
+                     red.dtype)
+        args = [pointers[id(buf)] for buf in info.buffers]
+        if threads == 1:
+            extent = ir.Constant(I64, body.shape[0] if rank else 1)
+            b.call(self.module.globals[info.name], [*args, ir.Constant(I64, 0), extent, ir.Constant(I64, 0)])
+        else:
+            array = b.alloca(PTR, ir.Constant(I64, len(args)))
+            for i, arg in enumerate(args):
+                b.store(b.bitcast(arg, PTR), b.gep(array, [ir.Constant(I64, i)]))
+            b.call(parallel_function(self.module), [self.module.globals[info.packed], array,
+                                                   ir.Constant(I64, body.shape[0]), ir.Constant(I64, threads)])
+        if partial:
+            self.combine_partials(red, pointers[id(red.target)], target, threads)
+            b.call(self.free, [b.bitcast(pointers[id(red.target)], PTR)])
+
+    def combine_partials(self, red, scratch: ir.Value, target: ir.Value, threads: int) -> None:
+        b, cx, size = self.b, self.cx, red.target.size
+        acc_dtype = accumulator_dtype(red.combine, red.dtype)
+
+        def element(j):
+            from codegen.llvm.rules import convert
+
+            total = convert(cx, load_value(b, b.gep(scratch, [j]), red.dtype), red.dtype, acc_dtype)
+            for t in range(1, threads):
+                part = load_value(b, b.gep(scratch, [b.add(j, ir.Constant(I64, t * size))]), red.dtype)
+                total = combine_values(cx, red.combine, acc_dtype, total, convert(cx, part, red.dtype, acc_dtype))
+            store_value(b, convert(cx, total, acc_dtype, red.dtype), b.gep(target, [j]), red.dtype)
+
+        from codegen.llvm.kernels import for_range
+
+        for_range(b, ir.Constant(I64, 0), ir.Constant(I64, size), element)
+
+    # -- matrix products ----------------------------------------------------------------------------------
+    def gemm(self, step: Gemm) -> None:
+        from codegen.llvm.kernels import for_range
+
+        b = self.b
+        found = blas.find_gemm()
+        if found is None:
+            raise Unsupported("no BLAS")
+        dtype = step.target.dtype
+        real = mtype(dtype)
+        n_int = ir.IntType(found.int_bits)
+        fnty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, n_int, n_int, n_int, real, real.as_pointer(), n_int,
+                                               real.as_pointer(), n_int, real, real.as_pointer(), n_int])
+        routine = self.cx.declare(found.symbols[dtype], ir.VoidType(), list(fnty.args), pure=False)
+        lhs = b.gep(self.pointer(self.plan.buffers[id(step.lhs.base)]), [ir.Constant(I64, step.lhs.offset)])
+        rhs = b.gep(self.pointer(self.plan.buffers[id(step.rhs.base)]), [ir.Constant(I64, step.rhs.offset)])
+        out = self.pointer(step.target)
+        (lbs, lt, lld), (rbs, rt, rld) = step.lhs_layout, step.rhs_layout
+
+        def call(i):
+            a = b.gep(lhs, [b.mul(i, ir.Constant(I64, lbs))])
+            bb = b.gep(rhs, [b.mul(i, ir.Constant(I64, rbs))])
+            c = b.gep(out, [b.mul(i, ir.Constant(I64, step.m * step.n))])
+            integer = lambda v: ir.Constant(n_int, v)  # noqa: E731
+            b.call(routine, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _TRANS if lt else _NO_TRANS),
+                             ir.Constant(I32, _TRANS if rt else _NO_TRANS), integer(step.m), integer(step.n),
+                             integer(step.k), ir.Constant(real, 1.0), a, integer(lld), bb, integer(rld),
+                             ir.Constant(real, 0.0), c, integer(step.n)])
+
+        if step.m and step.n:
+            for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
+
+    # -- the Python entry -----------------------------------------------------------------------------------
+    def emit_tuple_entry(self, entry: ir.Function) -> None:
+        """``<name>.py(PyObject* tuple)``: the data pointers of the tuple's arrays, then the entry."""
+        item_offset, data_offset = OFFSETS
+        count = len(self.plan.inputs) + len(self.plan.consts) + len(self.plan.outputs)
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), name=self.name + ".py")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        array = b.alloca(PTR, ir.Constant(I64, max(count, 1)))
+        for i in range(count):
+            item_address = b.gep(fn.args[0], [ir.Constant(I64, item_offset + 8 * i)])
+            item = b.load(b.bitcast(item_address, PTR.as_pointer()))
+            data = b.load(b.bitcast(b.gep(item, [ir.Constant(I64, data_offset)]), PTR.as_pointer()))
+            b.store(data, b.gep(array, [ir.Constant(I64, i)]))
+        b.call(entry, [array])
+        b.ret_void()
+
+
+def _apply_nodes(body) -> list:
+    """The distinct computed nodes of a nest (a rough measure of its work per element)."""
+    from codegen.llvm.nodes import Apply
+
+    seen: dict[int, Any] = {}
+    stack = [s.node for s in body.stores] + ([body.reduction.node] if body.reduction else [])
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, Apply):
+            continue
+        seen[id(node)] = node
+        stack.extend(node.operands)
+    return list(seen.values())
+
+
+@dataclass
+class Executable:
+    """A compiled function: call it with C-contiguous NumPy arrays of the parameters' dtypes (in order);
+    it returns a list of fresh arrays, one per result."""
+
+    fn: Function
+    plan: Plan
+    llvm_ir: str
+    name: str
+    address: int
+    py_address: int | None
+
+    def __post_init__(self) -> None:
+        self.param_dtypes = [p.aval.dtype for p in self.fn.params]
+        self.result_types = [(r.aval.shape, r.aval.dtype) for r in self.fn.results]
+        self.consts = tuple(data for _, data in self.plan.consts)
+        work = sum(p.aval.size for p in self.fn.params) + sum(r.aval.size for r in self.fn.results)
+        if self.py_address is not None:
+            # small calls keep the GIL (cheaper to enter); large ones release it like any ctypes call
+            factory = ctypes.PYFUNCTYPE if work < 1 << 15 else ctypes.CFUNCTYPE
+            self._call = factory(None, ctypes.py_object)(self.py_address)
+        else:
+            self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
+            self._call = self._call_with_pointers
+
+    def _call_with_pointers(self, arrays: tuple) -> None:
+        pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        self._entry(pointers)
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        inputs = tuple(np.ascontiguousarray(a, dtype) for a, dtype in zip(args, self.param_dtypes))
+        outs = [np.empty(shape, dtype) for shape, dtype in self.result_types]
+        self._call((*inputs, *self.consts, *outs))
+        return outs
+
+    def assembly(self) -> str:
+        return engine.emit_assembly(self.llvm_ir)
+
+    @property
+    def steps(self) -> str:
+        from codegen.llvm.fusion import describe
+
+        return describe(self.plan)
+
+
+def compile_function(fn: Function) -> Executable | None:
+    """Compile ``fn`` natively, or None when it uses something the backend does not lower yet."""
+    try:
+        plan = plan_function(fn, blas.gemm_dtypes())
+    except Unsupported:
+        return None
+    name = engine.unique_name(f"srcjax_{_safe(fn.name)}")
+    module = engine.new_module(name)
+    names = EntryEmitter(module, plan, name).emit()
+    compiled = engine.compile_module(module, names)
+    return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name],
+                      compiled.addresses.get(name + ".py"))
+
+
+def unsupported_reason(fn: Function) -> str | None:
+    """Why ``fn`` is not compiled natively (None if it is)."""
+    try:
+        plan_function(fn, blas.gemm_dtypes())
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"

@@ -1,0 +1,122 @@
+"""llvmlite set-up for the host CPU: the target machine, the -O3 pipeline, one JIT engine, IR and assembly text.
+
+llvmlite 0.50 wraps LLVM 22: targets are initialised explicitly (``llvm.initialize()`` is gone) and only the
+new pass manager exists. Everything is created on first use, so importing this module costs nothing.
+One MCJIT engine holds every compiled module of the process; a module's machine code lives as long as
+the process (compiled functions are cached by their callers, so modules are few).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+_lock = threading.Lock()  # MCJIT is not thread-safe: one compilation at a time
+_state: dict[str, object] = {}
+
+
+def _init() -> dict[str, object]:
+    if not _state:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        features = llvm.get_host_cpu_features().flatten()
+        machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3,
+                                               reloc="default", codemodel="jitdefault", jit=True)
+        machine.set_asm_verbosity(False)
+        empty = llvm.parse_assembly("")
+        engine = llvm.create_mcjit_compiler(empty, machine)
+        _state.update(machine=machine, engine=engine, features=features, counter=0)
+    return _state
+
+
+def target_machine() -> llvm.TargetMachine:
+    return _init()["machine"]  # type: ignore[return-value]
+
+
+def host_description() -> str:
+    """The CPU code is compiled for (part of any cache key for machine code)."""
+    state = _init()
+    return f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} {state['features']} llvm{llvm.llvm_version_info}"
+
+
+def new_module(name: str) -> ir.Module:
+    """An empty llvmlite module for the host's triple and data layout."""
+    machine = target_machine()
+    module = ir.Module(name=name)
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    return module
+
+
+def optimize(module: llvm.ModuleRef, speed_level: int = 3) -> None:
+    """Run LLVM's default ``-O<speed_level>`` pipeline (vectorisers on) over ``module`` in place."""
+    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    tuning.loop_vectorization = True
+    tuning.slp_vectorization = True
+    tuning.loop_unrolling = True
+    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder.getModulePassManager().run(module, builder)
+
+
+@dataclass
+class CompiledModule:
+    """Addresses of a module's functions in the JIT, and its optimised LLVM IR (for ``--emit llvm|asm``)."""
+
+    addresses: dict[str, int]
+    llvm_ir: str
+
+    def assembly(self) -> str:
+        return emit_assembly(self.llvm_ir)
+
+
+def parse(module: ir.Module | str) -> llvm.ModuleRef:
+    ref = llvm.parse_assembly(str(module))
+    ref.verify()
+    return ref
+
+
+def compile_module(module: ir.Module | str, names: Sequence[str], speed_level: int = 3) -> CompiledModule:
+    """Verify, optimise and JIT-compile ``module``; returns the addresses of the functions ``names``."""
+    with _lock:
+        state = _init()
+        ref = parse(module)
+        optimize(ref, speed_level)
+        text = str(ref)
+        engine: llvm.ExecutionEngine = state["engine"]  # type: ignore[assignment]
+        engine.add_module(ref)
+        engine.finalize_object()
+        addresses = {name: engine.get_function_address(name) for name in names}
+    missing = [n for n, a in addresses.items() if not a]
+    if missing:
+        raise RuntimeError(f"the JIT has no function(s) {missing}")
+    return CompiledModule(addresses, text)
+
+
+def unique_name(prefix: str) -> str:
+    """A symbol name not used by any earlier module of the engine (they share one namespace)."""
+    with _lock:
+        state = _init()
+        state["counter"] = int(state["counter"]) + 1  # type: ignore[arg-type]
+        return f"{prefix}_{state['counter']}"
+
+
+def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
+    """The host assembly of ``module`` (already-optimised IR is not optimised again)."""
+    ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
+    return target_machine().emit_assembly(ref)
+
+
+def add_symbol(name: str, address: int) -> None:
+    """Make ``name`` resolve to ``address`` in modules compiled later (e.g. a BLAS routine found by ctypes)."""
+    llvm.add_symbol(name, address)
+
+
+def symbol_address(name: str) -> int:
+    """The address of a symbol of the process (libc, libm, symbols added with ``add_symbol``), or 0."""
+    _init()
+    return llvm.address_of_symbol(name) or 0

@@ -1,0 +1,541 @@
+"""Partition a straight-line IR function into fusion groups: loop nests and matrix products over buffers.
+
+Every value gets a *source*: a ``View`` (a materialised buffer seen through strides: parameters, constants,
+results of reductions and products, and whatever reshapes, transposes, broadcasts or slices them), an
+``Expr`` (an elementwise op or an index remapping, computed where it is used, never stored) or a literal.
+A value is materialised (becomes a *root* with a buffer and a nest that writes it) only when it must be:
+a function result, a reduction or product, the operand of a reshape that strides cannot express, or an
+expensive expression that several nests (or one nest, many times over through a broadcast) would
+otherwise recompute. Each root is one loop nest, one pass over memory.
+
+Nests index values through *index maps*: for each axis of the value, the iteration axis it follows (or
+None: index 0). Broadcasts and transposes of expressions compose maps, so they cost nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+from transpiler.ir import Function, Literal, Op, Value
+from transpiler.primitives.convolution import dot_general_p
+from transpiler.types import TensorType
+
+IndexMap = tuple  # per value axis: an iteration axis (int) or None
+
+
+class Unsupported(Exception):
+    """The function uses something the native backend does not compile (the interpreter runs it)."""
+
+
+# dtypes the backend handles (no float16, no complex numbers yet)
+SUPPORTED_DTYPES = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                          np.uint32, np.uint64, np.float32, np.float64)}
+
+# elementwise primitives with a CPU lowering (``rules.ELEMENTWISE`` lowers them) and their relative cost
+EXPENSIVE = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "erf", "tan", "asin", "acos",
+             "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erfc", "pow", "nextafter"}
+MODERATE = {"div", "rem", "sqrt", "rsqrt"}
+VIEW_OPS = {"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice"}
+REDUCTIONS = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max", "reduce_min": "min",
+              "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Memory the entry function sees: an input, a constant, an output or a temporary (``index`` within kind)."""
+
+    kind: str
+    index: int
+    dtype: np.dtype
+    size: int
+
+
+@dataclass(frozen=True)
+class View:
+    base: Value  # the root whose buffer this reads
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An unmaterialised value: ``op`` applied elementwise, or (``operand``, ``index_map``) remapping axes."""
+
+    op: Op | None = None
+    operand: Value | None = None
+    index_map: IndexMap = ()
+
+
+Source = Union[View, Expr, Literal]
+
+
+@dataclass
+class Nest:
+    """One loop nest over ``shape``. Map nests store values (at the identity index map) into buffers;
+    reduce nests combine ``operand`` over ``axes`` into ``target`` (``combine`` names the operation)."""
+
+    shape: tuple[int, ...]
+    stores: list[tuple[Value, Buffer]] = field(default_factory=list)
+    combine: str | None = None
+    operand: Value | None = None
+    axes: tuple[int, ...] = ()
+    target: Buffer | None = None
+    # a product (``dot`` nest): lhs and rhs values with their index maps into the iteration axes
+    product: tuple[Value, IndexMap, Value, IndexMap, np.dtype] | None = None
+    order: float = 0  # program position of the root: nests run in this order
+
+
+@dataclass
+class Gemm:
+    """A (batched) matrix product through BLAS: out[b] = op(lhs[b]) @ op(rhs[b]), all float32 or float64."""
+
+    lhs: View
+    rhs: View
+    target: Buffer
+    batch: int
+    m: int
+    n: int
+    k: int
+    lhs_layout: tuple[int, bool, int]  # (batch stride, transposed, leading dimension) of the (m, k) operand
+    rhs_layout: tuple[int, bool, int]  # of the (k, n) operand
+    order: float = 0
+
+
+Step = Union[Nest, Gemm]
+
+
+@dataclass
+class Plan:
+    fn: Function
+    sources: dict[int, Source]
+    buffers: dict[int, Buffer]  # root value id -> buffer
+    steps: list[Step]
+    inputs: list[Buffer]
+    consts: list[tuple[Buffer, np.ndarray]]
+    outputs: list[Buffer]
+    temps: list[Buffer]
+
+    def source(self, v: Value) -> Source:
+        return v if isinstance(v, Literal) else self.sources[id(v)]
+
+
+def _live_ops(fn: Function) -> list[Op]:
+    """The ops some result depends on (dead ones are not compiled)."""
+    live: set[int] = {id(v) for v in fn.results}
+    kept = []
+    for op in reversed(fn.body.ops):
+        if any(id(r) in live for r in op.results):
+            kept.append(op)
+            live.update(id(v) for v in op.operands)
+    return kept[::-1]
+
+
+def _merged(view: View, axes: tuple[int, ...]) -> tuple[int, int] | None:
+    """(size, stride) of ``axes`` of ``view`` read as one axis, or None if they are not one strided line."""
+    size = int(np.prod([view.shape[a] for a in axes], dtype=np.int64))
+    live = [(view.shape[a], view.strides[a]) for a in axes if view.shape[a] != 1]
+    for (_, s1), (d2, s2) in zip(live, live[1:]):
+        if s1 != s2 * d2:
+            return None
+    return size, (live[-1][1] if live else 0)
+
+
+def blas_layout(rows: int, cols: int, row_stride: int, col_stride: int) -> tuple[bool, int] | None:
+    """(transposed, leading dimension) under which BLAS reads a rows x cols matrix with these strides in
+    row-major order, or None. Strides of axes of size 1 do not matter."""
+    ld = row_stride if rows > 1 else max(cols, 1)
+    if (col_stride == 1 or cols == 1) and ld >= max(cols, 1):
+        return False, ld
+    ld = col_stride if cols > 1 else max(rows, 1)
+    if (row_stride == 1 or rows == 1) and ld >= max(rows, 1):
+        return True, ld
+    return None
+
+
+def _matrix_layout(view: View, batch, rows, cols) -> tuple[int, bool, int] | None:
+    """(batch stride, transposed, leading dimension) of a view as a stack of matrices, or None."""
+    parts = [_merged(view, batch), _merged(view, rows), _merged(view, cols)]
+    if None in parts:
+        return None
+    (_, batch_stride), (r, rs), (c, cs) = parts
+    layout = blas_layout(r, c, rs, cs)
+    return None if layout is None else (batch_stride, *layout)
+
+
+def reshape_view(view: View, shape: tuple[int, ...]) -> View | None:
+    """``view`` reshaped to ``shape`` (row-major order) without copying, or None if strides cannot say it."""
+    if 0 in shape:
+        return View(view.base, shape, contiguous_strides(shape), view.offset)
+    old = [(d, s) for d, s in zip(view.shape, view.strides) if d != 1]
+    new_strides = [0] * len(shape)
+    new = [i for i, d in enumerate(shape) if d != 1]
+    i = j = 0
+    while i < len(old) or j < len(new):
+        # the smallest run of old axes [i, i2) and new axes [j, j2) with equal products
+        i2, j2 = i + 1, j + 1
+        old_size, new_size = old[i][0], shape[new[j]]
+        while old_size != new_size:
+            if old_size < new_size:
+                old_size *= old[i2][0]
+                i2 += 1
+            else:
+                new_size *= shape[new[j2]]
+                j2 += 1
+        for a in range(i, i2 - 1):  # the old run must be one strided line
+            if old[a][1] != old[a + 1][1] * old[a + 1][0]:
+                return None
+        step = old[i2 - 1][1]
+        for b in reversed(range(j, j2)):
+            new_strides[new[b]] = step
+            step *= shape[new[b]]
+        i, j = i2, j2
+    return View(view.base, tuple(shape), tuple(new_strides), view.offset)
+
+
+class Planner:
+    """Builds a ``Plan`` by walking the function's ops once, then materialising shared expensive values."""
+
+    def __init__(self, fn: Function, available_gemm: set[np.dtype]):
+        self.fn = fn
+        self.gemm_dtypes = available_gemm
+        self.sources: dict[int, Source] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.steps: list[Step] = []
+        self.position: dict[int, int] = {}  # value id -> index of its defining op
+        self.temps: list[Buffer] = []
+        self.inputs: list[Buffer] = []
+        self.consts: list[tuple[Buffer, np.ndarray]] = []
+        self.current = 0  # index of the op being visited
+
+    # -- sources ----------------------------------------------------------------------------------------
+    def source(self, v: Value) -> Source:
+        return v if isinstance(v, Literal) else self.sources[id(v)]
+
+    def _root(self, v: Value, buffer: Buffer) -> None:
+        self.buffers[id(v)] = buffer
+        self.sources[id(v)] = View(v, v.aval.shape, contiguous_strides(v.aval.shape))
+
+    def _temp(self, v: Value) -> Buffer:
+        buffer = Buffer("temp", len(self.temps), v.aval.dtype, v.aval.size)
+        self.temps.append(buffer)
+        return buffer
+
+    def materialise(self, v: Value) -> View:
+        """``v``'s source as a view, computing it into a temporary first if it is an expression."""
+        src = self.source(v)
+        if isinstance(src, View):
+            return src
+        buffer = self._temp(v)
+        self.steps.append(Nest(v.aval.shape, stores=[(v, buffer)], order=self.position.get(id(v), -1)))
+        self._root(v, buffer)
+        return self.sources[id(v)]  # type: ignore[return-value]
+
+    # -- the walk ---------------------------------------------------------------------------------------
+    def run(self) -> Plan:
+        fn = self.fn
+        if fn.captured:
+            raise Unsupported("functions with captured values are not compiled natively")
+        for i, p in enumerate(fn.params):
+            self._check_type(p)
+            buffer = Buffer("input", i, p.aval.dtype, p.aval.size)
+            self.inputs.append(buffer)
+            self._root(p, buffer)
+        for i, (v, data) in enumerate(fn.consts):
+            self._check_type(v)
+            buffer = Buffer("const", i, v.aval.dtype, v.aval.size)
+            self.consts.append((buffer, np.ascontiguousarray(data, v.aval.dtype)))
+            self._root(v, buffer)
+        for index, op in enumerate(_live_ops(fn)):
+            self.current = index
+            if op.regions:
+                raise Unsupported(f"control flow ('{op.name}') is not compiled natively yet")
+            for r in op.results:
+                self._check_type(r)
+                self.position[id(r)] = index
+            for v in op.operands:
+                self._check_type(v)
+            self.visit(op)
+        self._share_expensive()
+        outputs = self._bind_outputs()
+        self.steps.sort(key=lambda s: s.order)
+        return Plan(fn, self.sources, self.buffers, self.steps, self.inputs, self.consts, outputs, self.temps)
+
+    def _check_type(self, v: Value) -> None:
+        if not isinstance(v.aval, TensorType) or v.aval.dtype not in SUPPORTED_DTYPES:
+            raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
+
+    def visit(self, op: Op) -> None:
+        from codegen.llvm.rules import ELEMENTWISE
+
+        name = op.name
+        (result,) = op.results if len(op.results) == 1 else (None,)
+        if result is None:
+            raise Unsupported(f"'{name}' has several results")
+        if name in ELEMENTWISE or name == "iota":
+            self.sources[id(result)] = Expr(op=op)
+        elif name in VIEW_OPS:
+            self.sources[id(result)] = self._view_op(op, result)
+        elif name in REDUCTIONS:
+            (x,) = op.operands
+            axes = tuple(sorted(int(a) for a in op.params["axes"]))
+            buffer = self._temp(result)
+            self.steps.append(Nest(x.aval.shape, combine=REDUCTIONS[name], operand=x, axes=axes, target=buffer,
+                                   order=self.position[id(result)]))
+            self._root(result, buffer)
+        elif op.prim is dot_general_p:
+            self._dot(op, result)
+        else:
+            raise Unsupported(f"'{name}' has no native CPU lowering yet")
+
+    def _view_op(self, op: Op, result: Value) -> Source:
+        (x,) = op.operands[:1]
+        shape = result.aval.shape
+        src = self.source(x)
+        name, params = op.name, op.params
+        if name == "broadcast_in_dim":
+            dims = tuple(params["broadcast_dimensions"])
+            if isinstance(src, View):
+                strides = [0] * len(shape)
+                for a, d in enumerate(dims):
+                    strides[d] = src.strides[a] if src.shape[a] == shape[d] else 0
+                return View(src.base, shape, tuple(strides), src.offset)
+            return Expr(operand=x, index_map=tuple(d if x.aval.shape[a] == shape[d] else None
+                                                   for a, d in enumerate(dims)))
+        if name == "transpose" or (name == "reshape" and params.get("dimensions") is not None):
+            perm = tuple(params["permutation"] if name == "transpose" else params["dimensions"])
+            inverse = tuple(int(i) for i in np.argsort(perm))
+            permuted_shape = tuple(x.aval.shape[p] for p in perm)
+            if isinstance(src, View):
+                moved: Source = View(src.base, permuted_shape, tuple(src.strides[p] for p in perm), src.offset)
+            else:
+                moved = Expr(operand=x, index_map=inverse)  # operand axis a follows result axis inverse[a]
+            if name == "transpose":
+                return moved
+            if isinstance(moved, View):
+                return self._reshape_source(moved, None, shape)
+            # an expression transposed and then reshaped: materialise the transpose's operand first
+            view = self.materialise(x)
+            return self._reshape_source(View(view.base, permuted_shape, tuple(view.strides[p] for p in perm),
+                                             view.offset), None, shape)
+        if name in ("reshape", "squeeze", "expand_dims"):
+            return self._reshape_source(src, x, shape)
+        if name == "slice":
+            view = src if isinstance(src, View) else self.materialise(x)
+            starts = params["start_indices"]
+            steps = params.get("strides") or (1,) * len(shape)
+            offset = view.offset + sum(int(s) * st for s, st in zip(starts, view.strides))
+            return View(view.base, shape, tuple(st * int(k) for st, k in zip(view.strides, steps)), offset)
+        raise Unsupported(f"'{name}' has no native CPU lowering yet")
+
+    def _reshape_source(self, src: Source, x: Value | None, shape: tuple[int, ...]) -> Source:
+        if isinstance(src, Literal):
+            return Expr(operand=src, index_map=())
+        if isinstance(src, Expr) and x is not None:
+            old = [(a, d) for a, d in enumerate(x.aval.shape) if d != 1]
+            new = [(b, d) for b, d in enumerate(shape) if d != 1]
+            if [d for _, d in old] == [d for _, d in new]:  # only axes of size 1 come or go
+                index_map = [None] * x.aval.ndim
+                for (a, _), (b, _) in zip(old, new):
+                    index_map[a] = b
+                return Expr(operand=x, index_map=tuple(index_map))
+            src = self.materialise(x)
+        assert isinstance(src, View)
+        view = reshape_view(src, shape)
+        if view is None:  # strides cannot express it: copy the operand first
+            copy = self._copy_view(src)
+            view = reshape_view(copy, shape)
+            assert view is not None
+        return view
+
+    def _copy_view(self, view: View) -> View:
+        """A contiguous copy of a strided view, as a new root."""
+        dtype = view.base.aval.dtype
+        holder = Value(view.base.aval.update(shape=view.shape, dtype=dtype), name="copy")
+        self.sources[id(holder)] = view
+        self.position[id(holder)] = self.current - 0.5  # after the view's base, before the op that needs it
+        buffer = self._temp(holder)
+        self.steps.append(Nest(view.shape, stores=[(holder, buffer)], order=self.position[id(holder)]))
+        self._root(holder, buffer)
+        return self.sources[id(holder)]  # type: ignore[return-value]
+
+    # -- matrix products --------------------------------------------------------------------------------
+    def _dot(self, op: Op, result: Value) -> None:
+        lhs, rhs = op.operands
+        (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+        lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
+        lf = tuple(a for a in range(lhs.aval.ndim) if a not in lc + lb)
+        rf = tuple(a for a in range(rhs.aval.ndim) if a not in rc + rb)
+        out_dtype = result.aval.dtype
+        order = self.position[id(result)]
+        buffer = self._temp(result)
+        same = lhs.aval.dtype == rhs.aval.dtype == out_dtype
+        if same and out_dtype in self.gemm_dtypes and lhs.aval.size and rhs.aval.size:
+            self.steps.append(self._gemm(lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order))
+            self._root(result, buffer)
+            return
+        if out_dtype.kind == "b":
+            raise Unsupported("boolean matrix products are not compiled natively")
+        # a loop nest over (batch, lhs free, contracting, rhs free): the innermost axis runs along rows of
+        # rhs and out, so it vectorises; the contraction accumulates in out.
+        nb, nlf, nc = len(lb), len(lf), len(lc)
+        shape = (tuple(lhs.aval.shape[a] for a in lb) + tuple(lhs.aval.shape[a] for a in lf)
+                 + tuple(lhs.aval.shape[a] for a in lc) + tuple(rhs.aval.shape[a] for a in rf))
+        lmap = [None] * lhs.aval.ndim
+        rmap = [None] * rhs.aval.ndim
+        for i, a in enumerate(lb):
+            lmap[a] = i
+            rmap[rb[i]] = i
+        for i, a in enumerate(lf):
+            lmap[a] = nb + i
+        for i, a in enumerate(lc):
+            lmap[a] = nb + nlf + i
+            rmap[rc[i]] = nb + nlf + i
+        for i, a in enumerate(rf):
+            rmap[a] = nb + nlf + nc + i
+        self.materialise(lhs)
+        self.materialise(rhs)
+        axes = tuple(range(nb + nlf, nb + nlf + nc))
+        self.steps.append(Nest(shape, combine="add", axes=axes, target=buffer, order=order,
+                               product=(lhs, tuple(lmap), rhs, tuple(rmap), out_dtype)))
+        self._root(result, buffer)
+
+    def _gemm(self, lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order) -> Gemm:
+        """A BLAS call; an operand whose (batch, rows, columns) stack BLAS cannot read in place (no unit
+        stride along rows or columns, or axes that do not merge) is copied to a contiguous one first."""
+
+        def matrices(x: Value, batch, rows, cols) -> tuple[View, int, bool, int]:
+            view = self.materialise(x)
+            layout = _matrix_layout(view, batch, rows, cols)
+            if layout is None:
+                order_ = batch + rows + cols
+                view = self._copy_view(View(view.base, tuple(view.shape[a] for a in order_),
+                                            tuple(view.strides[a] for a in order_), view.offset))
+                nb, nr = len(batch), len(rows)
+                layout = _matrix_layout(view, tuple(range(nb)), tuple(range(nb, nb + nr)),
+                                        tuple(range(nb + nr, len(view.shape))))
+                assert layout is not None
+            return (view, *layout)
+
+        lview, lbatch, ltrans, lld = matrices(lhs, lb, lf, lc)
+        rview, rbatch, rtrans, rld = matrices(rhs, rb, rc, rf)
+        size = lambda axes, x: int(np.prod([x.aval.shape[a] for a in axes], dtype=np.int64))  # noqa: E731
+        return Gemm(lview, rview, buffer, size(lb, lhs), size(lf, lhs), size(rf, rhs), size(lc, lhs),
+                    (lbatch, ltrans, lld), (rbatch, rtrans, rld), order)
+
+    # -- sharing ----------------------------------------------------------------------------------------
+    def cost(self, v: Value, memo: dict[int, int]) -> int:
+        """The work of computing ``v`` once where it is used (0 for materialised values)."""
+        if id(v) in memo:
+            return memo[id(v)]
+        src = self.source(v)
+        total = 0
+        if isinstance(src, Expr):
+            if src.op is not None:
+                name = src.op.name
+                total = 20 if name in EXPENSIVE else 4 if name in MODERATE else 1
+                total += sum(self.cost(u, memo) for u in src.op.operands)
+            else:
+                total = self.cost(src.operand, memo)
+        memo[id(v)] = total
+        return total
+
+    def _share_expensive(self) -> None:
+        """Materialise expressions worth at least one transcendental function that more than one nest uses,
+        or that one nest reads through a broadcast (it would compute each element many times)."""
+        while True:
+            users: dict[int, set[int]] = {}
+            expanded: set[int] = set()
+            values: dict[int, Value] = {}
+            for n, step in enumerate(self.steps):
+                if isinstance(step, Nest):
+                    roots = [v for v, _ in step.stores] + ([step.operand] if step.operand is not None else [])
+                    seen: set[tuple[int, bool]] = set()
+                    for v in roots:
+                        self._reach(v, n, False, users, expanded, values, seen)
+            memo: dict[int, int] = {}
+            shared = [values[i] for i, nests in users.items()
+                      if (len(nests) > 1 or i in expanded) and self.cost(values[i], memo) >= 20]
+            if not shared:
+                return
+            for v in shared:
+                self.materialise(v)
+
+    def _reach(self, v: Value, nest: int, under_broadcast: bool, users, expanded, values, seen) -> None:
+        if isinstance(v, Literal) or (id(v), under_broadcast) in seen:
+            return
+        seen.add((id(v), under_broadcast))
+        src = self.sources[id(v)]
+        if not isinstance(src, Expr):
+            return
+        users.setdefault(id(v), set()).add(nest)
+        values[id(v)] = v
+        if under_broadcast:
+            expanded.add(id(v))
+        if src.op is not None:
+            for u in src.op.operands:
+                operand_expands = under_broadcast or (u.aval.size < v.aval.size and u.aval.shape != ())
+                self._reach(u, nest, operand_expands, users, expanded, values, seen)
+        else:
+            grows = src.operand.aval.size < v.aval.size
+            self._reach(src.operand, nest, under_broadcast or grows, users, expanded, values, seen)
+
+    # -- outputs ----------------------------------------------------------------------------------------
+    def _bind_outputs(self) -> list[Buffer]:
+        """One output buffer per result. A result computed by a nest of its own into a temporary is written
+        there directly; any other (a parameter, a view, a literal, a repeated result) gets a copy nest."""
+        outputs: list[Buffer] = []
+        claimed: set[int] = set()
+        for i, r in enumerate(self.fn.results):
+            self._check_type(r)
+            buffer = Buffer("output", i, r.aval.dtype, r.aval.size)
+            outputs.append(buffer)
+            temp = self.buffers.get(id(r))
+            if temp is not None and temp.kind == "temp" and id(r) not in claimed:
+                claimed.add(id(r))
+                self._retarget(temp, buffer)
+                self.buffers[id(r)] = buffer
+                continue
+            holder = Value(r.aval, name="result")
+            self.sources[id(holder)] = self.source(r)
+            self.steps.append(Nest(r.aval.shape, stores=[(holder, buffer)], order=1 << 30))
+        return outputs
+
+    def _retarget(self, old: Buffer, new: Buffer) -> None:
+        self.temps = [b for b in self.temps if b is not old]
+        for step in self.steps:
+            if isinstance(step, Nest):
+                step.stores = [(v, new if b is old else b) for v, b in step.stores]
+                if step.target is old:
+                    step.target = new
+            elif step.target is old:
+                step.target = new
+
+
+def plan_function(fn: Function, gemm_dtypes: set[np.dtype] | None = None) -> Plan:
+    """The fusion plan of ``fn``; raises ``Unsupported`` for anything the backend does not compile."""
+    return Planner(fn, set() if gemm_dtypes is None else gemm_dtypes).run()
+
+
+def describe(plan: Plan) -> str:
+    """A short text of the plan's steps (for tests and ``--emit`` debugging)."""
+    lines = []
+    for step in plan.steps:
+        if isinstance(step, Gemm):
+            lines.append(f"gemm {step.batch}x[{step.m},{step.k}]@[{step.k},{step.n}] -> {step.target.kind}")
+        elif step.combine is not None:
+            lines.append(f"reduce[{step.combine}] {step.shape} axes={step.axes} -> {step.target.kind}")
+        else:
+            lines.append(f"map {step.shape} -> {', '.join(b.kind for _, b in step.stores)}")
+    return "\n".join(lines)

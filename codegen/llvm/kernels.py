@@ -1,0 +1,301 @@
+"""LLVM functions for loop nests, reductions, BLAS calls and the thread fan-out.
+
+A nest becomes ``void nest(T0* noalias, ..., i64 lo, i64 hi, i64 slot)``: loops over its (collapsed)
+axes, the outermost one only over [lo, hi), so that threads can share it. The body evaluates the node
+DAG once per element. Reductions keep a register accumulator over the innermost reduced axes (float32
+sums and products accumulate in float64) and accumulate in memory over the others; when the outermost
+axis is reduced and split across threads, thread ``slot`` accumulates into its own partial result.
+Scalars are kept in allocas and left to SROA, which is simpler than threading phis through loops.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+import numpy as np
+
+from codegen.llvm.nodes import Apply, Const, Iota, Load, NestBody
+from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
+
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = I8.as_pointer()
+NEST_TYPE = ir.FunctionType(ir.VoidType(), [PTR.as_pointer(), I64, I64, I64])  # (buffers, lo, hi, slot)
+PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 16))  # element x cost units per nest
+MAX_THREADS = 64
+
+
+def num_threads() -> int:
+    value = os.environ.get("SRCJAX_NUM_THREADS")
+    count = int(value) if value else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
+                                      (os.cpu_count() or 1))
+    return max(1, min(count, MAX_THREADS))
+
+
+# -- reductions -------------------------------------------------------------------------------------------
+def identity(combine: str, dtype: np.dtype):
+    dtype = np.dtype(dtype)
+    if combine in ("add", "or", "xor"):
+        return 0
+    if combine == "mul":
+        return 1
+    if combine == "and":
+        return True if dtype.kind == "b" else -1
+    if dtype.kind == "f":
+        return -np.inf if combine == "max" else np.inf
+    if dtype.kind == "b":
+        return combine == "min"
+    info = np.iinfo(dtype)
+    return info.min if combine == "max" else info.max
+
+
+def accumulator_dtype(combine: str, dtype: np.dtype) -> np.dtype:
+    """Float32 sums and products accumulate in registers in float64 (more accurate, as fast when bound by
+    memory); everything else in its own dtype."""
+    return np.dtype(np.float64) if combine in ("add", "mul") and np.dtype(dtype) == np.float32 else np.dtype(dtype)
+
+
+def combine_values(cx: Lowering, combine: str, dtype: np.dtype, x: ir.Value, y: ir.Value) -> ir.Value:
+    b = cx.b
+    if combine in ("add", "mul"):
+        if np.dtype(dtype).kind == "f":  # reassociation lets the vectoriser keep several partial sums
+            return (b.fadd if combine == "add" else b.fmul)(x, y, flags=("reassoc", "contract"))
+        return (b.add if combine == "add" else b.mul)(x, y)
+    if combine in ("and", "or", "xor"):
+        return {"and": b.and_, "or": b.or_, "xor": b.xor}[combine](x, y)
+    return ELEMENTWISE[combine](cx, [np.dtype(dtype)] * 2, np.dtype(dtype), {}, x, y)
+
+
+# -- loops ------------------------------------------------------------------------------------------------
+def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body) -> None:
+    """``for i in range(start, stop): body(i)`` with the index as a phi (a canonical loop LLVM vectorises)."""
+    fn = b.function
+    pre = b.block
+    loop = fn.append_basic_block("loop")
+    after = fn.append_basic_block("after")
+    b.cbranch(b.icmp_signed("<", start, stop), loop, after)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(start, pre)
+    body(i)
+    nxt = b.add(i, ir.Constant(I64, 1), flags=("nsw",))
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, stop), loop, after)
+    b.position_at_end(after)
+
+
+def load_value(b: ir.IRBuilder, ptr: ir.Value, dtype: np.dtype) -> ir.Value:
+    value = b.load(ptr)
+    return b.trunc(value, ir.IntType(1)) if np.dtype(dtype).kind == "b" else value
+
+
+def store_value(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, dtype: np.dtype) -> None:
+    b.store(b.zext(value, I8) if np.dtype(dtype).kind == "b" else value, ptr)
+
+
+def affine(b: ir.IRBuilder, coeffs: list[int], offset: int, index: list[ir.Value]) -> ir.Value:
+    total: ir.Value = ir.Constant(I64, offset)
+    for c, i in zip(coeffs, index):
+        if c:
+            total = b.add(total, i if c == 1 else b.mul(i, ir.Constant(I64, c), flags=("nsw",)), flags=("nsw",))
+    return total
+
+
+@dataclass
+class NestFunction:
+    name: str
+    packed: str  # the (buffers, lo, hi, slot) form, for threads
+    buffers: list  # the Buffers behind its pointer arguments, in order
+    body: NestBody
+
+
+class NestEmitter:
+    """Emits one nest's function into a module."""
+
+    def __init__(self, module: ir.Module, body: NestBody, name: str, partial_slots: bool):
+        self.module, self.body, self.name = module, body, name
+        self.partial_slots = partial_slots  # the outermost axis is reduced and split across threads
+        self.buffers = body.buffers()
+
+    def emit(self) -> NestFunction:
+        arg_types = [mtype(buf.dtype).as_pointer() for buf in self.buffers] + [I64, I64, I64]
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        for arg in fn.args[: len(self.buffers)]:
+            arg.add_attribute("noalias")
+        self.fn = fn
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.cx = Lowering(b)
+        self.pointers = {id(buf): arg for buf, arg in zip(self.buffers, fn.args)}
+        lo, hi, slot = fn.args[-3:]
+        body = self.body
+        if body.reduction is not None and self.partial_slots:
+            target = body.reduction.target
+            base = self.pointers[id(target)]
+            self.pointers[id(target)] = b.gep(base, [b.mul(slot, ir.Constant(I64, target.size))])
+        if body.size > 0:
+            self.allocas_block = b.block
+            self.loops(0, [], lo, hi)
+        b.ret_void()
+        self.emit_packed()
+        return NestFunction(self.name, self.name + ".packed", self.buffers, body)
+
+    def emit_packed(self) -> None:
+        fn = ir.Function(self.module, NEST_TYPE, name=self.name + ".packed")
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        bufs, lo, hi, slot = fn.args
+        pointers = [b.bitcast(b.load(b.gep(bufs, [ir.Constant(I64, i)])), mtype(buf.dtype).as_pointer())
+                    for i, buf in enumerate(self.buffers)]
+        b.call(self.fn, [*pointers, lo, hi, slot])
+        b.ret_void()
+
+    # -- loops and accumulators ---------------------------------------------------------------------------
+    def suffix_start(self) -> int:
+        """Where the innermost run of reduced axes starts (the register accumulator's scope)."""
+        k = len(self.body.shape)
+        while k > 0 and self.body.reduced[k - 1]:
+            k -= 1
+        return k
+
+    def loops(self, depth: int, index: list[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
+        body, b = self.body, self.b
+        red = body.reduction
+        if red is not None and depth == self.suffix_start() and depth < len(body.shape):
+            acc_dtype = accumulator_dtype(red.combine, red.dtype)
+            acc = self.alloca(ltype(acc_dtype))
+            b.store(self.cx.const(acc_dtype, identity(red.combine, red.dtype)), acc)
+            self.acc = (acc, acc_dtype)
+            self._loop_level(depth, index, lo, hi)
+            total = convert(self.cx, b.load(acc), acc_dtype, red.dtype)
+            self.accumulate_memory(total, index, into=any(body.reduced[:depth]))
+            self.acc = None
+            return
+        self._loop_level(depth, index, lo, hi)
+
+    def _loop_level(self, depth: int, index: list[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
+        body = self.body
+        if depth == len(body.shape):
+            self.element(index)
+            return
+        start = lo if depth == 0 else ir.Constant(I64, 0)
+        stop = hi if depth == 0 else ir.Constant(I64, body.shape[depth])
+        for_range(self.b, start, stop, lambda i: self.loops(depth + 1, [*index, i], lo, hi))
+
+    def alloca(self, typ: ir.Type) -> ir.Value:
+        with self.b.goto_block(self.fn.entry_basic_block):
+            self.b.position_at_start(self.fn.entry_basic_block)
+            return self.b.alloca(typ)
+
+    def accumulate_memory(self, value: ir.Value, index: list[ir.Value], into: bool) -> None:
+        red, b = self.body.reduction, self.b
+        ptr = b.gep(self.pointers[id(red.target)], [affine(b, red.coeffs, 0, index)])
+        if into:
+            value = combine_values(self.cx, red.combine, red.dtype, load_value(b, ptr, red.dtype), value)
+        store_value(b, value, ptr, red.dtype)
+
+    def element(self, index: list[ir.Value]) -> None:
+        b = self.b
+        values: dict[int, ir.Value] = {}
+        for store in self.body.stores:
+            value = self.value(store.node, index, values)
+            store_value(b, value, b.gep(self.pointers[id(store.buffer)], [affine(b, store.coeffs, 0, index)]),
+                        store.buffer.dtype)
+        red = self.body.reduction
+        if red is None:
+            return
+        value = self.value(red.node, index, values)
+        if getattr(self, "acc", None) is not None:
+            acc, acc_dtype = self.acc
+            wide = convert(self.cx, value, red.dtype, acc_dtype)
+            b.store(combine_values(self.cx, red.combine, acc_dtype, b.load(acc), wide), acc)
+        else:
+            self.accumulate_memory(value, index, into=True)
+
+    # -- nodes ----------------------------------------------------------------------------------------------
+    def value(self, node, index: list[ir.Value], values: dict[int, ir.Value]) -> ir.Value:
+        if id(node) in values:
+            return values[id(node)]
+        b = self.b
+        if isinstance(node, Load):
+            ptr = b.gep(self.pointers[id(node.buffer)], [affine(b, node.coeffs, node.offset, index)])
+            out = load_value(b, ptr, node.dtype)
+        elif isinstance(node, Const):
+            out = self.cx.const(node.dtype, node.value)
+        elif isinstance(node, Iota):
+            position = index[node.axis] if node.axis is not None else ir.Constant(I64, 0)
+            out = convert(self.cx, position, np.dtype(np.int64), node.dtype)
+        else:
+            assert isinstance(node, Apply)
+            args = [self.value(u, index, values) for u in node.operands]
+            out = ELEMENTWISE[node.name](self.cx, node.in_dtypes, node.dtype, node.params, *args)
+        values[id(node)] = out
+        return out
+
+
+# -- the thread fan-out -----------------------------------------------------------------------------------
+TASK = ir.LiteralStructType([NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64, I64])
+
+
+def parallel_function(module: ir.Module) -> ir.Function:
+    """``srcjax.parallel(nest, buffers, n, threads)``: runs ``nest`` over [0, n) in ``threads`` chunks, chunk
+    t on a new pthread (chunk 0 on the calling thread), and joins them. A thread that cannot be created
+    runs its chunk inline."""
+    if "srcjax.parallel" in module.globals:
+        return module.globals["srcjax.parallel"]
+    worker_type = ir.FunctionType(PTR, [PTR])
+    worker = ir.Function(module, worker_type, name="srcjax.worker")
+    worker.linkage = "internal"
+    b = ir.IRBuilder(worker.append_basic_block("entry"))
+    task = b.bitcast(worker.args[0], TASK.as_pointer())
+    fields = [b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, i)])) for i in range(5)]
+    b.call(fields[0], fields[1:])
+    b.ret(ir.Constant(PTR, None))
+
+    create = ir.Function(module, ir.FunctionType(I32, [I64.as_pointer(), PTR, worker_type.as_pointer(), PTR]),
+                         name="pthread_create")
+    join = ir.Function(module, ir.FunctionType(I32, [I64, PTR.as_pointer()]), name="pthread_join")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64]),
+                     name="srcjax.parallel")
+    fn.linkage = "internal"
+    nest, bufs, n, threads = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tasks = b.alloca(TASK, ir.Constant(I64, MAX_THREADS))
+    ids = b.alloca(I64, ir.Constant(I64, MAX_THREADS))
+    started = b.alloca(ir.IntType(1), ir.Constant(I64, MAX_THREADS))
+    chunk = b.sdiv(b.add(n, b.sub(threads, ir.Constant(I64, 1))), threads)
+
+    def bounds(t):
+        lo = b.mul(t, chunk)
+        hi = b.add(lo, chunk)
+        return lo, b.select(b.icmp_signed("<", hi, n), hi, n)
+
+    def start(t):
+        lo, hi = bounds(t)
+        slot = b.gep(tasks, [t])
+        for i, value in enumerate([nest, bufs, lo, hi, t]):
+            b.store(value, b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, i)]))
+        rc = b.call(create, [b.gep(ids, [t]), ir.Constant(PTR, None), worker, b.bitcast(slot, PTR)])
+        ok = b.icmp_signed("==", rc, ir.Constant(I32, 0))
+        b.store(ok, b.gep(started, [t]))
+        with b.if_then(b.not_(ok)):
+            b.call(nest, [bufs, lo, hi, t])
+
+    for_range(b, ir.Constant(I64, 1), threads, start)
+    lo, hi = bounds(ir.Constant(I64, 0))
+    b.call(nest, [bufs, lo, hi, ir.Constant(I64, 0)])
+
+    def finish(t):
+        with b.if_then(b.load(b.gep(started, [t]))):
+            b.call(join, [b.load(b.gep(ids, [t])), ir.Constant(PTR.as_pointer(), None)])
+
+    for_range(b, ir.Constant(I64, 1), threads, finish)
+    b.ret_void()
+    return fn
+
+
+def fill(b: ir.IRBuilder, cx: Lowering, ptr: ir.Value, count: int, value: ir.Value, dtype: np.dtype) -> None:
+    for_range(b, ir.Constant(I64, 0), ir.Constant(I64, count),
+              lambda i: store_value(b, value, b.gep(ptr, [i]), dtype))

@@ -1,0 +1,193 @@
+"""A nest's computation as a DAG of nodes over its iteration axes, and the collapsing of those axes.
+
+Instantiating a value at an index map turns the plan's sources into nodes: a ``View`` becomes a ``Load``
+whose address is affine in the iteration indices (one coefficient per axis), an iota an ``Iota`` of one
+axis, an elementwise op an ``Apply``. Adjacent iteration axes that every affine access walks as one line
+(and that are both reduced or both kept) are then merged, so a [5000, 5000] elementwise nest is one flat
+loop of 25M iterations that vectorises and splits across threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from codegen.llvm.fusion import Buffer, Expr, IndexMap, Nest, Plan, View, contiguous_strides
+from transpiler.ir import Literal, Value
+
+
+@dataclass(eq=False)
+class Load:
+    buffer: Buffer
+    dtype: np.dtype
+    coeffs: list[int]
+    offset: int
+
+
+@dataclass(eq=False)
+class Iota:
+    dtype: np.dtype
+    axis: int | None
+
+
+@dataclass(eq=False)
+class Const:
+    dtype: np.dtype
+    value: Any
+
+
+@dataclass(eq=False)
+class Apply:
+    name: str
+    params: dict[str, Any]
+    operands: list[Any]
+    in_dtypes: list[np.dtype]
+    dtype: np.dtype
+
+
+@dataclass(eq=False)
+class Store:
+    buffer: Buffer
+    coeffs: list[int]
+    node: Any
+
+
+@dataclass(eq=False)
+class Reduction:
+    combine: str  # add, mul, max, min, and, or, xor
+    node: Any
+    target: Buffer
+    coeffs: list[int]  # into the target; 0 on reduced axes
+    dtype: np.dtype
+
+
+@dataclass
+class NestBody:
+    shape: list[int]
+    reduced: list[bool]
+    stores: list[Store] = field(default_factory=list)
+    reduction: Reduction | None = None
+    loads: list[Load] = field(default_factory=list)
+    iotas: list[Iota] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def buffers(self) -> list[Buffer]:
+        """Distinct buffers the nest touches, in a fixed order (its function's pointer arguments)."""
+        seen: dict[int, Buffer] = {}
+        for b in [s.buffer for s in self.stores] + ([self.reduction.target] if self.reduction else []) + \
+                 [load.buffer for load in self.loads]:
+            seen.setdefault(id(b), b)
+        return list(seen.values())
+
+
+class Instantiator:
+    def __init__(self, plan: Plan, rank: int):
+        self.plan = plan
+        self.rank = rank
+        self.memo: dict[tuple[int, IndexMap], Any] = {}
+        self.loads: list[Load] = []
+        self.iotas: list[Iota] = []
+
+    def view_load(self, view: View, index_map: IndexMap, dtype: np.dtype) -> Load:
+        coeffs = [0] * self.rank
+        for axis, stride in zip(index_map, view.strides):
+            if axis is not None:
+                coeffs[axis] += stride
+        load = Load(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset)
+        self.loads.append(load)
+        return load
+
+    def node(self, v: Value, index_map: IndexMap) -> Any:
+        if isinstance(v, Literal):
+            return Const(v.aval.dtype, v.value)
+        key = (id(v), index_map)
+        if key in self.memo:
+            return self.memo[key]
+        src = self.plan.source(v)
+        if isinstance(src, View):
+            out: Any = self.view_load(src, index_map, v.aval.dtype)
+        elif isinstance(src, Expr) and src.op is not None:
+            op = src.op
+            if op.name == "iota":
+                out = Iota(v.aval.dtype, index_map[op.params["dimension"]])
+                self.iotas.append(out)
+            else:
+                operands = [self.node(u, index_map if u.aval.shape == v.aval.shape else ()) for u in op.operands]
+                out = Apply(op.name, dict(op.params), operands, [u.aval.dtype for u in op.operands], v.aval.dtype)
+        elif isinstance(src, Expr):
+            inner = tuple(None if a is None else index_map[a] for a in src.index_map)
+            out = self.node(src.operand, inner)
+        else:  # a literal reached through a view op
+            out = Const(v.aval.dtype, src.value)
+        self.memo[key] = out
+        return out
+
+
+def instantiate(plan: Plan, nest: Nest) -> NestBody:
+    rank = len(nest.shape)
+    identity = tuple(range(rank))
+    inst = Instantiator(plan, rank)
+    body = NestBody(list(nest.shape), [a in nest.axes for a in range(rank)])
+    if nest.combine is None:
+        strides = contiguous_strides(nest.shape)
+        for v, buffer in nest.stores:
+            body.stores.append(Store(buffer, list(strides), inst.node(v, identity)))
+    else:
+        kept = [a for a in range(rank) if a not in nest.axes]
+        out_strides = contiguous_strides(tuple(nest.shape[a] for a in kept))
+        coeffs = [0] * rank
+        for a, s in zip(kept, out_strides):
+            coeffs[a] = s
+        if nest.product is not None:
+            lhs, lmap, rhs, rmap, dtype = nest.product
+            operands = [_as(inst.node(lhs, lmap), lhs.aval.dtype, dtype),
+                        _as(inst.node(rhs, rmap), rhs.aval.dtype, dtype)]
+            node = Apply("mul", {}, operands, [dtype, dtype], dtype)
+        else:
+            node = inst.node(nest.operand, identity)
+            dtype = nest.operand.aval.dtype
+        body.reduction = Reduction(nest.combine, node, nest.target, coeffs, np.dtype(dtype))
+    body.loads, body.iotas = inst.loads, inst.iotas
+    return body
+
+
+def _as(node: Any, old: np.dtype, new: np.dtype) -> Any:
+    if np.dtype(old) == np.dtype(new):
+        return node
+    return Apply("convert_element_type", {"new_dtype": new, "weak_type": False}, [node], [old], np.dtype(new))
+
+
+def collapse(body: NestBody) -> NestBody:
+    """Drop axes of size 1 and merge neighbours every access walks as one line (in place; returns body)."""
+    if 0 in body.shape:
+        return body
+    vectors = [load.coeffs for load in body.loads] + [s.coeffs for s in body.stores]
+    if body.reduction is not None:
+        vectors.append(body.reduction.coeffs)
+    iota_axes = {i.axis for i in body.iotas if i.axis is not None}
+    # groups of old axes, outermost first; each group becomes one axis
+    groups: list[list[int]] = []
+    for axis, size in enumerate(body.shape):
+        if size == 1:
+            continue
+        if groups:
+            last = groups[-1][-1]
+            mergeable = (body.reduced[last] == body.reduced[axis] and last not in iota_axes
+                         and axis not in iota_axes and all(c[last] == c[axis] * size for c in vectors))
+            if mergeable:
+                groups[-1].append(axis)
+                continue
+        groups.append([axis])
+    new_axis = {g[-1]: k for k, g in enumerate(groups)}
+    for c in vectors:
+        c[:] = [c[g[-1]] for g in groups]
+    for iota in body.iotas:
+        iota.axis = new_axis.get(iota.axis) if iota.axis is not None else None
+    body.reduced = [body.reduced[g[0]] for g in groups]
+    body.shape = [int(np.prod([body.shape[a] for a in g], dtype=np.int64)) for g in groups]
+    return body
