@@ -79,7 +79,7 @@ class Builder(core.Interpreter):
 
     # -- recording ---------------------------------------------------------------------------------------
     def process(self, prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
-        if not any(isinstance(x, Value) for x in operands):
+        if not any(isinstance(x, Value) for x in operands) and not prim.always_record:
             if not _grows_scalars(prim, operands, params):
                 return core.base_interpreter().process(prim, operands, params)
         values = [self.operand(x) for x in operands]

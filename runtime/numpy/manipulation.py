@@ -469,6 +469,9 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
     if total_repeat_length is None and not is_concrete(repeats):
         raise TypeError("repeat: with an array of repeats the length of the result depends on their values; pass "
                         "total_repeat_length= (a static int) to use it in a compiled function")
+    # concrete here (checked above) when no total is given: read the counts as static data, since inside a
+    # traced function jnp.asarray(repeats) is a symbolic constant whose values cannot be read
+    counts = np.ravel(np.asarray(repeats)) if total_repeat_length is None else None
     repeats = jnp.asarray(repeats)
     if aval(repeats).dtype.kind not in "iu":
         raise TypeError(f"repeat: repeats must be integers, got {aval(repeats).dtype}")
@@ -477,9 +480,9 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
                          f"element along axis {axis} ({n})")
     repeats = _broadcast_to(jnp.ravel(repeats), (n,))
     if total_repeat_length is None:
-        if bool(jnp.any(jnp.less(repeats, 0))):
+        if (counts < 0).any():
             raise ValueError("repeat: repeats may not contain negative values")
-        total_repeat_length = int(jnp.sum(repeats))
+        total_repeat_length = int(np.broadcast_to(counts, (n,)).sum())
     total = static_int(total_repeat_length, "repeat", "total_repeat_length")
     if n == 0:
         return a

@@ -83,6 +83,7 @@ all_gather_p.mark_no_rule("transpose", "not differentiated in this version")
 axis_index_p = Primitive("axis_index", params=("axis_name",))
 axis_index_p.def_shape(lambda *, axis_name: TensorType(np.int32, ()))
 axis_index_p.def_impl(_unbound("axis_index"))
+axis_index_p.always_record = True
 axis_index_p.mark_no_rule("vmap", "batched by the vmap engine along its named axis")
 axis_index_p.mark_no_rule("jvp", "an integer-valued index has no derivative")
 axis_index_p.mark_no_rule("transpose", "not linear")

@@ -50,6 +50,8 @@ class Primitive:
         self.transpose_rule: Callable[..., Any] | None = None
         self.vmap_rule: Callable[..., Any] | None = None
         self.linear = False
+        # recorded even when every operand is concrete (``axis_index`` means something only under a vmap)
+        self.always_record = False
         # Why a rule is absent on purpose, e.g. {"jvp": "comparisons have zero derivative"}.
         self.no_rule: dict[str, str] = {}
 
