@@ -57,12 +57,22 @@ def main():
     print(manually_batched_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
     print(manually_vectorized_convolve(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
     print(jax.jit(convolve)(x, w))  # [11. 20. 29.]
+    print(jax.vmap(convolve)(xs, ws))  # [[11. 20. 29.] [11. 20. 29.]]
+    print(jax.vmap(convolve, in_axes=[0, None])(xs, w))
+
+    # Higher derivatives
+    print(jax.grad(jnp.tanh)(2.0), jax.grad(jax.grad(jnp.tanh))(2.0))  # 0.070650816 -0.13621868
 
     key = jax.random.key(0)
     key, W_key, b_key = jax.random.split(key, 3)
     W = jax.random.normal(W_key, (3,))
     b = jax.random.normal(b_key, ())
     print("loss", loss(W, b))  # 3.0519385
+    W_grad, b_grad = jax.grad(loss, (0, 1))(W, b)
+    print("W_grad", W_grad)  # [-0.16965583 -0.8774644  -1.4901346 ]
+    print("b_grad", b_grad)  # -0.29227245
+    loss_value, _ = jax.value_and_grad(loss, (0, 1))(W, b)
+    print("loss value", loss_value)
 
     # Finite differences (the tutorial checks jax.grad against them)
     eps = 1e-4
@@ -73,6 +83,11 @@ def main():
     unitvec = vec / jnp.sqrt(jnp.vdot(vec, vec))
     W_grad_numerical = (loss(W + eps / 2.0 * unitvec, b) - loss(W - eps / 2.0 * unitvec, b)) / eps
     print("W_dirderiv_numerical", W_grad_numerical)  # about -0.2002716
+    print("W_dirderiv_autodiff", jnp.vdot(jax.grad(loss)(W, b), unitvec))  # -0.19909117
+    from srcjax.test_util import check_grads
+
+    check_grads(loss, (W, b), order=2)
+    print("check_grads: order 2 passed")
 
 
 if __name__ == "__main__":

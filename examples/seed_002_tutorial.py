@@ -48,3 +48,39 @@ key = random.PRNGKey(0)
 v = random.normal(key, (4,))
 print("Original v:")
 print(v)  # [ 1.8160863  -0.75488514  0.33988908 -0.53483534]
+
+
+# Gradients: f(x) = x.x / 2 has gradient x
+def f(x):
+    return jnp.dot(x.T, x) / 2.0
+
+
+print("Gradient of f taken at point v")
+print(jax.grad(f)(v))  # equal to v
+
+
+# Linear regression by gradient descent
+xs = random.normal(random.PRNGKey(0), (100,))
+noise = 0.01 * random.normal(random.PRNGKey(1), (100,))
+ys = 3.0 * xs + 2.0 + noise
+
+
+def model(params, x):
+    w, b = params
+    return w * x + b
+
+
+def loss_fn(params, x, y):
+    return jnp.mean((model(params, x) - y) ** 2)
+
+
+@jax.jit
+def update(params, x, y, lr=0.1):
+    grads = jax.grad(loss_fn)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+
+
+params = (jnp.array(0.0), jnp.array(0.0))
+for _ in range(200):
+    params = update(params, xs, ys)
+print(f"w={float(params[0]):.3f} b={float(params[1]):.3f}")  # w=3.000 b=2.000

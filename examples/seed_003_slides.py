@@ -7,7 +7,9 @@ Transpile: srcjax transpile examples/seed_003_slides.py:slow_f --args 'f32[5000,
 from _common import size, timeit
 
 import srcjax.numpy as np
-from srcjax import jit
+from functools import partial
+
+from srcjax import grad, jit, vmap
 
 
 def tanh(x):  # Define a function
@@ -20,8 +22,18 @@ def slow_f(x):
     return x * x + x * 2.0
 
 
+def predict(params, x):
+    return np.tanh(np.dot(params, x))
+
+
 def main():
     print(tanh(1.0))  # 0.7615942
+    print(grad(tanh)(1.0))  # 0.4199743
+
+    params = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    input_batch = np.array([[0.1, 0.2], [0.3, -0.4], [0.0, 1.0], [1.0, 0.0]])
+    print(vmap(partial(predict, params))(input_batch))
+    print(vmap(predict, in_axes=(None, 0))(params, input_batch))
 
     n = size(5000, 300)
     x = np.ones((n, n))

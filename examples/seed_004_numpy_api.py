@@ -30,6 +30,17 @@ def sum_squared_error(x, y):
 
 y = jnp.asarray([1.1, 2.1, 3.1, 4.1])
 print(sum_squared_error(x, y))  # 0.03999995
+print(jax.grad(sum_of_squares)(x))  # [2. 4. 6. 8.]
+print(jax.grad(sum_squared_error)(x, y))  # [-0.20000005 -0.19999981 -0.19999981 -0.19999981]
+print(jax.grad(sum_squared_error, argnums=(0, 1))(x, y))
+print(jax.value_and_grad(sum_squared_error)(x, y))
+
+
+def squared_error_with_aux(x, y):
+    return sum_squared_error(x, y), x - y
+
+
+print(jax.grad(squared_error_with_aux, has_aux=True)(x, y))
 
 # Purity: NumPy arrays change in place, srcjax arrays do not
 x = np.array([1, 2, 3])

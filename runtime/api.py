@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -75,13 +76,48 @@ class Signature:
         return [leaf for leaf, d in zip(self.leaves, self.dynamic) if d]
 
 
+def _native_enabled() -> bool:
+    return os.environ.get("SRCJAX_NATIVE", "1") != "0"
+
+
+def _as_buffer(leaf: Any) -> Any:
+    """What the native code reads for a dynamic argument: the NumPy buffer of an Array, else the leaf (a
+    NumPy array or scalar, converted to the parameter's dtype by the executable)."""
+    return leaf._value if type(leaf) is Array else leaf
+
+
+def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
+    """An Array of a fresh result buffer; ``aval`` is the result's type, so none has to be built."""
+    value.flags.writeable = False
+    out = Array.__new__(Array)
+    out._value, out.aval, out._device = value, aval, None
+    return out
+
+
 class Compiled:
-    """One specialisation: the IR and how to call it."""
+    """One specialisation: the IR and how to call it (natively when the CPU backend compiles it, else by
+    interpreting the IR; ``native_error`` says why not, and ``SRCJAX_NATIVE=0`` turns native code off)."""
 
     def __init__(self, ir: Function, out_tree: Any, signature: Signature):
         self.ir, self.out_tree, self.signature = ir, out_tree, signature
+        self.native, self.native_error = None, None
+        if _native_enabled():
+            try:
+                from codegen.llvm.compile import compile_function, unsupported_reason
+
+                self.native = compile_function(ir)
+                if self.native is None:
+                    self.native_error = f"not compiled natively: {unsupported_reason(ir)}"
+            except Exception as e:  # noqa: BLE001 - a native compilation failure must never break a call
+                self.native, self.native_error = None, f"native compilation failed: {type(e).__name__}: {e}"
+        self._result_avals = [r.aval for r in ir.results]
 
     def __call__(self, *leaves: Any) -> Any:
+        native = self.native
+        if native is not None and not config.jax_debug_nans:
+            outs = native(*[_as_buffer(leaf) for leaf in leaves])
+            results = [_wrap_result(value, aval) for value, aval in zip(outs, self._result_avals)]
+            return tree_util.tree_unflatten(self.out_tree, results)
         outs = eval_function(self.ir, *leaves)
         return tree_util.tree_unflatten(self.out_tree, list(outs))
 

@@ -260,6 +260,7 @@ def parallel_function(module: ir.Module) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64]),
                      name="srcjax.parallel")
     fn.linkage = "internal"
+    fn.attributes.add("noinline")  # inlined, its indirect calls would become direct ones and inline each nest twice
     nest, bufs, n, threads = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tasks = b.alloca(TASK, ir.Constant(I64, MAX_THREADS))

@@ -753,16 +753,26 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
 
 
 def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
-    """A copy of ``arr`` whose elements where ``mask`` (concrete) is true take ``vals`` in turn (repeated as
-    needed; ``inplace=False`` required)."""
+    """A copy of ``arr`` whose elements where ``mask`` is true take ``vals`` in turn (repeated as needed;
+    ``inplace=False`` required). The mask may be symbolic: the k-th true element takes ``vals[k % len(vals)]``."""
     if inplace:
         raise _inplace_error("place")
     check_arraylike("place", arr, mask, vals)
     arr = asarray(arr)
     if _shape(mask) != _shape(arr):
         raise ValueError(f"place: mask of shape {_shape(mask)} must have the array's shape {_shape(arr)}")
-    positions = np.flatnonzero(_concrete_value(mask, "jnp.place", "the mask"))
-    return put(arr, positions.astype(_index_dtype()), vals, inplace=False) if positions.size else arr
+    import runtime.numpy as jnp
+
+    flat_mask = _flat(jnp.astype(asarray(mask), np.bool_))
+    vals = _flat(convert(vals if is_arraylike(vals) else asarray(vals), aval(arr).dtype, aval(arr).weak_type))
+    n = _shape(vals)[0]
+    if n == 0:
+        if is_concrete(mask) and not np.asarray(mask).any():
+            return arr
+        raise ValueError("place: cannot place an empty array of values where the mask is true")
+    k = jnp.cumsum(jnp.astype(flat_mask, _index_dtype())) - 1  # how many true elements come before
+    picked = take(vals, jnp.remainder(k, n), mode="clip")
+    return _reshape(jnp.where(flat_mask, picked, _flat(arr)), _shape(arr))
 
 
 # -- nonzero and friends ---------------------------------------------------------------------------------

@@ -743,16 +743,20 @@ def test_wrap_key_data_round_trip():
     assert random.key_dtype() == keys.dtype
 
 
+def _draws(key):
+    return random.normal(key, (3,)), random.gamma(key, 2.0, (2,)), random.split(key, 3)
+
+
 def test_keys_under_jit():
-    # The samplers bind primitives only, so they compile; typed keys cross jit as their key data.
+    # The samplers bind primitives only, so they compile (loops included); typed keys cross jit as key data.
+    compiled = srcjax.jit(_draws)
     for key in (random.PRNGKey(5), random.key(5)):
-        for sample in (
-            lambda k: random.normal(k, (3,)),
-            lambda k: random.gamma(k, 2.0, (3,)),
-            lambda k: random.key_data(random.split(k, 3)),
-        ):
-            np.testing.assert_array_equal(np.asarray(srcjax.jit(sample)(key)), np.asarray(sample(key)))
-    assert isinstance(srcjax.jit(lambda k: random.split(k))(random.key(1)), random.KeyArray)
+        for got, want in zip(compiled(key), _draws(key)):
+            assert type(got) is type(want)
+            np.testing.assert_array_equal(
+                np.asarray(random.key_data(got) if isinstance(got, random.KeyArray) else got),
+                np.asarray(random.key_data(want) if isinstance(want, random.KeyArray) else want),
+            )
     assert len(srcjax.tree_util.tree_leaves(random.key(1))) == 1
 
 

@@ -1,0 +1,97 @@
+"""Accuracy of the vectorised transcendental functions (codegen/llvm/math.py), through jit-compiled lax calls,
+against NumPy (float64) over wide ranges and at the edge cases."""
+
+import contextlib
+import math
+import re
+
+import numpy as np
+import pytest
+
+import srcjax
+from srcjax import lax
+from transpiler.primitives import special
+
+FUNCTIONS = {  # name: (lax function, float64 oracle, max ulp in float32, max ulp in float64)
+    "exp": (lax.exp, np.exp, 1, 1),
+    "exp2": (lax.exp2, np.exp2, 1, 1),
+    "log": (lax.log, np.log, 1, 1),
+    "log1p": (lax.log1p, np.log1p, 2, 2),
+    "expm1": (lax.expm1, np.expm1, 2, 2),
+    "tanh": (lax.tanh, np.tanh, 3, 3),
+    "logistic": (lax.logistic, special.logistic, 3, 3),
+    "sin": (lax.sin, np.sin, 1, 1),
+    "cos": (lax.cos, np.cos, 1, 1),
+    "erf": (lax.erf, np.vectorize(math.erf), 1, 5),
+}
+
+
+def _samples(dtype) -> np.ndarray:
+    """Log-uniform magnitudes over the whole range of ``dtype``, dense samples near 0, and the edge cases."""
+    rng = np.random.default_rng(0)
+    info = np.finfo(dtype)
+    top = np.log10(float(info.max))
+    wide = rng.uniform(-1, 1, 6000) * 10.0 ** rng.uniform(-top - 7, top, 6000)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny, -info.tiny, info.smallest_subnormal,
+             -info.smallest_subnormal, info.max, -info.max, 1.0, -1.0, 0.5, 88.72, 88.73, -87.3, -103.9, -104.0,
+             709.78, 709.79, -745.1, -745.2, 1e-8, -1e-8, np.pi / 4, np.pi / 2, 3 * np.pi / 4]
+    with np.errstate(over="ignore"):
+        return np.concatenate([wide, rng.uniform(-30, 30, 4000), rng.uniform(-1, 1, 2000), edges]).astype(dtype)
+
+
+def _ulp_error(got: np.ndarray, want: np.ndarray, dtype) -> np.ndarray:
+    """|got - want| in units of the spacing of ``dtype`` at ``want`` (0 where both agree, NaNs included)."""
+    want = want.astype(np.float64)
+    got = got.astype(np.float64)
+    with np.errstate(all="ignore"):
+        rounded = want.astype(dtype).astype(np.float64)  # overflows to inf where the exact result does
+        same = (got == want) | (got == rounded) | (np.isnan(got) & np.isnan(want))
+        spacing = np.abs(np.spacing(want.astype(dtype))).astype(np.float64)
+        spacing = np.where(np.isfinite(spacing), spacing, np.inf)
+        spacing = np.maximum(spacing, float(np.finfo(dtype).smallest_subnormal))
+        return np.where(same, 0.0, np.abs(got - want) / spacing)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_accuracy(name, dtype):
+    fn, oracle, ulp32, ulp64 = FUNCTIONS[name]
+    x = _samples(dtype)
+    if name in ("sin", "cos"):  # Cody-Waite reduction: exact for |x| < 2^20 pi/2 only
+        x = x[~(np.abs(x) > 1.6e6)]
+    with x64(dtype == np.float64):
+        compiled = srcjax.jit(fn)
+        assert compiled.lower(x).compile().native is not None
+        got = np.asarray(compiled(x))
+    assert got.dtype == dtype
+    with np.errstate(all="ignore"):
+        want = oracle(x.astype(np.float64))
+    err = _ulp_error(got, want, dtype)
+    worst = int(np.argmax(err))
+    limit = ulp32 if dtype == np.float32 else ulp64
+    assert err[worst] <= limit + 0.01, f"{name}({x[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
+    zeros = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros].astype(dtype)))
+
+
+@contextlib.contextmanager
+def x64(enabled: bool):
+    saved = srcjax.config.read("jax_enable_x64")
+    srcjax.config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        srcjax.config.update("jax_enable_x64", saved)
+
+
+def test_no_libm_calls():
+    """A fused loop of all the polynomial functions calls nothing but malloc/free and the thread helper."""
+
+    def all_functions(x):
+        return [fn(x) for fn, *_ in FUNCTIONS.values()]
+
+    executable = srcjax.jit(all_functions).lower(np.ones(1000, np.float32)).compile().native
+    assembly = executable.assembly()
+    called = set(re.findall(r"\bcall[lq]?\s+\*?([\w.@\"]+)", assembly))
+    assert called <= {"malloc@PLT", "free@PLT", "malloc", "free"}, called
+    assert re.search(r"vfmadd\w*ps\s.*%ymm", assembly)  # packed float32 FMAs on 8 lanes
