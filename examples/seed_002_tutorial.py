@@ -33,7 +33,7 @@ print("updated: \n", updated)
 # Managing randomness
 key = random.PRNGKey(0)
 print(repr(key))
-for i in range(3):
+for _ in range(3):
     print("Printing the random number using key: ", key, " gives: ", random.normal(key, shape=(1,)))
 
 print("old key", key, "--> normal", random.normal(key, shape=(1,)))

@@ -9,7 +9,7 @@ pytree prefixes of the arguments and results: an int (negative allowed) or ``Non
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

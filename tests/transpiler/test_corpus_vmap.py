@@ -8,21 +8,16 @@ import srcjax
 import srcjax.numpy as jnp
 from runtime import tree_util
 from tests.corpus import programs
-from tests.transpiler.test_corpus import abstract, sample
-from transpiler.types import TensorType
+from tests.transpiler.test_corpus import sample
 
 BATCH = 3
-
-
-def dynamic_positions(entry):
-    return [i for i, s in enumerate(entry["args"]) if not (isinstance(s, (bool, int, float)) and not isinstance(s, str))]
 
 
 def batched_args(entry, rng, axes):
     """Per-example arguments, and the batched ones: each mapped argument stacked along its axis."""
     examples = [[sample(s, rng, entry["positive"]) for s in entry["args"]] for _ in range(BATCH)]
     batched = []
-    for i, spec in enumerate(entry["args"]):
+    for i in range(len(entry["args"])):
         axis = axes[i]
         if axis is None:
             shared = examples[0][i]

@@ -66,7 +66,6 @@ def test_vmap_flag(capsys):
 
 
 def test_jvp_and_vjp_flags(capsys):
-    from tests.corpus import programs
 
     source = transpile(capsys, f"{PROGRAMS}:tanh_slides", "--args", "f32[]", "--jvp")
     out, tangent = load(source, "jvp_tanh_slides")(np.float32(0.5))
