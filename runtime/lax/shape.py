@@ -33,27 +33,10 @@ __all__ = [
     "collapse", "concatenate", "expand_dims", "iota", "pad", "reshape", "rev", "squeeze", "transpose",
 ]
 
-_PY_SCALARS = (bool, int, float, complex)
-
-
-def _operand(x: Any, name: str) -> Any:
-    if not is_arraylike(x):
-        raise TypeError(f"lax.{name}: expected an array or a scalar, got {type(x).__name__}")
-    return x
-
-
-def _ints(xs: Any, name: str, what: str) -> tuple[int, ...]:
-    try:
-        return tuple(operator.index(d) for d in xs)
-    except TypeError:
-        raise TypeError(f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
-
-
-def _axis(axis: int, ndim: int, name: str) -> int:
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"lax.{name}: axis {axis} is out of bounds for an array of rank {ndim}")
-    return axis % ndim
+from runtime.lax._checks import PY_SCALARS as _PY_SCALARS  # noqa: E402
+from runtime.lax._checks import axis as _axis  # noqa: E402
+from runtime.lax._checks import ints as _ints  # noqa: E402
+from runtime.lax._checks import operand as _operand  # noqa: E402
 
 
 def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding=None) -> Any:

@@ -1,0 +1,30 @@
+"""Argument checks shared by the lax modules: operands, int sequences and axes, with lax's messages."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from runtime.numpy._core import is_arraylike
+
+PY_SCALARS = (bool, int, float, complex)
+
+
+def operand(x: Any, name: str) -> Any:
+    if not is_arraylike(x):
+        raise TypeError(f"lax.{name}: expected an array or a scalar, got {type(x).__name__}")
+    return x
+
+
+def ints(xs: Any, name: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(d) for d in xs)
+    except TypeError:
+        raise TypeError(f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
+
+
+def axis(axis: int, ndim: int, name: str) -> int:
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"lax.{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
