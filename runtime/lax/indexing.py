@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from runtime.lax._checks import PY_SCALARS as _PY_SCALARS
+from runtime.lax._checks import axis as _axis
+from runtime.lax._checks import ints as _ints
+from runtime.lax._checks import operand as _operand
 from runtime import dtypes
 from runtime.numpy._core import aval, convert, is_arraylike
 from transpiler.primitives import elementwise as ew
@@ -39,11 +43,6 @@ __all__ = [
     "dynamic_update_slice_in_dim", "gather", "index_in_dim", "index_take", "scatter", "scatter_add",
     "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub", "slice", "slice_in_dim",
 ]
-
-from runtime.lax._checks import PY_SCALARS as _PY_SCALARS  # noqa: E402
-from runtime.lax._checks import axis as _axis  # noqa: E402
-from runtime.lax._checks import ints as _ints  # noqa: E402
-from runtime.lax._checks import operand as _operand  # noqa: E402
 
 
 # -- static slices ---------------------------------------------------------------------------------------

@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from runtime.lax._checks import PY_SCALARS as _PY_SCALARS
+from runtime.lax._checks import axis as _axis
+from runtime.lax._checks import ints as _ints
+from runtime.lax._checks import operand as _operand
 from runtime import dtypes
 from runtime.numpy._core import aval, convert, is_arraylike
 from runtime.numpy._core import broadcast_shapes as _broadcast_shapes
@@ -32,11 +36,6 @@ __all__ = [
     "broadcast", "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota",
     "collapse", "concatenate", "expand_dims", "iota", "pad", "reshape", "rev", "squeeze", "transpose",
 ]
-
-from runtime.lax._checks import PY_SCALARS as _PY_SCALARS  # noqa: E402
-from runtime.lax._checks import axis as _axis  # noqa: E402
-from runtime.lax._checks import ints as _ints  # noqa: E402
-from runtime.lax._checks import operand as _operand  # noqa: E402
 
 
 def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding=None) -> Any:
