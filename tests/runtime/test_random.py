@@ -1,8 +1,10 @@
 """srcjax.random against JAX: the verified vectors of shared/notes/PRNG.md, JAX's recorded outputs of every
 sampler in both threefry layouts, typed keys, errors, and statistical checks of the samplers.
 
-The EXPECTED table was printed by JAX 0.10 (``jax.random`` with ``jax_threefry_partitionable`` False and
-True) for the calls in CASES; the recording script evaluates the same CASES block with ``jax``.
+The EXPECTED table was printed by JAX 0.10.2 for the calls in CASES: the block between the ``cases``
+markers was exec'd with ``np``, and each call run as ``call(jax.random, jax.numpy)`` under
+``jax_threefry_partitionable`` False and True (and ``jax_enable_x64`` where the case says), printing the
+result's dtype, shape and values (floats in their shortest round-trip form, complex as (re, im) pairs).
 """
 
 import contextlib
@@ -743,21 +745,39 @@ def test_wrap_key_data_round_trip():
     assert random.key_dtype() == keys.dtype
 
 
-def _draws(key):
+JIT_SOURCE = """
+from srcjax import random
+
+
+def draws(key):
     return random.normal(key, (3,)), random.gamma(key, 2.0, (2,)), random.split(key, 3)
 
 
-def test_keys_under_jit():
+def normal_and_gamma(key):
+    return random.normal(key, (3,)), random.gamma(key, 2.0, (2,))
+"""
+
+
+def test_keys_under_jit_and_vmap(tmp_path, monkeypatch):
     # The samplers bind primitives only, so they compile (loops included); typed keys cross jit as key data.
-    compiled = srcjax.jit(_draws)
+    # (The functions live in a small module: the front end parses the whole file a function comes from.)
+    (tmp_path / "random_jit_draws.py").write_text(JIT_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from random_jit_draws import draws, normal_and_gamma
+
+    compiled = srcjax.jit(draws)
     for key in (random.PRNGKey(5), random.key(5)):
-        for got, want in zip(compiled(key), _draws(key)):
+        for got, want in zip(compiled(key), draws(key)):
             assert type(got) is type(want)
-            np.testing.assert_array_equal(
-                np.asarray(random.key_data(got) if isinstance(got, random.KeyArray) else got),
-                np.asarray(random.key_data(want) if isinstance(want, random.KeyArray) else want),
-            )
+            if isinstance(want, random.KeyArray):
+                got, want = random.key_data(got), random.key_data(want)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert len(srcjax.tree_util.tree_leaves(random.key(1))) == 1
+    for keys in (random.split(random.PRNGKey(6), 3), random.split(random.key(6), 3)):
+        batched = srcjax.vmap(normal_and_gamma)(keys)
+        one_by_one = [normal_and_gamma(k) for k in keys]
+        for i, got in enumerate(batched):
+            np.testing.assert_array_equal(np.asarray(got), np.stack([np.asarray(o[i]) for o in one_by_one]))
 
 
 def test_shuffle_is_deprecated_permutation():
