@@ -43,7 +43,7 @@ class Signature:
     """What a compiled specialisation depends on: the structure, the dynamic leaves' types, static args."""
 
     def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict, static_argnums: Sequence[int],
-                 static_argnames: Sequence[str]):
+                 static_argnames: Sequence[str], require_hashable: bool = True):
         self.static_positions = {i % len(args) if args else i for i in static_argnums if -len(args) <= i < len(args)}
         dynamic_args = [a for i, a in enumerate(args) if i not in self.static_positions]
         static_args = tuple((i, args[i]) for i in sorted(self.static_positions))
@@ -58,7 +58,9 @@ class Signature:
             self.key = (self.treedef, types, statics, static_args, static_kwargs)
             hash(self.key)
         except TypeError as e:
-            raise TypeError(f"static arguments of a jit-compiled function must be hashable: {e}") from None
+            if require_hashable:
+                raise TypeError(f"static arguments of a jit-compiled function must be hashable: {e}") from None
+            self.key = None  # no cache key: the caller traces every time
         self.types, self.static_args, self.static_kwargs = types, static_args, static_kwargs
 
     def abstract_call_args(self, n_args: int) -> tuple[list, dict]:
@@ -80,15 +82,39 @@ def _native_enabled() -> bool:
     return os.environ.get("SRCJAX_NATIVE", "1") != "0"
 
 
-def _as_buffer(leaf: Any) -> Any:
-    """What the native code reads for a dynamic argument: the NumPy buffer of an Array, else the leaf (a
-    NumPy array or scalar, converted to the parameter's dtype by the executable)."""
-    return leaf._value if type(leaf) is Array else leaf
+# jax_debug_nans, kept current by a listener: reading ``config`` per call costs more than a native call
+_debug_nans = [config.jax_debug_nans]
+
+
+def _on_config_update(name: str) -> None:
+    if name == "jax_debug_nans":
+        _debug_nans[0] = config.jax_debug_nans
+
+
+config.on_update(_on_config_update)
+
+
+_HOST_SCALARS = (np.ndarray, np.generic, bool, int, float)
+
+
+def _host_buffers(leaves: Sequence[Any]) -> list[Any] | None:
+    """What native code reads for the dynamic arguments: an Array's NumPy buffer, a NumPy array or a scalar
+    (the executable converts them to the parameters' dtypes); None if some leaf is not concrete data (a
+    value of a transformation in progress), which only the interpreter can handle."""
+    buffers = []
+    for leaf in leaves:
+        if type(leaf) is Array:
+            buffers.append(leaf._value)
+        elif isinstance(leaf, _HOST_SCALARS):
+            buffers.append(leaf)
+        else:
+            return None
+    return buffers
 
 
 def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
     """An Array of a fresh result buffer; ``aval`` is the result's type, so none has to be built."""
-    value.flags.writeable = False
+    value.setflags(write=False)  # (a third of the cost of ``flags.writeable = False``)
     out = Array.__new__(Array)
     out._value, out.aval, out._device = value, aval, None
     return out
@@ -114,10 +140,11 @@ class Compiled:
 
     def __call__(self, *leaves: Any) -> Any:
         native = self.native
-        if native is not None and not config.jax_debug_nans:
-            outs = native(*[_as_buffer(leaf) for leaf in leaves])
-            results = [_wrap_result(value, aval) for value, aval in zip(outs, self._result_avals)]
-            return tree_util.tree_unflatten(self.out_tree, results)
+        if native is not None and not _debug_nans[0]:  # (NaN checks are the interpreter's)
+            buffers = _host_buffers(leaves)
+            if buffers is not None:
+                results = list(map(_wrap_result, native(*buffers), self._result_avals))
+                return tree_util.tree_unflatten(self.out_tree, results)
         outs = eval_function(self.ir, *leaves)
         return tree_util.tree_unflatten(self.out_tree, list(outs))
 

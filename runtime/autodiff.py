@@ -1,127 +1,341 @@
 """The differentiation API: ``grad``, ``value_and_grad``, ``jvp``, ``vjp``, ``linearize``, ``jacfwd``,
-``jacrev``, ``hessian``, ``custom_jvp``, ``custom_vjp``, ``checkpoint``.
+``jacrev``, ``hessian``, ``custom_jvp``, ``custom_vjp``, ``checkpoint``, ``stop_gradient``.
 
 Every transformation reads the function through the front end (so Python control flow on data is
 differentiated too), transforms the IR, and evaluates the result with the current interpreter: eagerly
 when called from ordinary code, recorded (inlined) when called from code that is itself being compiled
 or transformed. That is how ``grad(grad(f))``, ``jit(grad(f))`` and ``grad(jit(f))`` compose. Pytrees
 are flattened here; the IR transforms see flat parameter lists.
+
+Like ``jit``'s, a function's trace (and its transformed IR) is cached per call signature, so calling
+``grad(f)`` again on arguments of the same types does not read ``f`` again. Unlike ``jit``'s, the cache
+also checks the globals and closure variables ``f`` reads (through the user functions it reaches) and a
+callable object's attributes: rebinding one of them traces again, as JAX's ``grad`` (which never caches)
+would see the new value. Changes made in place (a NumPy array or a dict mutated) are not seen.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
+import operator
+import types
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import tree_util
-from runtime.api import Signature
-from runtime.array import Array
+from runtime import dtypes, tree_util
+from runtime.api import Signature, _is_dynamic
+from runtime.config import config
+from transpiler.builder import Builder
 from transpiler.frontend import trace_function
+from transpiler.frontend.calls import InterpretedFunction, Trace, active, interpret, is_user_function
 from transpiler.interpret import eval_function
-from transpiler.ir import Function, Value
-from transpiler.primitives.ad import Zero, aval_of
+from transpiler.ir import Block, Function, Op, Value
+from transpiler.primitives import core
+from transpiler.primitives.ad import Zero, aval_of, tangent_aval
 from transpiler.transforms.jvp import jvp_function
 from transpiler.transforms.vjp import vjp_function
 from transpiler.types import TensorType
 
-
-def _argnums(argnums: int | Sequence[int], n: int, what: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for i in nums:
-        if not -n <= i < n:
-            raise ValueError(f"{what}: argnums {argnums} out of range for a function called with {n} positional "
-                             "arguments")
-    return tuple(i % n for i in nums)
-
-
-class _Traced:
-    """A function traced for one call signature: its IR, result structure and which params are which."""
-
-    def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict):
-        self.signature = Signature(fn, args, kwargs, (), ())
-        abstract_args, abstract_kwargs = self.signature.abstract_call_args(len(args))
-        self.ir, self.out_tree = trace_function(fn, abstract_args, abstract_kwargs)
-        self.leaves = self.signature.dynamic_leaves()
-        # which dynamic leaf belongs to which positional argument
-        owner = []
-        for i, arg in enumerate(args):
-            owner += [i] * sum(1 for leaf in tree_util.tree_leaves(arg) if _dynamic(leaf))
-        owner += [-1] * (len(self.leaves) - len(owner))
-        self.owner = owner
-
-    def call_args(self) -> list[Any]:
-        return self.leaves + list(self.ir.captured)
-
-
-def _dynamic(leaf: Any) -> bool:
-    return isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex))
-
-
-_cache: dict[Any, Any] = {}
-
-
-def _cached(kind: str, fn: Callable, traced: _Traced, make: Callable[[], Function], extra: Any = ()) -> Function:
-    """Transformed IR, cached per function, signature and options while nothing is captured."""
-    if traced.ir.captured:
-        return make()
-    key = (kind, fn, traced.signature.key, extra)
-    try:
-        hit = _cache.get(key)
-    except TypeError:
-        return make()
-    if hit is None:
-        hit = _cache[key] = make()
-    return hit
-
-
-def _check_inputs(traced: _Traced, argnums: Sequence[int], allow_int: bool, holomorphic: bool, what: str) -> list[bool]:
-    wrt = []
-    for leaf, owner, param in zip(traced.leaves, traced.owner, traced.ir.params):
-        on = owner in argnums
-        if on:
-            kind = param.aval.dtype.kind
-            if kind not in "fc" and not allow_int:
-                raise TypeError(f"{what} requires real- or complex-valued inputs (input dtype that is a sub-dtype "
-                                f"of np.inexact), but got {param.aval.dtype.name}. If you want to use Boolean- or "
-                                "integer-valued inputs, use vjp or set allow_int to True.")
-            if kind == "c" and not holomorphic:
-                raise TypeError(f"{what} requires real-valued inputs (input dtype that is a sub-dtype of "
-                                f"np.floating), but got {param.aval.dtype.name}. For holomorphic differentiation, "
-                                "pass holomorphic=True.")
-            if holomorphic and kind != "c":
-                raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got "
-                                f"{param.aval.dtype.name}.")
-        wrt.append(on)
-    return wrt + [False] * len(traced.ir.captured)
-
-
-def _grads_tree(args: Sequence[Any], argnums: Sequence[int], grads: Sequence[Any], wrt: Sequence[bool],
-                traced: _Traced) -> Any:
-    """Put the flat gradients back into the structure of the differentiated arguments."""
-    it = iter(grads)
-    per_leaf = [next(it) if on and p.aval.dtype.kind in "fc" else _float0(p.aval) if on else None
-                for on, p in zip(wrt, traced.ir.params)]
-    out = []
-    for i in argnums:
-        leaves, treedef = tree_util.tree_flatten(args[i])
-        mine = [g for g, owner in zip(per_leaf, traced.owner) if owner == i]
-        out.append(tree_util.tree_unflatten(treedef, mine))
-    return out
-
-
+# JAX's dtype of the derivative of an integer input: a dtype with no values (``jax.dtypes.float0``)
 FLOAT0 = np.dtype([("float0", "V")])
 
 
-def _float0(aval: TensorType) -> np.ndarray:
-    """The gradient of an integer input (``allow_int=True``): JAX's ``float0``, a dtype with no values."""
-    return np.zeros(aval.shape, dtype=FLOAT0)
+def _float0(shape: Sequence[int]) -> np.ndarray:
+    return np.zeros(tuple(shape), dtype=FLOAT0)
 
 
+# -- traces, cached per function and signature ---------------------------------------------------------------------
+class _Traced:
+    """``fun`` read for one call signature: its IR, its result structure, which positional argument each
+    parameter comes from, and the transformed versions of the IR made so far."""
+
+    def __init__(self, fun: Callable, args: Sequence[Any], kwargs: dict, signature: Signature):
+        abstract_args, abstract_kwargs = signature.abstract_call_args(len(args))
+        self.ir, self.out_tree = trace_function(fun, abstract_args, abstract_kwargs)
+        owners: list[int] = []
+        for i, arg in enumerate(args):
+            owners += [i] * len(tree_util.tree_leaves(arg))
+        owners += [-1] * (len(signature.leaves) - len(owners))  # keyword arguments are never differentiated
+        self.owner = [o for o, d in zip(owners, signature.dynamic) if d]
+        self.static_owner = [o for o, d in zip(owners, signature.dynamic) if not d]
+        self.static_leaves = [leaf for leaf, d in zip(signature.leaves, signature.dynamic) if not d]
+        self.depends: list[Any] = []
+        self._transformed: dict[Any, Function] = {}
+
+    @property
+    def params(self) -> list[Value]:
+        """The params of the call's dynamic leaves (the captured values of an enclosing trace follow them)."""
+        return self.ir.params[: len(self.owner)]
+
+    def transformed(self, key: Any, make: Callable[[], Function]) -> Function:
+        hit = self._transformed.get(key)
+        if hit is None:
+            hit = self._transformed[key] = make()
+        return hit
+
+    def wrt(self, argnums: Sequence[int]) -> list[bool]:
+        """Per param: whether it belongs to one of ``argnums`` (captured values never do)."""
+        for owner, leaf in zip(self.static_owner, self.static_leaves):
+            if owner in argnums:
+                raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX type: differentiated "
+                                "arguments must be arrays, numbers, or pytrees of them")
+        return [o in argnums for o in self.owner] + [False] * len(self.ir.captured)
+
+    def main_outputs(self, has_aux: bool) -> tuple[int, Any]:
+        """How many leading results are differentiated, and the structure of that output."""
+        if not has_aux:
+            return len(self.ir.results), self.out_tree
+        probe = tree_util.tree_unflatten(self.out_tree, list(range(len(self.ir.results))))
+        if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+            raise TypeError("expected function with aux output to return a two-element tuple, but got "
+                            f"{_describe_probe(probe)}")
+        main_leaves, main_tree = tree_util.tree_flatten(probe[0])
+        return len(main_leaves), main_tree
+
+    def outputs(self, results: Sequence[Any], has_aux: bool) -> tuple[Any, Any]:
+        """The function's value and its auxiliary data (``None`` without ``has_aux``)."""
+        out = tree_util.tree_unflatten(self.out_tree, list(results[: len(self.ir.results)]))
+        return (out[0], out[1]) if has_aux else (out, None)
+
+
+def _describe_probe(probe: Any) -> str:
+    """What a function returned, from its output with leaf numbers in place of the values."""
+    if isinstance(probe, (tuple, list)):
+        return f"a {type(probe).__name__} of {len(probe)} elements"
+    if isinstance(probe, int):
+        return "a single array"
+    return f"a {type(probe).__name__} of structure {tree_util.tree_structure(probe)}"
+
+
+_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _trace(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple[_Traced, list[Any]]:
+    """The trace of ``fun`` for this call (cached) and the call's arguments for it, captured values last."""
+    signature = Signature(fun, args, kwargs, (), (), require_hashable=False)
+    leaves = signature.dynamic_leaves()
+    key = (signature.key, config.x64_enabled)  # library code reads the default dtypes while tracing
+    try:
+        # a function defined inside traced code reads its enclosing frame, which can change unseen: not cached
+        cacheable = signature.key is not None and not isinstance(fun, InterpretedFunction)
+        per_signature = _traces.setdefault(fun, {}) if cacheable else None
+    except TypeError:  # not weakly referable or not hashable: not cached
+        per_signature = None
+    if per_signature is not None:
+        hit = per_signature.get(key)
+        if hit is not None and _same(hit.depends, _dependencies(fun)):
+            return hit, leaves
+    traced = _Traced(fun, args, kwargs, signature)
+    if per_signature is not None and not traced.ir.captured:  # captured values belong to one enclosing trace
+        traced.depends = _dependencies(fun)
+        per_signature[key] = traced
+    return traced, leaves + list(traced.ir.captured)
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _follows(v: Any) -> bool:
+    return isinstance(v, (types.FunctionType, types.MethodType, functools.partial)) or hasattr(v, "__wrapped__")
+
+
+def _dependencies(fun: Callable, limit: int = 64) -> list[Any]:
+    """The values of the globals and closure cells ``fun`` reads, through the user functions it reaches and
+    the functions transformations wrap; a cached trace is reused only while these are the same objects."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    todo = [fun]
+    while todo and len(seen) < limit:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            todo.append(f.func)
+            continue
+        if isinstance(f, types.MethodType):
+            todo += [f.__func__, f.__self__]
+            continue
+        wrapped = getattr(f, "__wrapped__", None)
+        if wrapped is not None:
+            todo.append(wrapped)
+        if not isinstance(f, (types.FunctionType, type, types.ModuleType)) and hasattr(f, "__dict__"):
+            found += vars(f).values()  # a callable object's (or a method's object's) attributes
+            todo.append(vars(type(f)).get("__call__"))  # the class's own __call__, if it defines one
+            continue
+        if not isinstance(f, types.FunctionType) or not is_user_function(f):
+            continue
+        namespace = f.__globals__
+        for name in _global_names(f.__code__):
+            if name in namespace:
+                value = namespace[name]
+                found.append(value)
+                if _follows(value):
+                    todo.append(value)
+        for cell in f.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+            found.append(value)
+            if _follows(value):
+                todo.append(value)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """Every name ``code`` and the functions defined in it may look up as a global."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _global_names(const)
+    return tuple(dict.fromkeys(names))
+
+
+# -- argument and dtype checks -------------------------------------------------------------------------------------
+def _check_callable(fun: Any, what: str) -> None:
+    if not callable(fun):
+        raise TypeError(f"{what} expects a callable value, got {fun!r}")
+
+
+def _argnums(argnums: Any, n: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else argnums
+    try:
+        nums = tuple(operator.index(i) for i in nums)
+    except TypeError:
+        raise TypeError(f"argnums must be an int or a sequence of ints, got {argnums!r}") from None
+    for i in nums:
+        if i >= n:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least {i + 1} positional "
+                            f"arguments to be passed by the caller, but got only {n} positional arguments.")
+        if i < -n:
+            raise ValueError(f"argnums={argnums}: positional argument indices must be greater than or equal to "
+                             f"-len(args) and less than len(args), but got {i} for len(args) == {n}.")
+    return tuple(i % n for i in nums)
+
+
+def _check_rev_inputs(avals: Sequence[TensorType], holomorphic: bool, allow_int: bool, what: str) -> None:
+    for aval in avals:
+        kind, name = aval.dtype.kind, aval.dtype.name
+        if holomorphic and kind != "c":
+            raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got {name}.")
+        if kind not in "fc" and not allow_int:
+            raise TypeError(f"{what} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                            f"np.inexact), but got {name}. If you want to use Boolean- or integer-valued inputs, "
+                            "use vjp or set allow_int to True.")
+
+
+def _check_rev_outputs(avals: Sequence[TensorType], holomorphic: bool, what: str) -> None:
+    for aval in avals:
+        kind, name = aval.dtype.kind, aval.dtype.name
+        if holomorphic:
+            if kind != "c":
+                raise TypeError(f"{what} with holomorphic=True requires outputs with complex dtype, but got {name}.")
+        elif kind == "c":
+            raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                            f"but got {name}. For holomorphic differentiation, pass holomorphic=True. For "
+                            "differentiation of non-holomorphic functions involving complex outputs, use vjp "
+                            "directly.")
+        elif kind != "f":
+            raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                            f"but got {name}. For differentiation of functions with integer outputs, use vjp "
+                            "directly.")
+
+
+def _check_fwd_inputs(avals: Sequence[TensorType], holomorphic: bool, what: str) -> None:
+    for aval in avals:
+        kind, name = aval.dtype.kind, aval.dtype.name
+        if holomorphic and kind != "c":
+            raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got {name}.")
+        if not holomorphic and kind != "f":
+            raise TypeError(f"{what} requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+                            f"but got {name}. For holomorphic differentiation, pass holomorphic=True. For "
+                            "differentiation of non-holomorphic functions involving complex inputs or integer "
+                            "inputs, use jvp directly.")
+
+
+def _check_fwd_outputs(avals: Sequence[TensorType], holomorphic: bool, what: str) -> None:
+    for aval in avals:
+        if holomorphic and aval.dtype.kind != "c":
+            raise TypeError(f"{what} with holomorphic=True requires outputs with complex dtype, but got "
+                            f"{aval.dtype.name}.")
+
+
+def _check_scalar(aval: TensorType, n_main: int, main_tree: Any) -> None:
+    if n_main != 1 or not tree_util.treedef_is_leaf(main_tree):
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was a pytree {main_tree} "
+                        f"of {n_main} arrays.")
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
+
+
+def _type_text(dtype: np.dtype, shape: Sequence[int]) -> str:
+    return f"{dtype.name if dtype != FLOAT0 else 'float0'}{list(shape)}".replace(" ", "")
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    if getattr(x, "dtype", None) == FLOAT0:
+        return FLOAT0
+    return dtypes.dtype_and_weak(x)[0]
+
+
+def _tangent_dtype(aval: TensorType) -> np.dtype:
+    """The dtype a tangent or cotangent of a value of type ``aval`` has (JAX: ``float0`` for ints and bools)."""
+    return aval.dtype if aval.dtype.kind in "fc" else FLOAT0
+
+
+def _as_tangent(x: Any, aval: TensorType) -> Any:
+    """A checked (co)tangent as an argument of the transformed IR (a ``float0`` one becomes zeros)."""
+    if getattr(x, "dtype", None) == FLOAT0:
+        return np.zeros(aval.shape, aval.dtype)
+    if isinstance(x, Value) or hasattr(x, "aval"):
+        return x
+    return np.asarray(x, aval.dtype)
+
+
+def _weak_like(g: Any, aval: TensorType) -> Any:
+    """The derivative of a weakly typed input is weakly typed too (JAX keeps the input's type)."""
+    if not aval.weak_type or isinstance(g, np.ndarray) and g.dtype == FLOAT0:
+        return g
+    from transpiler.primitives.elementwise import convert_element_type_p
+
+    return convert_element_type_p.bind(g, new_dtype=aval.dtype, weak_type=True)
+
+
+def _input_cotangents(traced: _Traced, wrt: Sequence[bool], flat: Sequence[Any]) -> list[Any]:
+    """Per dynamic leaf: its derivative (``float0`` zeros for integer inputs), or ``None`` outside ``wrt``."""
+    it = iter(flat)
+    out = []
+    for on, p in zip(wrt, traced.params):
+        if not on:
+            out.append(None)
+        elif p.aval.dtype.kind in "fc":
+            out.append(_weak_like(next(it), p.aval))
+        else:
+            out.append(_float0(p.aval.shape))
+    return out
+
+
+def _per_argument(args: Sequence[Any], argnums: Sequence[int], traced: _Traced, per_leaf: Sequence[Any]) -> list:
+    """``per_leaf`` (one entry per dynamic leaf) put back into the structures of the arguments ``argnums``."""
+    out = []
+    for i in argnums:
+        treedef = tree_util.tree_structure(args[i])
+        out.append(tree_util.tree_unflatten(treedef, [x for x, o in zip(per_leaf, traced.owner) if o == i]))
+    return out
+
+
+# -- grad ------------------------------------------------------------------------------------------------------------
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
     """The gradient of a scalar-valued ``fun`` with respect to the arguments ``argnums``."""
+    _check_callable(fun, "grad")
     value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
@@ -135,66 +349,38 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
-    if not callable(fun):
-        raise TypeError(f"value_and_grad expects a callable, got {type(fun).__name__}")
+    """``(fun(*args), grad(fun)(*args))``, computed together; with ``has_aux``, ``((value, aux), grad)``."""
+    _check_callable(fun, "value_and_grad")
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        nums = _argnums(argnums, len(args), "grad")
-        traced = _Traced(fun, args, kwargs)
-        outs = traced.ir.results
-        if has_aux:
-            n_main = _check_aux_output(traced)
-        else:
-            n_main = len(outs)
-        if n_main != 1 or outs[0].aval.shape != ():
-            shapes = [str(tuple(o.aval.shape)) for o in outs[:n_main]]
-            raise TypeError("Gradient only defined for scalar-output functions. Output "
-                            + (f"had shape: {shapes[0]}." if n_main == 1 else f"was a tree of {n_main} values "
-                               f"with shapes {', '.join(shapes)}."))
-        kind = outs[0].aval.dtype.kind
-        if kind not in "fc" or (kind == "c" and not holomorphic):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
-                            f"but got {outs[0].aval.dtype.name}"
-                            + (". For holomorphic differentiation, pass holomorphic=True." if kind == "c" else ""))
-        wrt = _check_inputs(traced, nums, allow_int, holomorphic, "grad")
-        ir = _cached("grad", fun, traced, lambda: vjp_function(_only_first_output_seeded(traced.ir), wrt,
-                                                               seed_ones=True), (nums,))
-        results = eval_function(ir, *traced.call_args())
-        n_out = len(outs)
-        primal = tree_util.tree_unflatten(traced.out_tree, list(results[:n_out]))
-        grads = _grads_tree(args, nums, results[n_out:], wrt, traced)
-        g = grads[0] if isinstance(argnums, int) else tuple(grads)
-        return primal, g
+        nums = _argnums(argnums, len(args))
+        traced, call_args = _trace(fun, args, kwargs)
+        n_main, main_tree = traced.main_outputs(has_aux)
+        wrt = traced.wrt(nums)
+        _check_rev_inputs([p.aval for p, on in zip(traced.params, wrt) if on], holomorphic, allow_int, "grad")
+        _check_scalar(traced.ir.results[0].aval if n_main else None, n_main, main_tree)
+        _check_rev_outputs([traced.ir.results[0].aval], holomorphic, "grad")
+        ir = traced.transformed(("grad", nums), lambda: vjp_function(_without_aux(traced.ir, 1), wrt, seed_ones=True))
+        results = eval_function(ir, *call_args)
+        n_out = len(traced.ir.results)
+        value, aux = traced.outputs(results, has_aux)
+        grads = _per_argument(args, nums, traced, _input_cotangents(traced, wrt, results[n_out:]))
+        g = grads[0] if isinstance(argnums, (int, np.integer)) else tuple(grads)
+        return ((value, aux) if has_aux else value), g
 
     return value_and_grad_f
 
 
-def _check_aux_output(traced: _Traced) -> int:
-    ir = traced.ir
-    try:
-        probe = tree_util.tree_unflatten(traced.out_tree, list(range(len(ir.results))))
-    except Exception:  # noqa: BLE001
-        probe = None
-    if not isinstance(probe, (tuple, list)) or len(probe) != 2:
-        raise TypeError("has_aux=True requires the function to return a pair (output, auxiliary data)")
-    main = tree_util.tree_leaves(probe[0])
-    if len(main) != 1 or main[0] != 0:
-        raise TypeError("Gradient only defined for scalar-output functions; the first element of the pair "
-                        "returned with has_aux=True must be a scalar")
-    return 1
-
-
-def _only_first_output_seeded(ir: Function) -> Function:
-    """The function with every output but the first made a constant of the differentiation (``has_aux``)."""
-    from transpiler.ir import Block, Op
+def _without_aux(ir: Function, n_main: int) -> Function:
+    """``ir`` with every result after the first ``n_main`` made a constant of differentiation (``has_aux``)."""
     from transpiler.primitives.custom import stop_gradient_p
 
-    if len(ir.results) == 1:
+    if len(ir.results) == n_main:
         return ir
     body = ir.body
-    ops, results = list(body.ops), [body.results[0]]
-    for r in body.results[1:]:
+    ops, results = list(body.ops), list(body.results[:n_main])
+    for r in body.results[n_main:]:
         if r.aval.dtype.kind in "fc":
             stopped = Value(r.aval, r.name)
             ops.append(Op(stop_gradient_p, [r], {}, [stopped]))
@@ -204,230 +390,298 @@ def _only_first_output_seeded(ir: Function) -> Function:
     return Function(ir.name, ir.params, Block(body.params, ops, results), ir.consts, ir.source, ir.captured)
 
 
+# -- vjp, jvp, linearize -----------------------------------------------------------------------------------------
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()):
-    """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` (``(out, f_vjp, aux)``
-    with ``has_aux``)."""
-    traced = _Traced(fun, primals, {})
-    n_main = _check_aux_output(traced) if has_aux else len(traced.ir.results)
-    wrt = [True] * len(traced.leaves) + [False] * len(traced.ir.captured)
-    ir = _cached("vjp", fun, traced, lambda: vjp_function(traced.ir, wrt))
-    forward = eval_function(traced.ir, *traced.call_args())
-    out = tree_util.tree_unflatten(traced.out_tree, list(forward))
-    main_out = out[0] if has_aux else out
-    main_tree = tree_util.tree_structure(main_out)
+    """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` as a tuple (``(out, f_vjp,
+    aux)`` with ``has_aux``). Integer inputs get ``float0`` cotangents."""
+    _check_callable(fun, "vjp")
+    traced, call_args = _trace(fun, primals, {})
+    n_main, main_tree = traced.main_outputs(has_aux)
+    wrt = traced.wrt(range(len(primals)))
+    ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
+    forward = eval_function(traced.ir, *call_args)
+    out, aux = traced.outputs(forward, has_aux)
+    results = traced.ir.results
+    name = getattr(fun, "__name__", "the function")
 
     def f_vjp(cotangent):
-        ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
-        if ct_tree != main_tree:
-            raise ValueError(f"the cotangent's structure {ct_tree} does not match the output's {main_tree}")
-        for c, o in zip(ct_leaves, tree_util.tree_leaves(main_out)):
-            if np.shape(c) != np.shape(o):
-                raise ValueError(f"cotangent of shape {np.shape(c)} for an output of shape {np.shape(o)}")
-        all_cts = list(ct_leaves) + [np.zeros(r.aval.shape, r.aval.dtype) for r in traced.ir.results[n_main:]]
-        results = eval_function(ir, *traced.call_args(), *all_cts)
-        grads = _grads_tree(primals, range(len(primals)), results[len(traced.ir.results):], wrt, traced)
-        return tuple(grads)
+        leaves, tree = tree_util.tree_flatten(cotangent)
+        if tree != main_tree:
+            raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP function of {name}: it "
+                             f"must match the structure of the differentiated function's output, {main_tree}, but "
+                             f"got {tree}.")
+        cts = []
+        for c, r in zip(leaves, results):
+            expected = _tangent_dtype(r.aval)
+            got = _dtype_of(c)
+            if tuple(np.shape(c)) != r.aval.shape or (got != expected and not (got == r.aval.dtype)):
+                raise ValueError(f"unexpected type (shape/dtype) for the cotangent passed to a VJP function: got "
+                                 f"{_type_text(got, np.shape(c))}, but expected {_type_text(expected, r.aval.shape)} "
+                                 f"because the corresponding output of the differentiated function had type "
+                                 f"{_type_text(r.aval.dtype, r.aval.shape)}")
+            cts.append(_as_tangent(c, tangent_aval(r.aval)))
+        cts += [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in results[n_main:]]
+        flat = eval_function(ir, *call_args, *cts)[len(results):]
+        return tuple(_per_argument(primals, range(len(primals)), traced, _input_cotangents(traced, wrt, flat)))
 
-    return (main_out, f_vjp, out[1]) if has_aux else (main_out, f_vjp)
+    return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+def _check_tangents(primals: Sequence[Any], tangents: Sequence[Any], what: str = "jvp") -> list[Any]:
+    """The tangents of the primals' dynamic leaves, after JAX's structure, shape and dtype checks."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"primal and tangent arguments to {what} must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to {what} must have the same tree structure; primals have "
+                        f"tree structure {p_tree} whereas tangents have tree structure {t_tree}.")
+    out = []
+    for p, t in zip(p_leaves, t_leaves):
+        if not _is_dynamic(p):
+            raise TypeError(f"Argument {p!r} of type {type(p)} is not a valid JAX type")
+        if tuple(np.shape(p)) != tuple(np.shape(t)):
+            raise ValueError(f"{what} called with different primal and tangent shapes; got primal shape "
+                             f"{tuple(np.shape(p))} and tangent shape {tuple(np.shape(t))}")
+        p_dtype, t_dtype = _dtype_of(p), _dtype_of(t)
+        expected = p_dtype if p_dtype.kind in "fc" else FLOAT0
+        if t_dtype != expected:
+            raise TypeError(f"primal and tangent arguments to {what} do not match; dtypes must be equal, or in case "
+                            "of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
+                            f"{p_dtype.name} and so expected tangent dtype {_type_text(expected, ())[:-2]}, but got "
+                            f"tangent dtype {_type_text(t_dtype, ())[:-2]} instead.")
+        out.append(t)
+    return out
+
+
+def _output_tangents(traced: _Traced, flat: Sequence[Any]) -> list[Any]:
+    """Tangents of the results (weakly typed for weak results), ``float0`` zeros for integer and bool ones."""
+    return [_weak_like(t, r.aval) if r.aval.dtype.kind in "fc" else _float0(r.aval.shape)
+            for t, r in zip(flat, traced.ir.results)]
+
+
+def _jvp_ir(traced: _Traced) -> tuple[Function, list[bool]]:
+    wrt = [p.aval.dtype.kind in "fc" for p in traced.params] + [False] * len(traced.ir.captured)
+    return traced.transformed("jvp", lambda: jvp_function(traced.ir, wrt)), wrt
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
-    """``(fun(*primals), d fun(primals) . tangents)``."""
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
-                        f"{type(primals).__name__} and {type(tangents).__name__}")
-    if len(primals) != len(tangents):
-        raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    traced = _Traced(fun, primals, {})
-    tangent_leaves = []
-    for p, t in zip(primals, tangents):
-        pl, ptree = tree_util.tree_flatten(p)
-        tl, ttree = tree_util.tree_flatten(t)
-        if ptree != ttree:
-            raise TypeError(f"jvp: primal and tangent structures differ: {ptree} and {ttree}")
-        for a, b in zip(pl, tl):
-            if np.shape(a) != np.shape(b):
-                raise ValueError(f"jvp: primal of shape {np.shape(a)} has a tangent of shape {np.shape(b)}")
-        tangent_leaves += [b for a, b in zip(pl, tl) if _dynamic(a)]
-    params = traced.ir.params
-    wrt = [p.aval.dtype.kind in "fc" for p in params[: len(traced.leaves)]] + [False] * len(traced.ir.captured)
-    ir = _cached("jvp", fun, traced, lambda: jvp_function(traced.ir, wrt))
-    tangent_args = [t for t, on in zip(tangent_leaves, wrt) if on]
-    results = eval_function(ir, *traced.call_args(), *tangent_args)
+    """``(fun(*primals), d fun(primals) . tangents)`` (and ``fun``'s auxiliary data with ``has_aux``)."""
+    _check_callable(fun, "jvp")
+    tangent_leaves = _check_tangents(primals, tangents)
+    traced, call_args = _trace(fun, list(primals), {})
+    traced.main_outputs(has_aux)
+    ir, wrt = _jvp_ir(traced)
+    tangent_args = [_as_tangent(t, tangent_aval(p.aval)) for t, p, on in zip(tangent_leaves, traced.params, wrt) if on]
+    results = eval_function(ir, *call_args, *tangent_args)
     n = len(traced.ir.results)
-    out = tree_util.tree_unflatten(traced.out_tree, list(results[:n]))
-    tan = tree_util.tree_unflatten(traced.out_tree, list(results[n:]))
-    if has_aux:
-        return out[0], tan[0], out[1]
-    return out, tan
+    out, aux = traced.outputs(results[:n], has_aux)
+    tangent_out, _ = traced.outputs(_output_tangents(traced, results[n:]), has_aux)
+    return (out, tangent_out, aux) if has_aux else (out, tangent_out)
 
 
-def linearize(fun: Callable, *primals: Any):
-    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the derivative at ``primals``."""
-    out, _ = jvp(fun, primals, [tree_util.tree_map(lambda x: np.zeros(np.shape(x), _tangent_dtype(x)), p)
-                                for p in primals])
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the derivative at ``primals`` (and the
+    auxiliary data last with ``has_aux``)."""
+    _check_callable(fun, "linearize")
+    traced, call_args = _trace(fun, list(primals), {})
+    traced.main_outputs(has_aux)
+    out, aux = traced.outputs(eval_function(traced.ir, *call_args), has_aux)
+    ir, wrt = _jvp_ir(traced)
+    primal_tree = tree_util.tree_structure(tuple(primals))
 
     def f_jvp(*tangents):
-        return jvp(fun, primals, list(tangents))[1]
+        tree = tree_util.tree_structure(tuple(tangents))
+        if tree != primal_tree:
+            raise TypeError(f"the linearized function expects tangents of structure {primal_tree}, got {tree}")
+        for p, t in zip(tree_util.tree_leaves(tuple(primals)), tree_util.tree_leaves(tuple(tangents))):
+            p_dtype, t_dtype = _dtype_of(p), _dtype_of(t)
+            expected = p_dtype if p_dtype.kind in "fc" else FLOAT0
+            if tuple(np.shape(p)) != tuple(np.shape(t)) or t_dtype != expected:
+                raise ValueError("linearized function called on tangent values inconsistent with the original "
+                                 f"primal values: got tangent type {_type_text(t_dtype, np.shape(t))} for primal "
+                                 f"type {_type_text(p_dtype, np.shape(p))} but expected "
+                                 f"{_type_text(expected, np.shape(p))}.")
+        leaves = tree_util.tree_leaves(tuple(tangents))
+        tangent_args = [_as_tangent(t, tangent_aval(p.aval)) for t, p, on in zip(leaves, traced.params, wrt) if on]
+        results = eval_function(ir, *call_args, *tangent_args)
+        return traced.outputs(_output_tangents(traced, results[len(traced.ir.results):]), has_aux)[0]
 
-    return out, f_jvp
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-def _tangent_dtype(x: Any) -> np.dtype:
-    from runtime import dtypes
+# -- Jacobians ------------------------------------------------------------------------------------------------
+def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wrt: Sequence[bool], main_tree: Any,
+                   blocks: Callable[[int, int], Any], single: bool) -> Any:
+    """The Jacobian as JAX lays it out: the output's structure outside, the inputs' inside; ``blocks(k, j)``
+    is the block of output leaf ``k`` and wrt input leaf ``j`` (of shape ``out.shape + in.shape``)."""
+    positions = [i for i, on in enumerate(wrt[: len(traced.params)]) if on]
+    per_output = []
+    for k in range(main_tree.num_leaves):
+        per_leaf: list[Any] = [None] * len(traced.params)
+        for j, position in enumerate(positions):
+            per_leaf[position] = blocks(k, j)
+        per_arg = _per_argument(args, nums, traced, per_leaf)
+        per_output.append(per_arg[0] if single else tuple(per_arg))
+    return tree_util.tree_unflatten(main_tree, per_output)
 
-    dtype = dtypes.dtype_and_weak(x)[0]
-    return dtype if dtype.kind in "fc" else dtypes.default_float_dtype()
 
+def _stack_block(pieces: list[Any], out_shape: tuple, in_shape: tuple, axis: int, dtype: np.dtype) -> Any:
+    import runtime.numpy as jnp
 
-def _std_basis(tree: Any) -> tuple[list[Any], int]:
-    leaves = tree_util.tree_leaves(tree)
-    sizes = [int(np.prod(np.shape(x))) for x in leaves]
-    return sizes, sum(sizes)
+    shape = out_shape + in_shape
+    if dtype == FLOAT0:
+        return _float0(shape)
+    if not pieces:
+        return jnp.zeros(shape, dtype)
+    return jnp.reshape(jnp.stack(pieces, axis=axis), shape)
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian by forward mode: one JVP per input coordinate, stacked."""
+    _check_callable(fun, "jacfwd")
 
-    def jac(*args):
-        nums = _argnums(argnums, len(args), "jacfwd")
-        inputs = [args[i] for i in nums]
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums(argnums, len(args))
+        traced, call_args = _trace(fun, args, kwargs)
+        n_main, main_tree = traced.main_outputs(has_aux)
+        wrt = traced.wrt(nums)
+        in_avals = [p.aval for p, on in zip(traced.params, wrt) if on]
+        out_avals = [r.aval for r in traced.ir.results[:n_main]]
+        _check_fwd_inputs(in_avals, holomorphic, "jacfwd")
+        _check_fwd_outputs(out_avals, holomorphic, "jacfwd")
+        ir = traced.transformed(("jacfwd", tuple(wrt)), lambda: jvp_function(traced.ir, wrt))
+        n = len(traced.ir.results)
+        columns: list[list[list[Any]]] = [[[] for _ in in_avals] for _ in out_avals]  # [out leaf][in leaf]
+        results = None
+        for j, aval in enumerate(in_avals):
+            for index in np.ndindex(*aval.shape):
+                basis = [np.zeros(a.shape, a.dtype) for a in in_avals]
+                basis[j][index] = 1
+                results = eval_function(ir, *call_args, *basis)
+                for k in range(n_main):
+                    columns[k][j].append(results[n + k])
+        if results is None:
+            results = eval_function(traced.ir, *call_args)
+        _, aux = traced.outputs(results[:n], has_aux)
 
-        def f_of_inputs(*xs):
-            full = list(args)
-            for i, x in zip(nums, xs):
-                full[i] = x
-            return fun(*full)
+        def block(k: int, j: int) -> Any:
+            out = out_avals[k]
+            return _stack_block(columns[k][j], out.shape, in_avals[j].shape, -1, _tangent_dtype(out))
 
-        leaves, treedef = tree_util.tree_flatten(inputs)
-        columns = []
-        for j, leaf in enumerate(leaves):
-            shape = np.shape(leaf)
-            for idx in np.ndindex(*shape):
-                basis = [np.zeros(np.shape(x), _tangent_dtype(x)) for x in leaves]
-                basis[j][idx] = 1
-                tangents = tree_util.tree_unflatten(treedef, basis)
-                _, t = jvp(f_of_inputs, list(inputs), list(tangents))
-                columns.append((j, idx, t))
-        return _assemble_forward(fun, args, nums, leaves, columns, isinstance(argnums, int))
+        jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
+        return (jac, aux) if has_aux else jac
 
-    return jac
-
-
-def _assemble_forward(fun, args, nums, in_leaves, columns, single):
-    import runtime.numpy as jnp
-
-    out_example = columns[0][2] if columns else fun(*args)
-    out_leaves, out_tree = tree_util.tree_flatten(out_example)
-    per_input = []
-    for j, leaf in enumerate(in_leaves):
-        cols = [t for (jj, _, t) in columns if jj == j]
-        mats = []
-        for k, o in enumerate(out_leaves):
-            stacked = jnp.stack([tree_util.tree_leaves(c)[k] for c in cols], axis=-1) if cols else None
-            mats.append(jnp.reshape(stacked, np.shape(o) + np.shape(leaf)))
-        per_input.append(tree_util.tree_unflatten(out_tree, mats))
-    if single:
-        return per_input[0]
-    return tuple(per_input)
+    return jacfun
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian by reverse mode: one VJP per output coordinate, stacked."""
+    _check_callable(fun, "jacrev")
 
-    def jac(*args):
-        import runtime.numpy as jnp
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _argnums(argnums, len(args))
+        traced, call_args = _trace(fun, args, kwargs)
+        n_main, main_tree = traced.main_outputs(has_aux)
+        wrt = traced.wrt(nums)
+        in_avals = [p.aval for p, on in zip(traced.params, wrt) if on]
+        out_results = traced.ir.results
+        _check_rev_inputs(in_avals, holomorphic, allow_int, "jacrev")
+        _check_rev_outputs([r.aval for r in out_results[:n_main]], holomorphic, "jacrev")
+        ir = traced.transformed(("jacrev", tuple(wrt), n_main),
+                                lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
+        n = len(out_results)
+        diff = [a.dtype.kind in "fc" for a in in_avals]
+        rows: list[list[list[Any]]] = [[[] for _ in in_avals] for _ in range(n_main)]  # [out leaf][in leaf]
+        results = None
+        for k in range(n_main):
+            for index in np.ndindex(*out_results[k].aval.shape):
+                basis = [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in out_results]
+                basis[k][index] = 1
+                results = eval_function(ir, *call_args, *basis)
+                grads = iter(results[n:])
+                for j, d in enumerate(diff):
+                    if d:
+                        rows[k][j].append(next(grads))
+        if results is None:
+            results = eval_function(traced.ir, *call_args)
+        _, aux = traced.outputs(results[:n], has_aux)
 
-        nums = _argnums(argnums, len(args), "jacrev")
-        out, f_vjp = vjp(lambda *xs: fun(*_replace(args, nums, xs)), *[args[i] for i in nums])
-        out_leaves, out_tree = tree_util.tree_flatten(out)
-        rows = []
-        for k, o in enumerate(out_leaves):
-            for idx in np.ndindex(*np.shape(o)):
-                basis = [np.zeros(np.shape(x), aval_of(x).dtype) for x in out_leaves]
-                basis[k][idx] = 1
-                rows.append((k, f_vjp(tree_util.tree_unflatten(out_tree, basis))))
-        per_output = []
-        for k, o in enumerate(out_leaves):
-            mine = [r for kk, r in rows if kk == k]
-            per_arg = []
-            for a, i in enumerate(nums):
-                in_leaves, in_tree = tree_util.tree_flatten(args[i])
-                mats = []
-                for li, leaf in enumerate(in_leaves):
-                    stacked = jnp.stack([tree_util.tree_leaves(r[a])[li] for r in mine])
-                    mats.append(jnp.reshape(stacked, np.shape(o) + np.shape(leaf)))
-                per_arg.append(tree_util.tree_unflatten(in_tree, mats))
-            per_output.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
-        return tree_util.tree_unflatten(out_tree, per_output)
+        def block(k: int, j: int) -> Any:
+            dtype = in_avals[j].dtype if diff[j] else FLOAT0
+            jac = _stack_block(rows[k][j], out_results[k].aval.shape, in_avals[j].shape, 0, dtype)
+            return _weak_like(jac, in_avals[j]) if diff[j] else jac
 
-    return jac
+        jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
+        return (jac, aux) if has_aux else jac
 
-
-def _replace(args: Sequence[Any], nums: Sequence[int], xs: Sequence[Any]) -> list[Any]:
-    full = list(args)
-    for i, x in zip(nums, xs):
-        full[i] = x
-    return full
+    return jacfun
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
-    return jacfwd(jacrev(fun, argnums), argnums)
+    """``jacfwd(jacrev(fun))``: the matrix of second derivatives, laid out as nested Jacobians."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)
 
 
 # -- user-defined derivatives ---------------------------------------------------------------------------------------
+def _positional(fun: Callable, args: Sequence[Any], kwargs: dict, what: str) -> tuple[Any, ...]:
+    if not kwargs:
+        return tuple(args)
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"{what}: keyword arguments {sorted(bound.kwargs)} could not be resolved to positions")
+    return tuple(bound.args)
+
+
 class custom_jvp:  # noqa: N801 - JAX's name
-    """``@custom_jvp`` with ``f.defjvp(rule)``: ``rule(primals, tangents) -> (primal_out, tangent_out)``."""
+    """``@custom_jvp`` with ``f.defjvp(rule)``: ``rule(*nondiff_args, primals, tangents) -> (primal_out,
+    tangent_out)``, or ``f.defjvps(*partials)`` with ``partial(tangent, primal_out, *primals)`` per argument."""
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.rule: Callable | None = None
+        self.jvp: Callable | None = None
         functools.update_wrapper(self, fun)
 
-    def defjvp(self, rule: Callable, symbolic_zeros: bool = False) -> Callable:
-        self.rule = rule
-        return rule
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        self.jvp = jvp
+        return jvp
 
     def defjvps(self, *partials: Callable | None) -> None:
-        def rule(primals, tangents):
-            out = self.fun(*primals)
+        if self.nondiff_argnums:
+            raise TypeError("Can't use defjvps with nondiff_argnums.")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
             total = None
             for partial, t in zip(partials, tangents):
                 if partial is not None:
                     term = partial(t, out, *primals)
                     total = term if total is None else tree_util.tree_map(lambda a, b: a + b, total, term)
+            if total is None:
+                import runtime.numpy as jnp
+
+                total = tree_util.tree_map(jnp.zeros_like, out)
             return out, total
 
-        self.rule = rule
+        self.defjvp(jvp)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            import inspect
+        return _custom_call(self, _positional(self.fun, args, kwargs, self.__name__), _CustomJVPCall)
 
-            bound = inspect.signature(self.fun).bind(*args, **kwargs)
-            args = bound.args
-        return _custom_call(self, args, "jvp")
-
-    # called by the transforms with flat values
-    def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
-        from transpiler.primitives.ad import instantiate
-
-        if self.rule is None:
-            raise TypeError(f"No JVP defined for custom_jvp function {self.__name__} using defjvp.")
-        args = tree_util.tree_unflatten(self._in_tree, primals)
-        tans = tree_util.tree_unflatten(self._in_tree, [instantiate(t) for t in tangents])
-        static = [args[i] for i in self.nondiff_argnums]
-        diff_args = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
-        diff_tans = [t for i, t in enumerate(tans) if i not in self.nondiff_argnums]
-        out, tan = self.rule(*static, tuple(diff_args), tuple(diff_tans))
-        return tree_util.tree_leaves(out), tree_util.tree_leaves(tan)
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
 
 
 class custom_vjp:  # noqa: N801 - JAX's name
     """``@custom_vjp`` with ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``,
-    ``bwd(residuals, cotangent) -> cotangents`` (a tuple, one per differentiable argument)."""
+    ``bwd(*nondiff_args, residuals, cotangent) -> cotangents`` (a tuple, one per differentiable argument)."""
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         self.fun = fun
@@ -440,69 +694,184 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            import inspect
+        return _custom_call(self, _positional(self.fun, args, kwargs, self.__name__), _CustomVJPCall)
 
-            args = inspect.signature(self.fun).bind(*args, **kwargs).args
-        return _custom_call(self, args, "vjp")
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+
+@dataclasses.dataclass(init=False, eq=False)
+class _CustomCall:
+    """One call of a ``custom_jvp``/``custom_vjp`` function inside a trace: the op's ``rule`` parameter. The
+    op's operands are the argument leaves that are arrays; the other leaves stay here. The transforms call
+    the methods below with flat values, and they call the user's rules with the arguments' structure. (A
+    dataclass whose one field is the function's name: the IR prints it as ``_CustomJVPCall(name='f')``.)"""
+
+    name: str
+
+    def __init__(self, custom: Any, treedef: Any, leaves: Sequence[Any], is_operand: Sequence[bool],
+                 arg_of: Sequence[int]):
+        self.custom, self.treedef, self.is_operand = custom, treedef, list(is_operand)
+        self.static = [None if op else leaf for leaf, op in zip(leaves, is_operand)]
+        nondiff = set(custom.nondiff_argnums)
+        self.leaf_arg = list(arg_of)  # per leaf: its positional argument
+        self.arg_of = [a for a, op in zip(arg_of, is_operand) if op]  # per operand
+        self.nondiff = [a in nondiff for a in self.arg_of]  # per operand
+        self.arg_trees = [tree_util.tree_structure(a) for a in tree_util.tree_unflatten(treedef, list(leaves))]
+        self.avals: list[TensorType] = []  # per operand
+        self.out_tree: Any = None
+        self.name = getattr(custom, "__name__", "custom")
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def arguments(self, operands: Sequence[Any]) -> list[Any]:
+        """The call's positional arguments with ``operands`` in place of the array leaves."""
+        it = iter(operands)
+        return tree_util.tree_unflatten(self.treedef, [next(it) if op else s
+                                                       for op, s in zip(self.is_operand, self.static)])
+
+    def split(self, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        nondiff = set(self.custom.nondiff_argnums)
+        return [args[i] for i in sorted(nondiff)], [a for i, a in enumerate(args) if i not in nondiff]
+
+
+class _CustomJVPCall(_CustomCall):
+    def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        from transpiler.primitives.ad import instantiate
+
+        rule = self.custom.jvp
+        if rule is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using defjvp.")
+        args = self.arguments(primals)
+        tans = self.arguments([instantiate(t) for t in tangents])
+        static, diff_args = self.split(args)
+        _, diff_tans = self.split(tans)
+        out, tan = rule(*static, tuple(diff_args), tuple(diff_tans))
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        tan_leaves, tan_tree = tree_util.tree_flatten(tan)
+        if out_tree != tan_tree:
+            raise TypeError(f"Custom JVP rule {getattr(rule, '__name__', rule)} for function {self.name} must produce "
+                            "primal and tangent outputs with equal container (pytree) structures, but got "
+                            f"{out_tree} and {tan_tree} respectively.")
+        if out_tree != self.out_tree:
+            raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) whose first element "
+                            f"has the structure of {self.name}'s output, {self.out_tree}, but got {out_tree}.")
+        for o, t in zip(out_leaves, tan_leaves):
+            o_aval, t_dtype = aval_of(o), _dtype_of(t)  # Python scalars take the canonical dtypes
+            if o_aval.shape != tuple(np.shape(t)) or tangent_aval(o_aval).dtype != t_dtype:
+                raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding shapes "
+                                f"and dtypes. Expected {tangent_aval(o_aval).strong()} (tangent type of "
+                                f"{o_aval.strong()}) but got {TensorType(t_dtype, tuple(np.shape(t)))}.")
+        return out_leaves, tan_leaves
+
+
+class _CustomVJPCall(_CustomCall):
+    res_tree: Any = None
 
     def forward(self, primals: list[Any]) -> tuple[list[Any], list[Any]]:
-        if self.fwd is None:
-            raise TypeError(f"No VJP defined for custom_vjp function {self.__name__} using defvjp.")
-        args = tree_util.tree_unflatten(self._in_tree, primals)
-        out, residuals = self.fwd(*args)
-        self._res_tree = tree_util.tree_structure(residuals)
-        return tree_util.tree_leaves(out), tree_util.tree_leaves(residuals)
+        """The user's ``fwd``: the outputs and the residuals (the traced non-differentiable arguments too,
+        which ``bwd`` is given back)."""
+        if self.custom.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using defvjp.")
+        args = self.arguments(primals)
+        out, residuals = self.custom.fwd(*args)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        if out_tree != self.out_tree:
+            raise TypeError(f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function "
+                            f"{self.name} must produce a pair (list or tuple of length two) where the first "
+                            f"element represents the primal output (equal to the output of the custom_vjp-decorated "
+                            f"function {self.name}) and the second element represents residuals, but the output "
+                            f"has structure {out_tree} where {self.out_tree} was expected.")
+        res_leaves, self.res_tree = tree_util.tree_flatten(residuals)
+        kept = [p for p, nd in zip(primals, self.nondiff) if nd]
+        return out_leaves, res_leaves + kept
 
     def backward(self, residuals: list[Any], cotangents: list[Any]) -> list[Any]:
-        res = tree_util.tree_unflatten(self._res_tree, residuals)
-        ct = tree_util.tree_unflatten(self._out_tree, cotangents)
-        args = tree_util.tree_unflatten(self._in_tree, [None] * self._in_tree.num_leaves)
-        static = [args[i] for i in self.nondiff_argnums]
-        cts = self.bwd(*static, res, ct)
-        if not isinstance(cts, (tuple, list)):
-            raise TypeError(f"custom_vjp bwd function must return a tuple of cotangents, got {type(cts).__name__}")
-        full: list[Any] = []
-        it = iter(cts)
-        for i in range(len(args)):
-            full.append(None if i in self.nondiff_argnums else next(it))
-        out_leaves: list[Any] = []
-        for i, c in enumerate(full):
-            n = len(tree_util.tree_leaves(tree_util.tree_unflatten(self._in_tree, [0] * self._in_tree.num_leaves)[i]))
-            out_leaves += [None] * n if c is None else tree_util.tree_leaves(c)
-        return out_leaves
+        """The user's ``bwd``: one cotangent (or ``None``) per operand."""
+        n_res = self.res_tree.num_leaves
+        res = tree_util.tree_unflatten(self.res_tree, residuals[:n_res])
+        kept = iter(residuals[n_res:])
+        args = self.arguments([next(kept) if nd else None for nd in self.nondiff])
+        static, diff_args = self.split(args)
+        nondiff = set(self.custom.nondiff_argnums)
+        diff_positions = [i for i in range(len(args)) if i not in nondiff]
+        cts = self.custom.bwd(*static, res, tree_util.tree_unflatten(self.out_tree, cotangents))
+        if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
+            raise TypeError("Custom VJP bwd rule must produce an output with the same container (pytree) structure "
+                            "as the args tuple of the primal function, and in particular must produce a tuple of "
+                            f"length equal to the number of arguments to the primal function, but got bwd output "
+                            f"structure {tree_util.tree_structure(cts)} for primal input structure "
+                            f"{tree_util.treedef_tuple(self.arg_trees[i] for i in diff_positions)}.")
+        per_arg = dict(zip(diff_positions, cts))
+        out: list[Any] = []
+        for position in range(len(args)):
+            n_operands = sum(1 for a in self.arg_of if a == position)
+            ct = per_arg.get(position)
+            if ct is None:
+                out += [None] * n_operands
+                continue
+            leaves = self.arg_trees[position].flatten_up_to(ct) if n_operands else []
+            mine = [self.is_operand[k] for k, a in enumerate(self.leaf_arg) if a == position]
+            out += self._checked(position, [c for c, op in zip(leaves, mine) if op])
+        return out
+
+    def _checked(self, position: int, cts: list[Any]) -> list[Any]:
+        """The cotangents of argument ``position``'s operands, after JAX's shape check."""
+        operands = [i for i, a in enumerate(self.arg_of) if a == position]
+        out = []
+        for c, i in zip(cts, operands):
+            if c is None:
+                out.append(None)
+                continue
+            expected = self.avals[i]
+            got = aval_of(c)
+            if got.shape != expected.shape:
+                raise ValueError("Custom VJP bwd rule must produce an output with the same type as the args tuple of "
+                                 f"the primal function, but at output[{position}] the bwd rule produced an output of "
+                                 f"type {got.strong()} corresponding to an input of type {expected.strong()}, so "
+                                 "the shapes do not match")
+            out.append(c)
+        return out
 
 
-def _custom_call(obj: Any, args: Sequence[Any], kind: str) -> Any:
-    """Run ``obj.fun``: directly when nothing is traced, else as a custom call op holding the function."""
-    from transpiler.builder import Builder
-    from transpiler.frontend.calls import current_trace, interpret, is_user_function
-    from transpiler.ir import Op
-    from transpiler.primitives import core
+def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
+    """Run ``custom.fun``: directly when nothing is traced, else as a custom call op holding the function (as a
+    region, interpreted from its source) and the rules (as a ``_CustomCall``)."""
     from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 
-    builder = core.current_interpreter()
-    leaves, in_tree = tree_util.tree_flatten(list(args))
-    if not isinstance(builder, Builder) or not any(isinstance(x, Value) for x in leaves):
-        return obj.fun(*args)
-    obj._in_tree = in_tree
-    values = [builder.operand(x) for x in leaves]
-    with builder.region([v.aval for v in values]) as block:
-        inner = tree_util.tree_unflatten(in_tree, list(block.params))
-        out = interpret(current_trace(), obj.fun, inner, {}) if is_user_function(obj.fun) else obj.fun(*inner)
-        out_leaves, out_tree = tree_util.tree_flatten(out)
-        block.results = [builder.operand(o) for o in out_leaves]
-    obj._out_tree = out_tree
-    results = [Value(r.aval) for r in block.results]
-    prim = custom_jvp_call_p if kind == "jvp" else custom_vjp_call_p
-    builder.emit(Op(prim, values, {"rule": obj, "in_tree": None, "out_tree": None, "nondiff": obj.nondiff_argnums},
-                    results, regions=[block], loc=builder.loc))
-    return tree_util.tree_unflatten(out_tree, results)
+    interpreter = core.current_interpreter()
+    builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
+    leaves, treedef = tree_util.tree_flatten(list(args))
+    linear = getattr(interpreter, "linear", {})  # a linearizer's tangent values: the custom rule does not apply
+    if (not isinstance(builder, Builder) or not any(isinstance(x, Value) for x in leaves)
+            or any(isinstance(x, Value) and id(x) in linear for x in leaves)):
+        return custom.fun(*args)
+    is_operand = [isinstance(x, Value) or _is_dynamic(x) for x in leaves]
+    arg_of = [i for i, a in enumerate(args) for _ in tree_util.tree_leaves(a)]
+    call = kind(custom, treedef, leaves, is_operand, arg_of)
+    with core.interpreting(builder):
+        values = [builder.operand(x) for x, op in zip(leaves, is_operand) if op]
+        call.avals = [v.aval for v in values]
+        trace = Trace(builder)
+        with builder.region([v.aval for v in values]) as block, active(trace):
+            inner = call.arguments(list(block.params))
+            out = interpret(trace, custom.fun, inner, {}) if is_user_function(custom.fun) else custom.fun(*inner)
+            out_leaves, call.out_tree = tree_util.tree_flatten(out)
+            block.results = [builder.operand(o) for o in out_leaves]
+        results = [Value(r.aval) for r in block.results]
+        prim = custom_jvp_call_p if kind is _CustomJVPCall else custom_vjp_call_p
+        builder.emit(Op(prim, values, {"rule": call, "in_tree": None, "out_tree": None,
+                                       "nondiff": tuple(custom.nondiff_argnums)}, results, regions=[block],
+                        loc=builder.loc))
+    return tree_util.tree_unflatten(call.out_tree, results)
 
 
+# -- checkpoint, stop_gradient -----------------------------------------------------------------------------------
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None, static_argnums: Sequence[int] = ()):
     """``checkpoint`` (``remat``): the same values and derivatives as ``fun``. srcjax saves the forward values
     the backward pass needs; recomputing them instead, to trade time for memory, is not implemented."""
+    _check_callable(fun, "checkpoint")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -515,10 +884,11 @@ remat = checkpoint
 
 
 def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant of differentiation: its derivative is zero (integer leaves pass unchanged)."""
     from transpiler.primitives.custom import stop_gradient_p
 
     def stop(leaf):
-        if isinstance(leaf, (Array, Value)) or hasattr(leaf, "aval"):
+        if isinstance(leaf, Value) or hasattr(leaf, "aval"):
             return stop_gradient_p.bind(leaf) if aval_of(leaf).dtype.kind in "fc" else leaf
         return leaf
 
@@ -526,4 +896,4 @@ def stop_gradient(x: Any) -> Any:
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
-           "custom_vjp", "checkpoint", "remat", "stop_gradient", "Zero"]
+           "custom_vjp", "checkpoint", "remat", "stop_gradient", "Zero", "FLOAT0"]

@@ -26,6 +26,7 @@ class ParsedFile:
     lines: list[str]
     module: cst.Module
     positions: dict[cst.CSTNode, CodeRange]
+    index: Any = None  # the functions by line, built on first use (see _index)
 
     def loc(self, node: cst.CSTNode, function: str = "") -> SourceLoc:
         pos = self.positions.get(node)
@@ -78,11 +79,14 @@ class FunctionSource:
         return self.file.loc(node, self.name)
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self, file: ParsedFile, line: int):
-        self.file, self.line = file, line
-        self.functions: list[cst.FunctionDef] = []
-        self.lambdas: list[cst.Lambda] = []
+class _Index(cst.CSTVisitor):
+    """Every ``def`` and ``lambda`` of a file by the line a code object reports for it: one walk per file, so
+    finding the functions of a file with many of them stays linear."""
+
+    def __init__(self, file: ParsedFile):
+        self.file = file
+        self.functions: dict[int, list[cst.FunctionDef]] = {}
+        self.lambdas: dict[int, list[cst.Lambda]] = {}
 
     def _start(self, node: cst.CSTNode) -> int:
         pos = self.file.positions.get(node)
@@ -90,25 +94,30 @@ class _Finder(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         first = min([self._start(d) for d in node.decorators] + [self._start(node)])
-        if self.line in (first, self._start(node)):
-            self.functions.append(node)
+        for line in {first, self._start(node)}:
+            self.functions.setdefault(line, []).append(node)
         return True
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        if self._start(node) == self.line:
-            self.lambdas.append(node)
+        self.lambdas.setdefault(self._start(node), []).append(node)
         return True
+
+
+def _index(file: ParsedFile) -> _Index:
+    if file.index is None:
+        file.index = _Index(file)
+        file.module.visit(file.index)
+    return file.index
 
 
 @functools.lru_cache(maxsize=1024)
 def _find(code: Any) -> FunctionSource:
     path = code.co_filename
     file = parse_file(path)
-    finder = _Finder(file, code.co_firstlineno)
-    file.module.visit(finder)
+    index, line = _index(file), code.co_firstlineno
     if code.co_name == "<lambda>":
         params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
-        candidates = [lam for lam in finder.lambdas if _lambda_params(lam) == params]
+        candidates = [lam for lam in index.lambdas.get(line, []) if _lambda_params(lam) == params]
         if len(candidates) > 1:  # several lambdas on one line: match the body's column
             columns = {col for (_, _, col, end) in code.co_positions() if col is not None and end and end > col}
             first = min(columns) if columns else None
@@ -116,7 +125,7 @@ def _find(code: Any) -> FunctionSource:
         if not candidates:
             raise SourceNotFound(f"cannot find the source of the lambda at {path}:{code.co_firstlineno}")
         return FunctionSource(file, candidates[0], "<lambda>")
-    for node in finder.functions:
+    for node in index.functions.get(line, []):
         if node.name.value == code.co_name:
             return FunctionSource(file, node, code.co_name)
     raise SourceNotFound(f"cannot find the source of {code.co_name} at {path}:{code.co_firstlineno}")

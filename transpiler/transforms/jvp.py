@@ -271,7 +271,7 @@ def _scan_jvp(op: Op, env: Env) -> None:
 
 
 def _custom_jvp(op: Op, env: Env) -> None:
-    """A user rule for active operands (custom_jvp); otherwise the function itself is differentiated."""
+    """A custom_jvp call uses the user's rule; forward mode of a custom_vjp call is an error, as in JAX."""
     primals = [env.read(v) for v in op.operands]
     tangents = [env.tan(v) for v in op.operands]
     if op.prim is custom_jvp_call_p and not all(isinstance(t, Zero) for t in tangents):
@@ -279,6 +279,8 @@ def _custom_jvp(op: Op, env: Env) -> None:
         for r, o, t in zip(op.results, outs, touts):
             env.write(r, o, t)
         return
+    if op.prim is custom_vjp_call_p and not all(isinstance(t, Zero) for t in tangents):
+        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
     (region,) = op.regions
     for p, v, t in zip(region.params, primals, tangents):
         env.write(p, v, t)

@@ -550,6 +550,11 @@ class VJP:
                 elif isinstance(r, CondRecord):
                     for branch in r.branches:
                         visit(branch)
+                elif isinstance(r, CustomVJPRecord):
+                    for v, active in zip(r.op.operands, r.active):
+                        if active and id(v) not in seen:
+                            seen.add(id(v))
+                            out.append(v)
                 else:
                     for v in self._free_active(r):
                         if id(v) not in seen:
