@@ -38,6 +38,7 @@ from transpiler.primitives import core
 from transpiler.primitives.ad import Zero, aval_of, tangent_aval
 from transpiler.transforms.jvp import jvp_function
 from transpiler.transforms.vjp import vjp_function
+from transpiler.transforms.vmap import vmap_function
 from transpiler.types import TensorType
 
 # JAX's dtype of the derivative of an integer input: a dtype with no values (``jax.dtypes.float0``)
@@ -527,19 +528,17 @@ def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wr
     return tree_util.tree_unflatten(main_tree, per_output)
 
 
-def _stack_block(pieces: list[Any], out_shape: tuple, in_shape: tuple, axis: int, dtype: np.dtype) -> Any:
+def _inputs_last(rows: Any, in_shape: tuple, out_shape: tuple) -> Any:
+    """Rows indexed by input coordinates, ``(size_in, *out_shape)``, as a block ``out_shape + in_shape``."""
     import runtime.numpy as jnp
 
-    shape = out_shape + in_shape
-    if dtype == FLOAT0:
-        return _float0(shape)
-    if not pieces:
-        return jnp.zeros(shape, dtype)
-    return jnp.reshape(jnp.stack(pieces, axis=axis), shape)
+    block = jnp.reshape(rows, in_shape + out_shape)
+    n_in = len(in_shape)
+    return jnp.moveaxis(block, tuple(range(n_in)), tuple(range(len(out_shape), len(out_shape) + n_in)))
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
-    """The Jacobian by forward mode: one JVP per input coordinate, stacked."""
+    """The Jacobian by forward mode: the JVP batched (vmap) over the standard basis of the inputs."""
     _check_callable(fun, "jacfwd")
 
     @functools.wraps(fun)
@@ -552,24 +551,27 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         out_avals = [r.aval for r in traced.ir.results[:n_main]]
         _check_fwd_inputs(in_avals, holomorphic, "jacfwd")
         _check_fwd_outputs(out_avals, holomorphic, "jacfwd")
-        ir = traced.transformed(("jacfwd", tuple(wrt)), lambda: jvp_function(traced.ir, wrt))
         n = len(traced.ir.results)
-        columns: list[list[list[Any]]] = [[[] for _ in in_avals] for _ in out_avals]  # [out leaf][in leaf]
-        results = None
-        for j, aval in enumerate(in_avals):
-            for index in np.ndindex(*aval.shape):
-                basis = [np.zeros(a.shape, a.dtype) for a in in_avals]
-                basis[j][index] = 1
-                results = eval_function(ir, *call_args, *basis)
-                for k in range(n_main):
-                    columns[k][j].append(results[n + k])
-        if results is None:
-            results = eval_function(traced.ir, *call_args)
+        sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in in_avals]
+        total = sum(sizes)
+        # one batched JVP over the standard basis: tangent j of basis row i is e_i restricted to input j
+        ir = traced.transformed(("jacfwd", tuple(wrt), total), lambda: vmap_function(
+            jvp_function(traced.ir, wrt), [None] * len(call_args) + [0] * len(in_avals), max(total, 1),
+            out_dims=[None] * n + [0] * n))
+        eye = np.eye(max(total, 1), dtype=np.float64)[:, :total]
+        offsets = np.cumsum([0] + sizes)
+        basis = [eye[:, offsets[j]:offsets[j + 1]].reshape((max(total, 1), *a.shape)).astype(a.dtype)
+                 for j, a in enumerate(in_avals)]
+        results = eval_function(ir, *call_args, *basis)
         _, aux = traced.outputs(results[:n], has_aux)
 
         def block(k: int, j: int) -> Any:
             out = out_avals[k]
-            return _stack_block(columns[k][j], out.shape, in_avals[j].shape, -1, _tangent_dtype(out))
+            dtype = _tangent_dtype(out)
+            if dtype == FLOAT0:
+                return _float0(out.shape + in_avals[j].shape)
+            rows = results[n + k][offsets[j]:offsets[j + 1]]  # (size_j, *out.shape)
+            return _inputs_last(rows, in_avals[j].shape, out.shape)
 
         jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
         return (jac, aux) if has_aux else jac
@@ -579,7 +581,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-    """The Jacobian by reverse mode: one VJP per output coordinate, stacked."""
+    """The Jacobian by reverse mode: the VJP batched (vmap) over the standard basis of the outputs."""
     _check_callable(fun, "jacrev")
 
     @functools.wraps(fun)
@@ -592,29 +594,34 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         out_results = traced.ir.results
         _check_rev_inputs(in_avals, holomorphic, allow_int, "jacrev")
         _check_rev_outputs([r.aval for r in out_results[:n_main]], holomorphic, "jacrev")
-        ir = traced.transformed(("jacrev", tuple(wrt), n_main),
-                                lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
         n = len(out_results)
         diff = [a.dtype.kind in "fc" for a in in_avals]
-        rows: list[list[list[Any]]] = [[[] for _ in in_avals] for _ in range(n_main)]  # [out leaf][in leaf]
-        results = None
-        for k in range(n_main):
-            for index in np.ndindex(*out_results[k].aval.shape):
-                basis = [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in out_results]
-                basis[k][index] = 1
-                results = eval_function(ir, *call_args, *basis)
-                grads = iter(results[n:])
-                for j, d in enumerate(diff):
-                    if d:
-                        rows[k][j].append(next(grads))
-        if results is None:
-            results = eval_function(traced.ir, *call_args)
+        sizes = [int(np.prod(r.aval.shape, dtype=np.int64)) for r in out_results[:n_main]]
+        total = sum(sizes)
+        # one batched VJP over the standard basis of the outputs (the auxiliary outputs get zero cotangents)
+        ir = traced.transformed(("jacrev", tuple(wrt), n_main, total), lambda: vmap_function(
+            vjp_function(_without_aux(traced.ir, n_main), wrt), [None] * len(call_args) + [0] * n, max(total, 1),
+            out_dims=[None] * n + [0] * sum(diff)))
+        rows_count = max(total, 1)
+        eye = np.eye(rows_count, dtype=np.float64)[:, :total]
+        offsets = np.cumsum([0] + sizes)
+        cotangents = [eye[:, offsets[k]:offsets[k + 1]].reshape((rows_count, *r.aval.shape)).astype(
+            tangent_aval(r.aval).dtype) for k, r in enumerate(out_results[:n_main])]
+        cotangents += [np.zeros((rows_count, *r.aval.shape), tangent_aval(r.aval).dtype)
+                       for r in out_results[n_main:]]
+        results = eval_function(ir, *call_args, *cotangents)
         _, aux = traced.outputs(results[:n], has_aux)
+        grads = list(results[n:])
+        grad_index = {j: i for i, j in enumerate(j for j, d in enumerate(diff) if d)}
 
         def block(k: int, j: int) -> Any:
-            dtype = in_avals[j].dtype if diff[j] else FLOAT0
-            jac = _stack_block(rows[k][j], out_results[k].aval.shape, in_avals[j].shape, 0, dtype)
-            return _weak_like(jac, in_avals[j]) if diff[j] else jac
+            out_shape = out_results[k].aval.shape
+            if not diff[j]:
+                return _float0(out_shape + in_avals[j].shape)
+            rows = grads[grad_index[j]][offsets[k]:offsets[k + 1]]  # (size_k, *in.shape)
+            import runtime.numpy as jnp
+
+            return _weak_like(jnp.reshape(rows, out_shape + in_avals[j].shape), in_avals[j])
 
         jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
         return (jac, aux) if has_aux else jac
