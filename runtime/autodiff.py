@@ -738,9 +738,66 @@ class _CustomCall:
         return tree_util.tree_unflatten(self.treedef, [next(it) if op else s
                                                        for op, s in zip(self.is_operand, self.static)])
 
+    def batched(self, dims: Sequence[int | None], size: int) -> _Batched:
+        return _Batched(self, dims, size)
+
     def split(self, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         nondiff = set(self.custom.nondiff_argnums)
         return [args[i] for i in sorted(nondiff)], [a for i, a in enumerate(args) if i not in nondiff]
+
+
+class _Batched:
+    """A custom call's rules over a batch: each per-example rule mapped with vmap (operands batched along
+    axis 0 or not at all, as ``dims`` says; every output batched along axis 0)."""
+
+    def __init__(self, inner: _CustomCall, dims: Sequence[int | None], size: int):
+        self.inner, self.dims, self.size = inner, list(dims), size
+        self.name = f"batched({inner.name})"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def batched(self, dims: Sequence[int | None], size: int) -> _Batched:
+        raise TypeError("nested vmap of a custom_jvp/custom_vjp function is not supported")
+
+    def _map(self, fn: Callable, in_axes: Sequence[int | None], *args: Any) -> Any:
+        from runtime.vmap import vmap
+
+        return vmap(fn, in_axes=tuple(in_axes), axis_size=self.size)(*args)
+
+    def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        from transpiler.primitives.ad import instantiate
+
+        n = len(primals)
+        tangents = [instantiate(t) for t in tangents]
+
+        def per_example(*values):
+            out, tan = self.inner.jvp_rule(list(values[:n]), list(values[n:]))
+            return list(out), list(tan)
+
+        out, tan = self._map(per_example, self.dims + self.dims, *primals, *tangents)
+        return out, tan
+
+    def forward(self, primals: list[Any]) -> tuple[list[Any], list[Any]]:
+        def per_example(*values):
+            out, res = self.inner.forward(list(values))
+            return list(out), list(res)
+
+        out, res = self._map(per_example, self.dims, *primals)
+        return out, res
+
+    def backward(self, residuals: list[Any], cotangents: list[Any]) -> list[Any]:
+        import runtime.numpy as jnp
+
+        n = len(residuals)
+
+        def per_example(*values):
+            return [c if c is not None else jnp.zeros(a.shape, tangent_aval(a).dtype)
+                    for c, a in zip(self.inner.backward(list(values[:n]), list(values[n:])), self.inner.avals)]
+
+        cts = self._map(per_example, [0] * n + [0] * len(cotangents), *residuals, *cotangents)
+        # an operand shared by the whole batch receives the sum of the examples' cotangents
+        return [jnp.sum(c, axis=0) if d is None else c for c, d in zip(cts, self.dims)]
 
 
 class _CustomJVPCall(_CustomCall):

@@ -1,6 +1,8 @@
 """Programs for the vmap API tests (user code: read by the front end)."""
 
 import srcjax.numpy as jnp
+from srcjax import custom_jvp as srcjax_custom_jvp
+from srcjax import custom_vjp as srcjax_custom_vjp
 from srcjax import lax
 
 
@@ -78,3 +80,19 @@ def with_lax_cond(x):
 
 def with_fori(x):
     return lax.fori_loop(0, 4, lambda i, v: v * 0.5 + i, x)
+
+
+@srcjax_custom_jvp
+def softplus(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+softplus.defjvps(lambda t, ans, x: t * 2.0)  # a deliberately wrong rule: only its use is visible
+
+
+@srcjax_custom_vjp
+def clipped(x):
+    return x * 3.0
+
+
+clipped.defvjp(lambda x: (x * 3.0, x), lambda x, g: (g * 10.0,))

@@ -96,3 +96,11 @@ def test_lax_control_flow_under_vmap():
 
 def test_lax_is_used():  # the programs module really goes through lax
     assert p.lax is lax
+
+
+def test_custom_rules_survive_vmap():
+    xs = jnp.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(p.softplus))(xs), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(p.clipped))(xs), [10.0, 10.0, 10.0])
+    np.testing.assert_allclose(srcjax.vmap(p.softplus)(xs), np.log1p(np.exp(np.asarray(xs))), rtol=1e-6)
+    np.testing.assert_allclose(srcjax.jacrev(lambda v: p.clipped(v) * 1.0)(xs), np.eye(3) * 10.0)

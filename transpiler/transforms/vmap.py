@@ -249,12 +249,27 @@ def _scan_vmap(b: Batcher, op: Op) -> None:
 
 
 def _custom_vmap(b: Batcher, op: Op) -> None:
-    """Custom-rule calls are batched by batching their function (the rules are not needed for values)."""
+    """A custom-rule call stays one, over the batched function, with the rules batched as well (the rule
+    object's ``batched(dims, size)`` maps the per-example rules over the batch)."""
+    builder = b.builder
     (region,) = op.regions
     args = [b.read(v) for v in op.operands]
-    values, dims = b.region_yields(region, region.params, [v for v, _ in args], [d for _, d in args])
-    for r, v, d in zip(op.results, values, dims):
-        b.write(r, v, d)
+    batched = any(d is not None for _, d in args)
+    with core.interpreting(builder):
+        values = [b.at_front(v, d) if d is not None else v for v, d in args]
+    dims = [0 if d is not None else None for _, d in args]
+    with builder.region([getattr(v, "aval", None) or batched_aval(p.aval, None, b.size)
+                         for v, p in zip(values, region.params)]) as block:
+        outs, out_dims = b.region_yields(region, region.params, block.params, dims)
+        with core.interpreting(builder):
+            outs = [b.at_front(v, d) if batched else v for v, d in zip(outs, out_dims)]
+        block.results = [builder.operand(v) for v in outs]
+    rule = op.params["rule"]
+    params = dict(op.params, rule=rule.batched(dims, b.size)) if batched else dict(op.params)
+    results = [Value(r.aval, r.name) for r in block.results]
+    builder.emit(Op(op.prim, [builder.operand(v) for v in values], params, results, regions=[block], loc=op.loc))
+    for r, new in zip(op.results, results):
+        b.write(r, new, 0 if batched else None)
 
 
 def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_name: Any = None,
