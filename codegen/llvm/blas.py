@@ -1,7 +1,7 @@
-"""Finds a CBLAS ``?gemm`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
+"""Finds CBLAS ``?gemm`` and ``?syrk`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
 ``scipy_cblas_sgemm64_`` in ``numpy.libs/libscipy_openblas64_*.so``), or one already loaded in the process.
 
-Compiled code calls it through a symbol of our own (``srcjax_sgemm``/``srcjax_dgemm``) bound to the
+Compiled code calls it through symbols of our own (``srcjax_sgemm``, ``srcjax_dsyrk``, ...) bound to the
 routine's address, so the generated IR does not depend on which library was found. ``SRCJAX_BLAS=0``
 turns BLAS off (matrix products then use the loop-nest fallback).
 """
@@ -29,7 +29,7 @@ _CANDIDATES = [
 @dataclass(frozen=True)
 class Gemm:
     int_bits: int  # width of M, N, K, lda, ... (64 for ILP64 builds)
-    symbols: dict  # dtype -> our symbol name
+    symbols: dict  # dtype -> our symbol name of its gemm (its syrk: the same with "syrk")
     origin: str
 
 
@@ -58,15 +58,16 @@ def _search() -> Gemm | None:
             for path in sorted(glob.glob(os.path.join(directory, pattern + ".so*"))):
                 try:
                     lib = ctypes.CDLL(path)
-                    addresses = {t: ctypes.cast(getattr(lib, symbol.format(t=t)), ctypes.c_void_p).value
-                                 for t in "sd"}
+                    addresses = {
+                        (t, r): ctypes.cast(getattr(lib, symbol.format(t=t).replace("gemm", r)), ctypes.c_void_p).value
+                        for t in "sd"
+                        for r in ("gemm", "syrk")
+                    }
                 except (OSError, AttributeError):
                     continue
-                symbols = {}
-                for t, dtype in (("s", np.float32), ("d", np.float64)):
-                    name = f"srcjax_{t}gemm"
-                    engine.add_symbol(name, addresses[t])
-                    symbols[np.dtype(dtype)] = name
+                for (t, routine), address in addresses.items():
+                    engine.add_symbol(f"srcjax_{t}{routine}", address)
+                symbols = {np.dtype(np.float32): "srcjax_sgemm", np.dtype(np.float64): "srcjax_dgemm"}
                 return Gemm(bits, symbols, f"{path}:{symbol}")
     return None
 

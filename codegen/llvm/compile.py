@@ -3,7 +3,7 @@
 The module's C entry is ``void <name>(i8** buffers)``, the buffers being the inputs, the constants and
 the outputs in that order (outputs allocated by the caller from the result types); temporaries are
 ``malloc``ed inside. Nests run in program order, each serially or split across threads; matrix products
-call BLAS.
+call BLAS (``?gemm`` per batch element; ``?syrk`` and a mirror for x @ x.T).
 
 Calls from Python go through a second entry, ``<name>.py(tuple)``, which reads the buffers' addresses
 straight out of a tuple of NumPy arrays (the offsets of a tuple's items and of an ndarray's data pointer
@@ -14,23 +14,36 @@ keeps the dispatch of a small call to about one ctypes call, one tuple and one `
 from __future__ import annotations
 
 import ctypes
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm import blas, engine
-from codegen.llvm.fusion import Buffer, Gemm, Nest, Plan, Unsupported, plan_function
-from codegen.llvm.kernels import (I32, I64, PTR, NestEmitter, accumulator_dtype, combine_values, fill, identity,
-                                  load_value, num_threads, parallel_function, store_value, PARALLEL_MIN_WORK)
+from codegen.llvm import blas, engine, kernels
+from codegen.llvm.fusion import Gemm, Nest, Plan, Unsupported, plan_function
+from codegen.llvm.layout import Buffer
+from codegen.llvm.kernels import (
+    I32,
+    I64,
+    PTR,
+    NestEmitter,
+    accumulator_dtype,
+    combine_values,
+    fill,
+    for_range,
+    identity,
+    load_value,
+    num_threads,
+    parallel_function,
+    store_value,
+)
 from codegen.llvm.nodes import collapse, instantiate
-from codegen.llvm.rules import Lowering, mtype
+from codegen.llvm.rules import Lowering, convert, mtype
 from transpiler.ir import Function
 
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-_names = itertools.count()
+_ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121
+_contiguous, _empty = np.ascontiguousarray, np.empty
 
 
 def _object_offsets() -> tuple[int, int] | None:
@@ -46,8 +59,9 @@ def _object_offsets() -> tuple[int, int] | None:
                     return offset
             return None
 
+        other = np.ones(2, np.int8)
         item, pointer = find(items, id(probe)), find(probe, data)
-        if item is None or pointer is None or find(np.ones(2), np.ones(2).ctypes.data) not in (None, pointer):
+        if item is None or pointer is None or find(other, other.ctypes.data) != pointer:
             return None
         return item, pointer
     except Exception:  # noqa: BLE001 - any surprise means: use the portable entry
@@ -103,70 +117,65 @@ class EntryEmitter:
 
     # -- nests ----------------------------------------------------------------------------------------------
     def nest(self, nest: Nest, name: str) -> None:
-        b, cx = self.b, self.cx
+        """Run one nest: serially, or split across threads along its outermost axis (a reduction over that
+        axis accumulates per thread into its own partial result, combined afterwards)."""
+        b = self.b
         body = collapse(instantiate(self.plan, nest))
         red = body.reduction
-        rank = len(body.shape)
-        cost = 1 + sum(8 for node in _apply_nodes(body))
+        if body.size == 0:  # nothing to iterate: a reduction's result is its identity
+            if red is not None and red.target.size:
+                self.fill_identity(self.pointer(red.target), red.target.size, red)
+            return
         threads = 1
-        if rank and body.size * cost >= PARALLEL_MIN_WORK and body.shape[0] > 1:
+        if body.shape and body.size * _cost(body) >= kernels.PARALLEL_MIN_WORK and body.shape[0] > 1:
             threads = min(self.threads, body.shape[0])
         partial = red is not None and threads > 1 and body.reduced[0]
         emitter = NestEmitter(self.module, body, name, partial_slots=partial)
-        if body.size == 0:
-            if red is not None and red.target.size:
-                fill(b, cx, self.pointer(red.target), red.target.size, cx.const(red.dtype, identity(red.combine,
-                                                                                                   red.dtype)), red.dtype)
-            return
         info = emitter.emit()
         pointers = {id(buf): self.pointer(buf) for buf in info.buffers}
-        target = None
         if red is not None:
             target = pointers[id(red.target)]
+            slots = threads if partial else 1
             if partial:
-                scratch = b.bitcast(self.allocate(threads * red.target.size * red.dtype.itemsize),
-                                    target.type)
-                pointers[id(red.target)] = scratch
-            k = emitter.suffix_start()
-            if k == rank or any(body.reduced[:k]):  # some accumulation happens in memory
-                count = red.target.size * (threads if partial else 1)
-                fill(b, cx, pointers[id(red.target)], count, cx.const(red.dtype, identity(red.combine, red.dtype)),
-                     red.dtype)
+                scratch = self.allocate(slots * red.target.size * red.dtype.itemsize)
+                pointers[id(red.target)] = b.bitcast(scratch, target.type)
+            if emitter.accumulates_in_memory():
+                self.fill_identity(pointers[id(red.target)], slots * red.target.size, red)
         args = [pointers[id(buf)] for buf in info.buffers]
         if threads == 1:
-            extent = ir.Constant(I64, body.shape[0] if rank else 1)
+            extent = ir.Constant(I64, body.shape[0] if body.shape else 1)
             b.call(self.module.globals[info.name], [*args, ir.Constant(I64, 0), extent, ir.Constant(I64, 0)])
         else:
             array = b.alloca(PTR, ir.Constant(I64, len(args)))
             for i, arg in enumerate(args):
                 b.store(b.bitcast(arg, PTR), b.gep(array, [ir.Constant(I64, i)]))
-            b.call(parallel_function(self.module), [self.module.globals[info.packed], array,
-                                                   ir.Constant(I64, body.shape[0]), ir.Constant(I64, threads)])
+            b.call(
+                parallel_function(self.module),
+                [self.module.globals[info.packed], array, ir.Constant(I64, body.shape[0]), ir.Constant(I64, threads)],
+            )
         if partial:
             self.combine_partials(red, pointers[id(red.target)], target, threads)
             b.call(self.free, [b.bitcast(pointers[id(red.target)], PTR)])
+
+    def fill_identity(self, pointer: ir.Value, count: int, red) -> None:
+        fill(self.b, self.cx, pointer, count, self.cx.const(red.dtype, identity(red.combine, red.dtype)), red.dtype)
 
     def combine_partials(self, red, scratch: ir.Value, target: ir.Value, threads: int) -> None:
         b, cx, size = self.b, self.cx, red.target.size
         acc_dtype = accumulator_dtype(red.combine, red.dtype)
 
         def element(j):
-            from codegen.llvm.rules import convert
-
             total = convert(cx, load_value(b, b.gep(scratch, [j]), red.dtype), red.dtype, acc_dtype)
             for t in range(1, threads):
                 part = load_value(b, b.gep(scratch, [b.add(j, ir.Constant(I64, t * size))]), red.dtype)
                 total = combine_values(cx, red.combine, acc_dtype, total, convert(cx, part, red.dtype, acc_dtype))
             store_value(b, convert(cx, total, acc_dtype, red.dtype), b.gep(target, [j]), red.dtype)
 
-        from codegen.llvm.kernels import for_range
-
         for_range(b, ir.Constant(I64, 0), ir.Constant(I64, size), element)
 
     # -- matrix products ----------------------------------------------------------------------------------
     def gemm(self, step: Gemm) -> None:
-        from codegen.llvm.kernels import for_range
-
+        """``step.batch`` BLAS calls; for x @ x.T a rank-k update of the upper triangle, then a mirror."""
         b = self.b
         found = blas.find_gemm()
         if found is None:
@@ -174,26 +183,92 @@ class EntryEmitter:
         dtype = step.target.dtype
         real = mtype(dtype)
         n_int = ir.IntType(found.int_bits)
-        fnty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, n_int, n_int, n_int, real, real.as_pointer(), n_int,
-                                               real.as_pointer(), n_int, real, real.as_pointer(), n_int])
-        routine = self.cx.declare(found.symbols[dtype], ir.VoidType(), list(fnty.args), pure=False)
+        integer = lambda v: ir.Constant(n_int, v)  # noqa: E731
         lhs = b.gep(self.pointer(self.plan.buffers[id(step.lhs.base)]), [ir.Constant(I64, step.lhs.offset)])
         rhs = b.gep(self.pointer(self.plan.buffers[id(step.rhs.base)]), [ir.Constant(I64, step.rhs.offset)])
         out = self.pointer(step.target)
         (lbs, lt, lld), (rbs, rt, rld) = step.lhs_layout, step.rhs_layout
+        symbol = found.symbols[dtype]
+        if step.symmetric:
+            args = [I32, I32, I32, n_int, n_int, real, real.as_pointer(), n_int, real, real.as_pointer(), n_int]
+            routine = self.cx.declare(symbol.replace("gemm", "syrk"), ir.VoidType(), args, pure=False)
+        else:
+            args = [
+                I32,
+                I32,
+                I32,
+                n_int,
+                n_int,
+                n_int,
+                real,
+                real.as_pointer(),
+                n_int,
+                real.as_pointer(),
+                n_int,
+                real,
+                real.as_pointer(),
+                n_int,
+            ]
+            routine = self.cx.declare(symbol, ir.VoidType(), args, pure=False)
 
         def call(i):
             a = b.gep(lhs, [b.mul(i, ir.Constant(I64, lbs))])
-            bb = b.gep(rhs, [b.mul(i, ir.Constant(I64, rbs))])
             c = b.gep(out, [b.mul(i, ir.Constant(I64, step.m * step.n))])
-            integer = lambda v: ir.Constant(n_int, v)  # noqa: E731
-            b.call(routine, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, _TRANS if lt else _NO_TRANS),
-                             ir.Constant(I32, _TRANS if rt else _NO_TRANS), integer(step.m), integer(step.n),
-                             integer(step.k), ir.Constant(real, 1.0), a, integer(lld), bb, integer(rld),
-                             ir.Constant(real, 0.0), c, integer(step.n)])
+            if step.symmetric:
+                b.call(
+                    routine,
+                    [
+                        ir.Constant(I32, _ROW_MAJOR),
+                        ir.Constant(I32, _UPPER),
+                        ir.Constant(I32, _TRANS if lt else _NO_TRANS),
+                        integer(step.m),
+                        integer(step.k),
+                        ir.Constant(real, 1.0),
+                        a,
+                        integer(lld),
+                        ir.Constant(real, 0.0),
+                        c,
+                        integer(step.n),
+                    ],
+                )
+                self.mirror_upper(c, step.n, dtype)
+                return
+            bb = b.gep(rhs, [b.mul(i, ir.Constant(I64, rbs))])
+            b.call(
+                routine,
+                [
+                    ir.Constant(I32, _ROW_MAJOR),
+                    ir.Constant(I32, _TRANS if lt else _NO_TRANS),
+                    ir.Constant(I32, _TRANS if rt else _NO_TRANS),
+                    integer(step.m),
+                    integer(step.n),
+                    integer(step.k),
+                    ir.Constant(real, 1.0),
+                    a,
+                    integer(lld),
+                    bb,
+                    integer(rld),
+                    ir.Constant(real, 0.0),
+                    c,
+                    integer(step.n),
+                ],
+            )
 
         if step.m and step.n:
             for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
+
+    def mirror_upper(self, c: ir.Value, n: int, dtype: np.dtype) -> None:
+        """c[i, j] = c[j, i] below the diagonal of an n x n row-major matrix."""
+        b = self.b
+
+        def row(i):
+            def element(j):
+                value = load_value(b, b.gep(c, [b.add(b.mul(j, ir.Constant(I64, n)), i)]), dtype)
+                store_value(b, value, b.gep(c, [b.add(b.mul(i, ir.Constant(I64, n)), j)]), dtype)
+
+            for_range(b, ir.Constant(I64, 0), i, element)
+
+        for_range(b, ir.Constant(I64, 1), ir.Constant(I64, n), row)
 
     # -- the Python entry -----------------------------------------------------------------------------------
     def emit_tuple_entry(self, entry: ir.Function) -> None:
@@ -212,25 +287,28 @@ class EntryEmitter:
         b.ret_void()
 
 
-def _apply_nodes(body) -> list:
-    """The distinct computed nodes of a nest (a rough measure of its work per element)."""
+def _cost(body) -> int:
+    """Rough work per element of a nest: 1, plus 1 per op, 10 per transcendental function."""
+    from codegen.llvm.fusion import EXPENSIVE
     from codegen.llvm.nodes import Apply
 
-    seen: dict[int, Any] = {}
+    seen: set[int] = set()
+    total = 1
     stack = [s.node for s in body.stores] + ([body.reduction.node] if body.reduction else [])
     while stack:
         node = stack.pop()
         if id(node) in seen or not isinstance(node, Apply):
             continue
-        seen[id(node)] = node
+        seen.add(id(node))
+        total += 10 if node.name in EXPENSIVE else 1
         stack.extend(node.operands)
-    return list(seen.values())
+    return total
 
 
 @dataclass
 class Executable:
-    """A compiled function: call it with C-contiguous NumPy arrays of the parameters' dtypes (in order);
-    it returns a list of fresh arrays, one per result."""
+    """A compiled function: call it with NumPy arrays or scalars (converted to the parameters' dtypes and
+    made contiguous where they are not); it returns a tuple of fresh arrays, one per result."""
 
     fn: Function
     plan: Plan
@@ -240,8 +318,9 @@ class Executable:
     py_address: int | None
 
     def __post_init__(self) -> None:
-        self.param_dtypes = [p.aval.dtype for p in self.fn.params]
-        self.result_types = [(r.aval.shape, r.aval.dtype) for r in self.fn.results]
+        self.param_dtypes = tuple(p.aval.dtype for p in self.fn.params)
+        self.result_shapes = tuple(r.aval.shape for r in self.fn.results)
+        self.result_dtypes = tuple(r.aval.dtype for r in self.fn.results)
         self.consts = tuple(data for _, data in self.plan.consts)
         work = sum(p.aval.size for p in self.fn.params) + sum(r.aval.size for r in self.fn.results)
         if self.py_address is not None:
@@ -256,10 +335,10 @@ class Executable:
         pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         self._entry(pointers)
 
-    def __call__(self, *args: Any) -> list[np.ndarray]:
-        inputs = tuple(np.ascontiguousarray(a, dtype) for a, dtype in zip(args, self.param_dtypes))
-        outs = [np.empty(shape, dtype) for shape, dtype in self.result_types]
-        self._call((*inputs, *self.consts, *outs))
+    def __call__(self, *args: Any) -> tuple[np.ndarray, ...]:
+        # (``map`` of builtins over prebuilt tuples: this is the whole Python-side cost of a call)
+        outs = tuple(map(_empty, self.result_shapes, self.result_dtypes))
+        self._call(tuple(map(_contiguous, args, self.param_dtypes)) + self.consts + outs)
         return outs
 
     def assembly(self) -> str:
@@ -282,8 +361,7 @@ def compile_function(fn: Function) -> Executable | None:
     module = engine.new_module(name)
     names = EntryEmitter(module, plan, name).emit()
     compiled = engine.compile_module(module, names)
-    return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name],
-                      compiled.addresses.get(name + ".py"))
+    return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name], compiled.addresses.get(name + ".py"))
 
 
 def unsupported_reason(fn: Function) -> str | None:

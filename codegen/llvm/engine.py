@@ -25,8 +25,9 @@ def _init() -> dict[str, object]:
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
         features = llvm.get_host_cpu_features().flatten()
-        machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3,
-                                               reloc="default", codemodel="jitdefault", jit=True)
+        machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=features, opt=3, reloc="default", codemodel="jitdefault", jit=True
+        )
         machine.set_asm_verbosity(False)
         empty = llvm.parse_assembly("")
         engine = llvm.create_mcjit_compiler(empty, machine)

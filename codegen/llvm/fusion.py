@@ -19,6 +19,7 @@ from typing import Union
 
 import numpy as np
 
+from codegen.llvm.layout import Buffer, View, contiguous_strides, matrix_layout, reshape_view
 from transpiler.ir import Function, Literal, Op, Value
 from transpiler.primitives.convolution import dot_general_p
 from transpiler.types import TensorType
@@ -31,42 +32,21 @@ class Unsupported(Exception):
 
 
 # dtypes the backend handles (no float16, no complex numbers yet)
-SUPPORTED_DTYPES = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                          np.uint32, np.uint64, np.float32, np.float64)}
+SUPPORTED_DTYPES = {
+    np.dtype(t) for t in "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64".split()
+}
 
-# elementwise primitives with a CPU lowering (``rules.ELEMENTWISE`` lowers them) and their relative cost
-EXPENSIVE = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "erf", "tan", "asin", "acos",
-             "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erfc", "pow", "nextafter"}
-MODERATE = {"div", "rem", "sqrt", "rsqrt"}
-VIEW_OPS = {"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice"}
-REDUCTIONS = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max", "reduce_min": "min",
-              "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """Memory the entry function sees: an input, a constant, an output or a temporary (``index`` within kind)."""
-
-    kind: str
-    index: int
-    dtype: np.dtype
-    size: int
-
-
-@dataclass(frozen=True)
-class View:
-    base: Value  # the root whose buffer this reads
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
+# work per element, for deciding what to materialise: transcendental functions, then divisions and roots
+EXPENSIVE = frozenset(
+    "exp exp2 log log1p expm1 tanh logistic sin cos erf tan asin acos atan atan2 sinh cosh asinh acosh atanh "
+    "cbrt erfc pow nextafter".split()
+)
+MODERATE = frozenset("div rem sqrt rsqrt".split())
+IDENTITIES = frozenset({"stop_gradient"})  # the value itself (they only matter to transformations)
+VIEW_OPS = frozenset("broadcast_in_dim reshape transpose squeeze expand_dims slice rev".split())
+REDUCTIONS = {f"reduce_{name}": combine for name, combine in
+              [("sum", "add"), ("prod", "mul"), ("max", "max"), ("min", "min"), ("and", "and"), ("or", "or"),
+               ("xor", "xor")]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,6 +75,8 @@ class Nest:
     # a product (``dot`` nest): lhs and rhs values with their index maps into the iteration axes
     product: tuple[Value, IndexMap, Value, IndexMap, np.dtype] | None = None
     order: float = 0  # program position of the root: nests run in this order
+    # where map nests store, as (strides, offset) in the buffer; None: contiguous over ``shape``
+    placement: tuple[tuple[int, ...], int] | None = None
 
 
 @dataclass
@@ -111,6 +93,7 @@ class Gemm:
     lhs_layout: tuple[int, bool, int]  # (batch stride, transposed, leading dimension) of the (m, k) operand
     rhs_layout: tuple[int, bool, int]  # of the (k, n) operand
     order: float = 0
+    symmetric: bool = False  # rhs is lhs transposed (x @ x.T): a rank-k update computes half the product
 
 
 Step = Union[Nest, Gemm]
@@ -142,68 +125,6 @@ def _live_ops(fn: Function) -> list[Op]:
     return kept[::-1]
 
 
-def _merged(view: View, axes: tuple[int, ...]) -> tuple[int, int] | None:
-    """(size, stride) of ``axes`` of ``view`` read as one axis, or None if they are not one strided line."""
-    size = int(np.prod([view.shape[a] for a in axes], dtype=np.int64))
-    live = [(view.shape[a], view.strides[a]) for a in axes if view.shape[a] != 1]
-    for (_, s1), (d2, s2) in zip(live, live[1:]):
-        if s1 != s2 * d2:
-            return None
-    return size, (live[-1][1] if live else 0)
-
-
-def blas_layout(rows: int, cols: int, row_stride: int, col_stride: int) -> tuple[bool, int] | None:
-    """(transposed, leading dimension) under which BLAS reads a rows x cols matrix with these strides in
-    row-major order, or None. Strides of axes of size 1 do not matter."""
-    ld = row_stride if rows > 1 else max(cols, 1)
-    if (col_stride == 1 or cols == 1) and ld >= max(cols, 1):
-        return False, ld
-    ld = col_stride if cols > 1 else max(rows, 1)
-    if (row_stride == 1 or rows == 1) and ld >= max(rows, 1):
-        return True, ld
-    return None
-
-
-def _matrix_layout(view: View, batch, rows, cols) -> tuple[int, bool, int] | None:
-    """(batch stride, transposed, leading dimension) of a view as a stack of matrices, or None."""
-    parts = [_merged(view, batch), _merged(view, rows), _merged(view, cols)]
-    if None in parts:
-        return None
-    (_, batch_stride), (r, rs), (c, cs) = parts
-    layout = blas_layout(r, c, rs, cs)
-    return None if layout is None else (batch_stride, *layout)
-
-
-def reshape_view(view: View, shape: tuple[int, ...]) -> View | None:
-    """``view`` reshaped to ``shape`` (row-major order) without copying, or None if strides cannot say it."""
-    if 0 in shape:
-        return View(view.base, shape, contiguous_strides(shape), view.offset)
-    old = [(d, s) for d, s in zip(view.shape, view.strides) if d != 1]
-    new_strides = [0] * len(shape)
-    new = [i for i, d in enumerate(shape) if d != 1]
-    i = j = 0
-    while i < len(old) or j < len(new):
-        # the smallest run of old axes [i, i2) and new axes [j, j2) with equal products
-        i2, j2 = i + 1, j + 1
-        old_size, new_size = old[i][0], shape[new[j]]
-        while old_size != new_size:
-            if old_size < new_size:
-                old_size *= old[i2][0]
-                i2 += 1
-            else:
-                new_size *= shape[new[j2]]
-                j2 += 1
-        for a in range(i, i2 - 1):  # the old run must be one strided line
-            if old[a][1] != old[a + 1][1] * old[a + 1][0]:
-                return None
-        step = old[i2 - 1][1]
-        for b in reversed(range(j, j2)):
-            new_strides[new[b]] = step
-            step *= shape[new[b]]
-        i, j = i2, j2
-    return View(view.base, tuple(shape), tuple(new_strides), view.offset)
-
-
 class Planner:
     """Builds a ``Plan`` by walking the function's ops once, then materialising shared expensive values."""
 
@@ -218,6 +139,7 @@ class Planner:
         self.inputs: list[Buffer] = []
         self.consts: list[tuple[Buffer, np.ndarray]] = []
         self.current = 0  # index of the op being visited
+        self.pending_outputs: dict[int, tuple[Nest, Buffer]] = {}  # result id -> the nest storing it
 
     # -- sources ----------------------------------------------------------------------------------------
     def source(self, v: Value) -> Source:
@@ -232,13 +154,26 @@ class Planner:
         self.temps.append(buffer)
         return buffer
 
+    def _holder(self, v: Value, src: Source, name: str) -> Value:
+        """A fresh value standing for ``src`` (what a nest stores; ``v`` itself may become a view)."""
+        holder = Value(v.aval, name=name)
+        self.sources[id(holder)] = src
+        return holder
+
     def materialise(self, v: Value) -> View:
-        """``v``'s source as a view, computing it into a temporary first if it is an expression."""
+        """``v``'s source as a view, computing it into a buffer first if it is an expression (the output's
+        buffer when ``v`` is a result that nothing else has claimed, else a temporary)."""
         src = self.source(v)
         if isinstance(src, View):
             return src
-        buffer = self._temp(v)
-        self.steps.append(Nest(v.aval.shape, stores=[(v, buffer)], order=self.position.get(id(v), -1)))
+        pending = self.pending_outputs.pop(id(v), None)
+        if pending is not None:
+            nest, buffer = pending
+            self.steps.remove(nest)
+        else:
+            buffer = self._temp(v)
+        holder = self._holder(v, src, v.name or "value")
+        self.steps.append(Nest(v.aval.shape, stores=[(holder, buffer)], order=self.position.get(id(v), -1)))
         self._root(v, buffer)
         return self.sources[id(v)]  # type: ignore[return-value]
 
@@ -267,8 +202,8 @@ class Planner:
             for v in op.operands:
                 self._check_type(v)
             self.visit(op)
-        self._share_expensive()
         outputs = self._bind_outputs()
+        self._share_expensive()
         self.steps.sort(key=lambda s: s.order)
         return Plan(fn, self.sources, self.buffers, self.steps, self.inputs, self.consts, outputs, self.temps)
 
@@ -287,15 +222,31 @@ class Planner:
             self.sources[id(result)] = Expr(op=op)
         elif name in VIEW_OPS:
             self.sources[id(result)] = self._view_op(op, result)
+        elif name in IDENTITIES:
+            (x,) = op.operands
+            src = self.source(x)
+            self.sources[id(result)] = (
+                src if isinstance(src, View) else Expr(operand=x, index_map=tuple(range(x.aval.ndim)))
+            )
         elif name in REDUCTIONS:
             (x,) = op.operands
             axes = tuple(sorted(int(a) for a in op.params["axes"]))
             buffer = self._temp(result)
-            self.steps.append(Nest(x.aval.shape, combine=REDUCTIONS[name], operand=x, axes=axes, target=buffer,
-                                   order=self.position[id(result)]))
+            self.steps.append(
+                Nest(
+                    x.aval.shape,
+                    combine=REDUCTIONS[name],
+                    operand=x,
+                    axes=axes,
+                    target=buffer,
+                    order=self.position[id(result)],
+                )
+            )
             self._root(result, buffer)
         elif op.prim is dot_general_p:
             self._dot(op, result)
+        elif name in ("concatenate", "pad"):
+            self._assemble(op, result)
         else:
             raise Unsupported(f"'{name}' has no native CPU lowering yet")
 
@@ -311,8 +262,9 @@ class Planner:
                 for a, d in enumerate(dims):
                     strides[d] = src.strides[a] if src.shape[a] == shape[d] else 0
                 return View(src.base, shape, tuple(strides), src.offset)
-            return Expr(operand=x, index_map=tuple(d if x.aval.shape[a] == shape[d] else None
-                                                   for a, d in enumerate(dims)))
+            return Expr(
+                operand=x, index_map=tuple(d if x.aval.shape[a] == shape[d] else None for a, d in enumerate(dims))
+            )
         if name == "transpose" or (name == "reshape" and params.get("dimensions") is not None):
             perm = tuple(params["permutation"] if name == "transpose" else params["dimensions"])
             inverse = tuple(int(i) for i in np.argsort(perm))
@@ -327,8 +279,9 @@ class Planner:
                 return self._reshape_source(moved, None, shape)
             # an expression transposed and then reshaped: materialise the transpose's operand first
             view = self.materialise(x)
-            return self._reshape_source(View(view.base, permuted_shape, tuple(view.strides[p] for p in perm),
-                                             view.offset), None, shape)
+            return self._reshape_source(
+                View(view.base, permuted_shape, tuple(view.strides[p] for p in perm), view.offset), None, shape
+            )
         if name in ("reshape", "squeeze", "expand_dims"):
             return self._reshape_source(src, x, shape)
         if name == "slice":
@@ -337,6 +290,11 @@ class Planner:
             steps = params.get("strides") or (1,) * len(shape)
             offset = view.offset + sum(int(s) * st for s, st in zip(starts, view.strides))
             return View(view.base, shape, tuple(st * int(k) for st, k in zip(view.strides, steps)), offset)
+        if name == "rev":  # a negative stride, starting from the last element
+            view = src if isinstance(src, View) else self.materialise(x)
+            dims = set(int(d) for d in params["dimensions"])
+            offset = view.offset + sum((view.shape[d] - 1) * view.strides[d] for d in dims if view.shape[d])
+            return View(view.base, shape, tuple(-st if d in dims else st for d, st in enumerate(view.strides)), offset)
         raise Unsupported(f"'{name}' has no native CPU lowering yet")
 
     def _reshape_source(self, src: Source, x: Value | None, shape: tuple[int, ...]) -> Source:
@@ -361,14 +319,43 @@ class Planner:
 
     def _copy_view(self, view: View) -> View:
         """A contiguous copy of a strided view, as a new root."""
-        dtype = view.base.aval.dtype
-        holder = Value(view.base.aval.update(shape=view.shape, dtype=dtype), name="copy")
-        self.sources[id(holder)] = view
-        self.position[id(holder)] = self.current - 0.5  # after the view's base, before the op that needs it
-        buffer = self._temp(holder)
-        self.steps.append(Nest(view.shape, stores=[(holder, buffer)], order=self.position[id(holder)]))
-        self._root(holder, buffer)
-        return self.sources[id(holder)]  # type: ignore[return-value]
+        copy = Value(view.base.aval.update(shape=view.shape), name="copy")
+        holder = self._holder(copy, view, "copy")
+        buffer = self._temp(copy)
+        # after the view's base is computed, before the op that needs the copy
+        self.steps.append(Nest(view.shape, stores=[(holder, buffer)], order=self.current - 0.5))
+        self._root(copy, buffer)
+        return self.sources[id(copy)]  # type: ignore[return-value]
+
+    def _assemble(self, op: Op, result: Value) -> None:
+        """``concatenate`` and ``pad`` write their operands (fused expressions included) into slices of the
+        result's buffer: one nest per operand, after a fill with the padding value."""
+        buffer = self._temp(result)
+        strides = contiguous_strides(result.aval.shape)
+        order = self.position[id(result)]
+
+        def place(x: Value, at_strides: tuple[int, ...], offset: int) -> None:
+            if x.aval.size:
+                holder = self._holder(x, Expr(operand=x, index_map=tuple(range(x.aval.ndim))), "part")
+                self.steps.append(
+                    Nest(x.aval.shape, stores=[(holder, buffer)], order=order, placement=(at_strides, offset))
+                )
+
+        if op.name == "concatenate":
+            dim, offset = int(op.params["dimension"]), 0
+            for x in op.operands:
+                place(x, strides, offset)
+                offset += x.aval.shape[dim] * strides[dim]
+        else:
+            x, value = op.operands
+            config = [tuple(int(c) for c in dims) for dims in op.params["padding_config"]]
+            if any(lo < 0 or hi < 0 or interior < 0 for lo, hi, interior in config):
+                raise Unsupported("'pad' with negative padding is not compiled natively yet")
+            fill = self._holder(result, Expr(operand=value, index_map=()), "padding")
+            self.steps.append(Nest(result.aval.shape, stores=[(fill, buffer)], order=order))
+            offset = sum(lo * st for (lo, _, _), st in zip(config, strides))
+            place(x, tuple(st * (interior + 1) for (_, _, interior), st in zip(config, strides)), offset)
+        self._root(result, buffer)
 
     # -- matrix products --------------------------------------------------------------------------------
     def _dot(self, op: Op, result: Value) -> None:
@@ -390,8 +377,12 @@ class Planner:
         # a loop nest over (batch, lhs free, contracting, rhs free): the innermost axis runs along rows of
         # rhs and out, so it vectorises; the contraction accumulates in out.
         nb, nlf, nc = len(lb), len(lf), len(lc)
-        shape = (tuple(lhs.aval.shape[a] for a in lb) + tuple(lhs.aval.shape[a] for a in lf)
-                 + tuple(lhs.aval.shape[a] for a in lc) + tuple(rhs.aval.shape[a] for a in rf))
+        shape = (
+            tuple(lhs.aval.shape[a] for a in lb)
+            + tuple(lhs.aval.shape[a] for a in lf)
+            + tuple(lhs.aval.shape[a] for a in lc)
+            + tuple(rhs.aval.shape[a] for a in rf)
+        )
         lmap = [None] * lhs.aval.ndim
         rmap = [None] * rhs.aval.ndim
         for i, a in enumerate(lb):
@@ -407,8 +398,16 @@ class Planner:
         self.materialise(lhs)
         self.materialise(rhs)
         axes = tuple(range(nb + nlf, nb + nlf + nc))
-        self.steps.append(Nest(shape, combine="add", axes=axes, target=buffer, order=order,
-                               product=(lhs, tuple(lmap), rhs, tuple(rmap), out_dtype)))
+        self.steps.append(
+            Nest(
+                shape,
+                combine="add",
+                axes=axes,
+                target=buffer,
+                order=order,
+                product=(lhs, tuple(lmap), rhs, tuple(rmap), out_dtype),
+            )
+        )
         self._root(result, buffer)
 
     def _gemm(self, lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order) -> Gemm:
@@ -417,22 +416,48 @@ class Planner:
 
         def matrices(x: Value, batch, rows, cols) -> tuple[View, int, bool, int]:
             view = self.materialise(x)
-            layout = _matrix_layout(view, batch, rows, cols)
+            layout = matrix_layout(view, batch, rows, cols)
             if layout is None:
                 order_ = batch + rows + cols
-                view = self._copy_view(View(view.base, tuple(view.shape[a] for a in order_),
-                                            tuple(view.strides[a] for a in order_), view.offset))
+                view = self._copy_view(
+                    View(
+                        view.base,
+                        tuple(view.shape[a] for a in order_),
+                        tuple(view.strides[a] for a in order_),
+                        view.offset,
+                    )
+                )
                 nb, nr = len(batch), len(rows)
-                layout = _matrix_layout(view, tuple(range(nb)), tuple(range(nb, nb + nr)),
-                                        tuple(range(nb + nr, len(view.shape))))
+                layout = matrix_layout(
+                    view, tuple(range(nb)), tuple(range(nb, nb + nr)), tuple(range(nb + nr, len(view.shape)))
+                )
                 assert layout is not None
             return (view, *layout)
 
         lview, lbatch, ltrans, lld = matrices(lhs, lb, lf, lc)
         rview, rbatch, rtrans, rld = matrices(rhs, rb, rc, rf)
         size = lambda axes, x: int(np.prod([x.aval.shape[a] for a in axes], dtype=np.int64))  # noqa: E731
-        return Gemm(lview, rview, buffer, size(lb, lhs), size(lf, lhs), size(rf, rhs), size(lc, lhs),
-                    (lbatch, ltrans, lld), (rbatch, rtrans, rld), order)
+        symmetric = (
+            lview.base is rview.base
+            and lview.offset == rview.offset
+            and lbatch == rbatch
+            and ltrans != rtrans
+            and lld == rld
+            and size(lf, lhs) == size(rf, rhs)
+        )
+        return Gemm(
+            lview,
+            rview,
+            buffer,
+            size(lb, lhs),
+            size(lf, lhs),
+            size(rf, rhs),
+            size(lc, lhs),
+            (lbatch, ltrans, lld),
+            (rbatch, rtrans, rld),
+            order,
+            symmetric,
+        )
 
     # -- sharing ----------------------------------------------------------------------------------------
     def cost(self, v: Value, memo: dict[int, int]) -> int:
@@ -465,8 +490,11 @@ class Planner:
                     for v in roots:
                         self._reach(v, n, False, users, expanded, values, seen)
             memo: dict[int, int] = {}
-            shared = [values[i] for i, nests in users.items()
-                      if (len(nests) > 1 or i in expanded) and self.cost(values[i], memo) >= 20]
+            shared = [
+                values[i]
+                for i, nests in users.items()
+                if (len(nests) > 1 or i in expanded) and self.cost(values[i], memo) >= 20
+            ]
             if not shared:
                 return
             for v in shared:
@@ -479,10 +507,11 @@ class Planner:
         src = self.sources[id(v)]
         if not isinstance(src, Expr):
             return
-        users.setdefault(id(v), set()).add(nest)
-        values[id(v)] = v
-        if under_broadcast:
-            expanded.add(id(v))
+        if src.op is not None:  # index remappings pass through: materialising them would copy twice
+            users.setdefault(id(v), set()).add(nest)
+            values[id(v)] = v
+            if under_broadcast:
+                expanded.add(id(v))
         if src.op is not None:
             for u in src.op.operands:
                 operand_expands = under_broadcast or (u.aval.size < v.aval.size and u.aval.shape != ())
@@ -493,8 +522,9 @@ class Planner:
 
     # -- outputs ----------------------------------------------------------------------------------------
     def _bind_outputs(self) -> list[Buffer]:
-        """One output buffer per result. A result computed by a nest of its own into a temporary is written
-        there directly; any other (a parameter, a view, a literal, a repeated result) gets a copy nest."""
+        """One output buffer per result. A result computed into a temporary by a nest of its own is written
+        to the output directly; anything else (an expression, a parameter, a view, a literal, a repeated
+        result) gets a nest that stores it into the output."""
         outputs: list[Buffer] = []
         claimed: set[int] = set()
         for i, r in enumerate(self.fn.results):
@@ -507,9 +537,13 @@ class Planner:
                 self._retarget(temp, buffer)
                 self.buffers[id(r)] = buffer
                 continue
-            holder = Value(r.aval, name="result")
-            self.sources[id(holder)] = self.source(r)
-            self.steps.append(Nest(r.aval.shape, stores=[(holder, buffer)], order=1 << 30))
+            index_map = () if isinstance(r, Literal) else tuple(range(r.aval.ndim))
+            holder = self._holder(r, Expr(operand=r, index_map=index_map), "result")
+            nest = Nest(r.aval.shape, stores=[(holder, buffer)], order=1 << 30)
+            self.steps.append(nest)
+            if isinstance(self.source(r), Expr) and id(r) not in claimed:
+                claimed.add(id(r))
+                self.pending_outputs[id(r)] = (nest, buffer)
         return outputs
 
     def _retarget(self, old: Buffer, new: Buffer) -> None:
@@ -533,7 +567,8 @@ def describe(plan: Plan) -> str:
     lines = []
     for step in plan.steps:
         if isinstance(step, Gemm):
-            lines.append(f"gemm {step.batch}x[{step.m},{step.k}]@[{step.k},{step.n}] -> {step.target.kind}")
+            routine = "syrk" if step.symmetric else "gemm"
+            lines.append(f"{routine} {step.batch}x[{step.m},{step.k}]@[{step.k},{step.n}] -> {step.target.kind}")
         elif step.combine is not None:
             lines.append(f"reduce[{step.combine}] {step.shape} axes={step.axes} -> {step.target.kind}")
         else:

@@ -1,35 +1,44 @@
-"""LLVM functions for loop nests, reductions, BLAS calls and the thread fan-out.
+"""LLVM functions for loop nests and reductions, and the thread fan-out that runs them.
 
 A nest becomes ``void nest(T0* noalias, ..., i64 lo, i64 hi, i64 slot)``: loops over its (collapsed)
 axes, the outermost one only over [lo, hi), so that threads can share it. The body evaluates the node
 DAG once per element. Reductions keep a register accumulator over the innermost reduced axes (float32
-sums and products accumulate in float64) and accumulate in memory over the others; when the outermost
-axis is reduced and split across threads, thread ``slot`` accumulates into its own partial result.
+sums and products add blocks of 512 float32 partials into float64) and accumulate in memory over the
+others; when the outermost axis is reduced and split across threads, thread ``slot`` accumulates into
+its own partial result.
 Scalars are kept in allocas and left to SROA, which is simpler than threading phis through loops.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
 import numpy as np
 
+from codegen.llvm import engine
 from codegen.llvm.nodes import Apply, Const, Iota, Load, NestBody
 from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = I8.as_pointer()
 NEST_TYPE = ir.FunctionType(ir.VoidType(), [PTR.as_pointer(), I64, I64, I64])  # (buffers, lo, hi, slot)
-PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 16))  # element x cost units per nest
+# a nest is split across threads from this much work (elements x cost per element): starting and joining
+# a thread costs tens of microseconds
+PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 22))
 MAX_THREADS = 64
+REDUCTION_BLOCK = 512  # elements a float32 register accumulator sums before adding into a float64 one
 
 
 def num_threads() -> int:
     value = os.environ.get("SRCJAX_NUM_THREADS")
-    count = int(value) if value else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
-                                      (os.cpu_count() or 1))
+    count = (
+        int(value)
+        if value
+        else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    )
     return max(1, min(count, MAX_THREADS))
 
 
@@ -68,8 +77,8 @@ def combine_values(cx: Lowering, combine: str, dtype: np.dtype, x: ir.Value, y: 
 
 
 # -- loops ------------------------------------------------------------------------------------------------
-def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body) -> None:
-    """``for i in range(start, stop): body(i)`` with the index as a phi (a canonical loop LLVM vectorises)."""
+def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body, step: int = 1) -> None:
+    """``for i in range(start, stop, step): body(i)`` with the index as a phi (a loop LLVM vectorises)."""
     fn = b.function
     pre = b.block
     loop = fn.append_basic_block("loop")
@@ -79,7 +88,7 @@ def for_range(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body) -> None:
     i = b.phi(I64)
     i.add_incoming(start, pre)
     body(i)
-    nxt = b.add(i, ir.Constant(I64, 1), flags=("nsw",))
+    nxt = b.add(i, ir.Constant(I64, step), flags=("nsw",))
     i.add_incoming(nxt, b.block)
     b.cbranch(b.icmp_signed("<", nxt, stop), loop, after)
     b.position_at_end(after)
@@ -117,6 +126,7 @@ class NestEmitter:
         self.module, self.body, self.name = module, body, name
         self.partial_slots = partial_slots  # the outermost axis is reduced and split across threads
         self.buffers = body.buffers()
+        self.acc: tuple[ir.Value, np.dtype] | None = None  # the register accumulator while inside its loops
 
     def emit(self) -> NestFunction:
         arg_types = [mtype(buf.dtype).as_pointer() for buf in self.buffers] + [I64, I64, I64]
@@ -147,8 +157,10 @@ class NestEmitter:
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         bufs, lo, hi, slot = fn.args
-        pointers = [b.bitcast(b.load(b.gep(bufs, [ir.Constant(I64, i)])), mtype(buf.dtype).as_pointer())
-                    for i, buf in enumerate(self.buffers)]
+        pointers = [
+            b.bitcast(b.load(b.gep(bufs, [ir.Constant(I64, i)])), mtype(buf.dtype).as_pointer())
+            for i, buf in enumerate(self.buffers)
+        ]
         b.call(self.fn, [*pointers, lo, hi, slot])
         b.ret_void()
 
@@ -159,6 +171,11 @@ class NestEmitter:
         while k > 0 and self.body.reduced[k - 1]:
             k -= 1
         return k
+
+    def accumulates_in_memory(self) -> bool:
+        """Whether the reduction adds into its target (which must then start at the identity)."""
+        k = self.suffix_start()
+        return k == len(self.body.shape) or any(self.body.reduced[:k])
 
     def loops(self, depth: int, index: list[ir.Value], lo: ir.Value, hi: ir.Value) -> None:
         body, b = self.body, self.b
@@ -182,7 +199,30 @@ class NestEmitter:
             return
         start = lo if depth == 0 else ir.Constant(I64, 0)
         stop = hi if depth == 0 else ir.Constant(I64, body.shape[depth])
+        if depth == len(body.shape) - 1 and self.acc is not None and self.acc[1] != body.reduction.dtype:
+            self._blocked_innermost(index, start, stop)
+            return
         for_range(self.b, start, stop, lambda i: self.loops(depth + 1, [*index, i], lo, hi))
+
+    def _blocked_innermost(self, index: list[ir.Value], start: ir.Value, stop: ir.Value) -> None:
+        """The innermost loop of a float32 sum or product in blocks: each block accumulates in float32 (8 lanes
+        wide, several partial sums), and the block's total goes into the float64 accumulator. Accumulating in
+        float64 throughout would halve the vector width of the whole loop body."""
+        b, red = self.b, self.body.reduction
+        wide_acc, wide_dtype = self.acc
+        narrow = self.alloca(ltype(red.dtype))
+
+        def block(first):
+            last = b.add(first, ir.Constant(I64, REDUCTION_BLOCK))
+            last = b.select(b.icmp_signed("<", last, stop), last, stop)
+            b.store(self.cx.const(red.dtype, identity(red.combine, red.dtype)), narrow)
+            self.acc = (narrow, red.dtype)
+            for_range(b, first, last, lambda i: self.element([*index, i]))
+            self.acc = (wide_acc, wide_dtype)
+            total = convert(self.cx, b.load(narrow), red.dtype, wide_dtype)
+            b.store(combine_values(self.cx, red.combine, wide_dtype, b.load(wide_acc), total), wide_acc)
+
+        for_range(b, start, stop, block, step=REDUCTION_BLOCK)
 
     def alloca(self, typ: ir.Type) -> ir.Value:
         with self.b.goto_block(self.fn.entry_basic_block):
@@ -201,13 +241,13 @@ class NestEmitter:
         values: dict[int, ir.Value] = {}
         for store in self.body.stores:
             value = self.value(store.node, index, values)
-            store_value(b, value, b.gep(self.pointers[id(store.buffer)], [affine(b, store.coeffs, 0, index)]),
-                        store.buffer.dtype)
+            address = affine(b, store.coeffs, store.offset, index)
+            store_value(b, value, b.gep(self.pointers[id(store.buffer)], [address]), store.buffer.dtype)
         red = self.body.reduction
         if red is None:
             return
         value = self.value(red.node, index, values)
-        if getattr(self, "acc", None) is not None:
+        if self.acc is not None:
             acc, acc_dtype = self.acc
             wide = convert(self.cx, value, red.dtype, acc_dtype)
             b.store(combine_values(self.cx, red.combine, acc_dtype, b.load(acc), wide), acc)
@@ -239,12 +279,30 @@ class NestEmitter:
 TASK = ir.LiteralStructType([NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64, I64])
 
 
+PARALLEL = "srcjax_parallel"
+PARALLEL_TYPE = ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64])
+_runtime: list[int] = []
+_runtime_lock = threading.Lock()
+
+
 def parallel_function(module: ir.Module) -> ir.Function:
-    """``srcjax.parallel(nest, buffers, n, threads)``: runs ``nest`` over [0, n) in ``threads`` chunks, chunk
-    t on a new pthread (chunk 0 on the calling thread), and joins them. A thread that cannot be created
-    runs its chunk inline."""
-    if "srcjax.parallel" in module.globals:
-        return module.globals["srcjax.parallel"]
+    """``srcjax_parallel(nest, buffers, n, threads)`` declared in ``module``; it is compiled once per process
+    (``_emit_parallel``) and bound by symbol, so modules do not each carry a copy."""
+    with _runtime_lock:
+        if not _runtime:
+            runtime = engine.new_module("srcjax_runtime")
+            _emit_parallel(runtime)
+            compiled = engine.compile_module(runtime, [PARALLEL], speed_level=2)
+            engine.add_symbol(PARALLEL, compiled.addresses[PARALLEL])
+            _runtime.append(compiled.addresses[PARALLEL])
+    if PARALLEL in module.globals:
+        return module.globals[PARALLEL]
+    return ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
+
+
+def _emit_parallel(module: ir.Module) -> None:
+    """Runs ``nest`` over [0, n) in ``threads`` chunks, chunk t on a new pthread (chunk 0 on the calling
+    thread), and joins them. A thread that cannot be created runs its chunk inline."""
     worker_type = ir.FunctionType(PTR, [PTR])
     worker = ir.Function(module, worker_type, name="srcjax.worker")
     worker.linkage = "internal"
@@ -254,13 +312,11 @@ def parallel_function(module: ir.Module) -> ir.Function:
     b.call(fields[0], fields[1:])
     b.ret(ir.Constant(PTR, None))
 
-    create = ir.Function(module, ir.FunctionType(I32, [I64.as_pointer(), PTR, worker_type.as_pointer(), PTR]),
-                         name="pthread_create")
+    create = ir.Function(
+        module, ir.FunctionType(I32, [I64.as_pointer(), PTR, worker_type.as_pointer(), PTR]), name="pthread_create"
+    )
     join = ir.Function(module, ir.FunctionType(I32, [I64, PTR.as_pointer()]), name="pthread_join")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64]),
-                     name="srcjax.parallel")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")  # inlined, its indirect calls would become direct ones and inline each nest twice
+    fn = ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
     nest, bufs, n, threads = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tasks = b.alloca(TASK, ir.Constant(I64, MAX_THREADS))
@@ -294,9 +350,7 @@ def parallel_function(module: ir.Module) -> ir.Function:
 
     for_range(b, ir.Constant(I64, 1), threads, finish)
     b.ret_void()
-    return fn
 
 
 def fill(b: ir.IRBuilder, cx: Lowering, ptr: ir.Value, count: int, value: ir.Value, dtype: np.dtype) -> None:
-    for_range(b, ir.Constant(I64, 0), ir.Constant(I64, count),
-              lambda i: store_value(b, value, b.gep(ptr, [i]), dtype))
+    for_range(b, ir.Constant(I64, 0), ir.Constant(I64, count), lambda i: store_value(b, value, b.gep(ptr, [i]), dtype))

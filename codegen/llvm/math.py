@@ -339,8 +339,9 @@ def emit_erf(f: Floats, x):
     yl = d.select(small, d.c(1.0), d.select(d.cmp(">", y, d.c(6.0)), d.c(6.0), y))  # erf = 1 beyond 6
     middle = _ratio(d, special._ERFC_R, special._ERFC_S, yl)
     inv2 = d.div(d.c(1.0), d.mul(yl, yl))
-    tail_ratio = d.div(d.mul(inv2, d.horner(list(reversed(special._ERFC_T)), inv2)),
-                       d.horner(list(reversed(special._ERFC_U)), inv2))
+    tail_ratio = d.div(
+        d.mul(inv2, d.horner(list(reversed(special._ERFC_T)), inv2)), d.horner(list(reversed(special._ERFC_U)), inv2)
+    )
     tail = d.div(d.sub(d.c(special._INV_SQRT_PI), tail_ratio), yl)
     ratio = d.select(d.cmp("<=", yl, d.c(4.0)), middle, tail)
     h = d.div(d.intrinsic("trunc", d.mul(yl, d.c(16.0))), d.c(16.0))

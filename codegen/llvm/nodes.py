@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from codegen.llvm.fusion import Buffer, Expr, IndexMap, Nest, Plan, View, contiguous_strides
+from codegen.llvm.fusion import Expr, IndexMap, Nest, Plan
+from codegen.llvm.layout import Buffer, View, contiguous_strides
 from transpiler.ir import Literal, Value
 
 
@@ -52,6 +53,7 @@ class Store:
     buffer: Buffer
     coeffs: list[int]
     node: Any
+    offset: int = 0
 
 
 @dataclass(eq=False)
@@ -79,8 +81,11 @@ class NestBody:
     def buffers(self) -> list[Buffer]:
         """Distinct buffers the nest touches, in a fixed order (its function's pointer arguments)."""
         seen: dict[int, Buffer] = {}
-        for b in [s.buffer for s in self.stores] + ([self.reduction.target] if self.reduction else []) + \
-                 [load.buffer for load in self.loads]:
+        for b in (
+            [s.buffer for s in self.stores]
+            + ([self.reduction.target] if self.reduction else [])
+            + [load.buffer for load in self.loads]
+        ):
             seen.setdefault(id(b), b)
         return list(seen.values())
 
@@ -134,9 +139,9 @@ def instantiate(plan: Plan, nest: Nest) -> NestBody:
     inst = Instantiator(plan, rank)
     body = NestBody(list(nest.shape), [a in nest.axes for a in range(rank)])
     if nest.combine is None:
-        strides = contiguous_strides(nest.shape)
+        strides, offset = nest.placement or (contiguous_strides(nest.shape), 0)
         for v, buffer in nest.stores:
-            body.stores.append(Store(buffer, list(strides), inst.node(v, identity)))
+            body.stores.append(Store(buffer, list(strides), inst.node(v, identity), offset))
     else:
         kept = [a for a in range(rank) if a not in nest.axes]
         out_strides = contiguous_strides(tuple(nest.shape[a] for a in kept))
@@ -145,8 +150,10 @@ def instantiate(plan: Plan, nest: Nest) -> NestBody:
             coeffs[a] = s
         if nest.product is not None:
             lhs, lmap, rhs, rmap, dtype = nest.product
-            operands = [_as(inst.node(lhs, lmap), lhs.aval.dtype, dtype),
-                        _as(inst.node(rhs, rmap), rhs.aval.dtype, dtype)]
+            operands = [
+                _as(inst.node(lhs, lmap), lhs.aval.dtype, dtype),
+                _as(inst.node(rhs, rmap), rhs.aval.dtype, dtype),
+            ]
             node = Apply("mul", {}, operands, [dtype, dtype], dtype)
         else:
             node = inst.node(nest.operand, identity)
@@ -177,8 +184,12 @@ def collapse(body: NestBody) -> NestBody:
             continue
         if groups:
             last = groups[-1][-1]
-            mergeable = (body.reduced[last] == body.reduced[axis] and last not in iota_axes
-                         and axis not in iota_axes and all(c[last] == c[axis] * size for c in vectors))
+            mergeable = (
+                body.reduced[last] == body.reduced[axis]
+                and last not in iota_axes
+                and axis not in iota_axes
+                and all(c[last] == c[axis] * size for c in vectors)
+            )
             if mergeable:
                 groups[-1].append(axis)
                 continue

@@ -159,8 +159,11 @@ def _sign(cx, ts, out, params, x):
     if _is_float(t):  # keeps -0.0, +0.0 and NaN
         one = ir.Constant(x.type, 1.0)
         signed_one = b.select(b.fcmp_ordered("<", x, ir.Constant(x.type, 0.0)), ir.Constant(x.type, -1.0), one)
-        return b.select(b.fcmp_unordered("une", x, ir.Constant(x.type, 0.0)),
-                        b.select(b.fcmp_unordered("uno", x, x), x, signed_one), x)
+        return b.select(
+            b.fcmp_unordered("une", x, ir.Constant(x.type, 0.0)),
+            b.select(b.fcmp_unordered("uno", x, x), x, signed_one),
+            x,
+        )
     zero = ir.Constant(x.type, 0)
     if not _signed(t):
         return b.zext(b.icmp_unsigned("!=", x, zero), x.type)

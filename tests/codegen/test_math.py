@@ -32,9 +32,36 @@ def _samples(dtype) -> np.ndarray:
     info = np.finfo(dtype)
     top = np.log10(float(info.max))
     wide = rng.uniform(-1, 1, 6000) * 10.0 ** rng.uniform(-top - 7, top, 6000)
-    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny, -info.tiny, info.smallest_subnormal,
-             -info.smallest_subnormal, info.max, -info.max, 1.0, -1.0, 0.5, 88.72, 88.73, -87.3, -103.9, -104.0,
-             709.78, 709.79, -745.1, -745.2, 1e-8, -1e-8, np.pi / 4, np.pi / 2, 3 * np.pi / 4]
+    edges = [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        info.tiny,
+        -info.tiny,
+        info.smallest_subnormal,
+        -info.smallest_subnormal,
+        info.max,
+        -info.max,
+        1.0,
+        -1.0,
+        0.5,
+        88.72,
+        88.73,
+        -87.3,
+        -103.9,
+        -104.0,
+        709.78,
+        709.79,
+        -745.1,
+        -745.2,
+        1e-8,
+        -1e-8,
+        np.pi / 4,
+        np.pi / 2,
+        3 * np.pi / 4,
+    ]
     with np.errstate(over="ignore"):
         return np.concatenate([wide, rng.uniform(-30, 30, 4000), rng.uniform(-1, 1, 2000), edges]).astype(dtype)
 

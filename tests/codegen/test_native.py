@@ -1,0 +1,311 @@
+"""Natively compiled functions (codegen/llvm) agree with the eager runtime: a table of fused programs, matrix
+products through BLAS, the shape of the fusion plan, packed AVX code, and the fallback to the interpreter."""
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax import lax
+from codegen.llvm.compile import compile_function
+from codegen.llvm import kernels
+from codegen.llvm.kernels import num_threads
+
+RNG = np.random.default_rng(0)
+
+
+def _f32(*shape, low=-3.0, high=3.0):
+    return RNG.uniform(low, high, shape).astype(np.float32)
+
+
+def _i32(*shape, low=-50, high=50):
+    return RNG.integers(low, high, shape).astype(np.int32)
+
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+
+def sum_logistic(x):
+    return jnp.sum(1.0 / (1.0 + jnp.exp(-x)))
+
+
+def integer_ops(a, b):
+    return (
+        lax.div(a, b),
+        lax.rem(a, b),
+        a * b - 7,
+        jnp.maximum(a, b),
+        a >> 2,
+        lax.shift_left(a, b & 7),
+        lax.shift_right_logical(a, b),
+        -a,
+        jnp.abs(a),
+        jnp.sign(a),
+        a == b,
+        (a < b) & (a != 0),
+        ~a ^ b,
+    )
+
+
+def conversions(x):
+    big = x * 1e9
+    return (
+        big.astype(jnp.int32),
+        x.astype(jnp.uint8),
+        x.astype(jnp.int8),
+        (x > 0).astype(jnp.float32),
+        x.astype(bool),
+        jnp.round(x),
+        jnp.floor(x),
+        jnp.ceil(x),
+        jnp.arange(x.shape[0]) * x,
+    )
+
+
+def special_values(x):
+    return (
+        x.astype(jnp.int32),
+        jnp.maximum(x, 0.0),
+        jnp.minimum(x, -0.0),
+        jnp.sign(x),
+        jnp.isfinite(x),
+        x / 0.0,
+        jnp.clip(x, -1.0, 1.0),
+    )
+
+
+def reductions(x):
+    return (
+        jnp.sum(x, axis=0),
+        jnp.sum(x, axis=(0, 2)),
+        jnp.max(x, axis=1),
+        jnp.min(x, axis=2),
+        jnp.prod(x[:2] / 2, axis=(1, 2)),
+        jnp.mean(x),
+        jnp.sum(jnp.exp(x), axis=-1),
+        x.sum() + x[0].sum(-1),
+    )
+
+
+def softmax(x):
+    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def views(x, y):
+    return (
+        x.T + 1.0,
+        x.reshape(-1) * 2.0,
+        jnp.exp(x).reshape(x.shape[1], x.shape[0]),
+        x[1:, ::2] - y[:, None, 0],
+        jnp.transpose(x)[::-1] * 1.0,
+        jnp.broadcast_to(y[:, 0], (3, y.shape[0])),
+    )
+
+
+def transcendental(x):
+    return (
+        jnp.tanh(x),
+        jnp.log1p(jnp.abs(x)),
+        jnp.expm1(x),
+        jnp.sin(x),
+        jnp.cos(x),
+        lax.erf(x),
+        lax.logistic(x),
+        jnp.log(jnp.abs(x) + 1e-3),
+        jnp.sqrt(jnp.abs(x)),
+        lax.rsqrt(jnp.abs(x) + 1.0),
+        x**3,
+        jnp.abs(x) ** x,
+        jnp.arctan2(x, 1.5),
+        jnp.sinh(x),
+        jnp.exp2(x),
+    )
+
+
+# name, function, arguments, (rtol, atol) for floats (integers and bools must match exactly)
+PROGRAMS = [
+    ("selu_1e5", selu, [_f32(100_000)], (2e-6, 5e-7)),  # alpha * exp(x) - alpha: a few ulp of alpha
+    ("square_plus_double", lambda x: x * x + x * 2.0, [_f32(50, 40)], (0, 0)),
+    ("sum_logistic", sum_logistic, [_f32(1000)], (1e-6, 0)),
+    ("sum_logistic_threads", sum_logistic, [_f32(30_000)], (1e-6, 0)),
+    ("broadcast_outer", lambda x, y: x[:, None] + y[None, :] * 2.0, [_f32(30), _f32(40)], (0, 0)),
+    ("broadcast_3d", lambda x, y: x * y, [_f32(3, 1, 5), _f32(4, 1)], (0, 0)),
+    ("scalar_and_0d", lambda x, s: x * s + s, [_f32(7), np.float32(2.5)], (0, 0)),
+    ("reductions", reductions, [_f32(6, 7, 8)], (2e-6, 1e-6)),
+    # sums that cancel: within a few ulp of sum(|x|) (the order of the additions differs)
+    ("column_sum_threads", lambda x: jnp.sum(x, axis=0), [_f32(1000, 300)], (1e-5, 2e-4)),
+    ("row_max_threads", lambda x: (jnp.max(x, axis=1), jnp.min(x, axis=0)), [_f32(140, 200)], (0, 0)),
+    ("selu_threads", selu, [_f32(30_000)], (2e-6, 5e-7)),
+    ("integer_threads", lambda a: (jnp.sum(a, axis=0), a * 3 + 1), [_i32(300, 70)], None),
+    ("softmax", softmax, [_f32(64, 33)], (2e-6, 1e-7)),
+    ("integer_ops", integer_ops, [_i32(9, 11), _i32(9, 11, low=-3, high=4)], None),
+    (
+        "integer_sum",
+        lambda a: (jnp.sum(a, axis=1), jnp.max(a), a.min(0), jnp.prod(a % 3, axis=0)),
+        [_i32(20, 30)],
+        None,
+    ),
+    ("conversions", conversions, [_f32(64, low=-4, high=300)], (0, 0)),
+    (
+        "special_values",
+        special_values,
+        [np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -3.5, 2.5], np.float32)],
+        (0, 0),
+    ),
+    ("views", views, [_f32(4, 6), _f32(3, 5)], (1e-6, 0)),
+    ("transcendental", transcendental, [_f32(333)], (3e-6, 1e-7)),
+    ("empty", lambda x, y: (x * 2.0, jnp.sum(y, axis=1), jnp.max(y, axis=0)), [_f32(0), _f32(3, 0)], (0, 0)),
+    (
+        "bools",
+        lambda p, q: (p & ~q, jnp.any(p), jnp.all(q, axis=0), jnp.where(p, 1, 2)),
+        [RNG.random((5, 4)) > 0.5, RNG.random((5, 4)) > 0.3],
+        None,
+    ),
+    ("matmul", lambda a, b: a @ b, [_f32(31, 17), _f32(17, 23)], (1e-5, 1e-5)),
+    ("matmul_transposed", lambda a: (a @ a.T, a.T @ a), [_f32(20, 13)], (1e-5, 1e-5)),
+    ("matvec_fused", lambda w, x: jnp.tanh(w @ x + 1.0).sum(), [_f32(40, 30), _f32(30)], (1e-5, 1e-5)),
+    ("batched_matmul", lambda a, b: jnp.einsum("bij,bjk->bik", a, b), [_f32(4, 5, 6), _f32(4, 6, 3)], (1e-5, 1e-5)),
+    ("batched_other_axes", lambda a, b: jnp.einsum("ibj,kjb->bik", a, b), [_f32(5, 4, 6), _f32(3, 6, 4)], (1e-5, 1e-5)),
+    ("integer_matmul", lambda a, b: a @ b, [_i32(7, 9), _i32(9, 4)], None),
+    ("constants", lambda x: x + jnp.array([1.0, 2.0, 3.0]) * np.float32(2.0), [_f32(2, 3)], (0, 0)),
+    (
+        "concatenate_and_pad",
+        lambda x, y: (
+            jnp.concatenate([jnp.exp(x), y * 2.0, x[:1]], axis=0),
+            jnp.pad(x, ((1, 2), (0, 3)), constant_values=-1.0),
+            lax.pad(x, 0.5, ((0, 1, 2), (2, 0, 1))),
+            jnp.stack([x, x + 1.0]).sum(0),
+        ),
+        [_f32(3, 4), _f32(5, 4)],
+        (1e-6, 0),
+    ),
+    ("identity_and_repeats", lambda x: (x, x, x + 1.0, x.reshape(2, -1)), [_f32(4, 3)], (0, 0)),
+]
+
+
+def _as_tuple(out):
+    return out if isinstance(out, (tuple, list)) else (out,)
+
+
+@pytest.fixture
+def small_parallel_threshold(monkeypatch):
+    """Split nests across threads from a small size, so that small tests take the threaded paths."""
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1 << 12)
+
+
+@pytest.mark.parametrize("name,fn,args,tol", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_compiled_agrees_with_eager(name, fn, args, tol, request):
+    if name.endswith("_threads"):
+        request.getfixturevalue("small_parallel_threshold")
+    jitted = srcjax.jit(fn)
+    compiled = jitted.lower(*args).compile()
+    assert compiled.native is not None, compiled.native_error
+    got = _as_tuple(jitted(*args))
+    want = _as_tuple(fn(*[jnp.asarray(a) for a in args]))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.weak_type == w.weak_type, (g, w)
+        g, w = np.asarray(g), np.asarray(w)
+        if tol is None or w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=tol[0], atol=tol[1])
+
+
+@pytest.mark.parametrize(
+    "fn,shape",
+    [
+        (sum_logistic, (1 << 20,)),
+        (lambda x: jnp.sum(x, axis=0), (4000, 1100)),
+        (lambda x: jnp.max(x, axis=1), (2200, 2000)),
+        (selu, (1 << 20,)),
+    ],
+)
+def test_large_nests_run_on_threads(fn, shape):
+    executable = srcjax.jit(fn).lower(np.zeros(shape, np.float32)).compile().native
+    assert ("srcjax_parallel" in executable.llvm_ir) == (num_threads() > 1)
+    small = srcjax.jit(fn).lower(np.zeros(1000, np.float32) if len(shape) == 1 else np.zeros((10, 10), np.float32))
+    assert "srcjax_parallel" not in small.compile().native.llvm_ir
+
+
+def test_weak_types_survive():
+    f = srcjax.jit(lambda x: x * 2)
+    out = f(3.0)
+    assert out.weak_type and out.dtype == np.float32 and float(out) == 6.0
+    assert f.lower(3.0).compile().native is not None
+
+
+def test_float64_programs():
+    srcjax.config.update("jax_enable_x64", True)
+    try:
+        x = RNG.normal(size=(50, 20))
+        fn = lambda x: (jnp.tanh(x) @ x.T, jnp.sum(jnp.exp(x), axis=0), x.astype(jnp.int64))  # noqa: E731
+        got = srcjax.jit(fn)(x)
+        for g, w in zip(got, fn(jnp.asarray(x))):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
+    finally:
+        srcjax.config.update("jax_enable_x64", False)
+
+
+def _plan(fn, *args) -> str:
+    return srcjax.jit(fn).lower(*args).compile().native.steps
+
+
+def test_fusion_plans():
+    # one pass over memory: an elementwise chain is one nest writing the output directly
+    assert _plan(selu, _f32(10)) == "map (10,) -> output"
+    assert _plan(sum_logistic, _f32(10)) == "reduce[add] (10,) axes=(0,) -> output"
+    # a broadcast operand that is expensive is computed once (not once per row)
+    assert _plan(lambda x, y: jnp.exp(y)[None, :] * x, _f32(8, 5), _f32(5)).splitlines() == [
+        "map (5,) -> temp",
+        "map (8, 5) -> output",
+    ]
+    # a transposed operand is read by BLAS in place; an expression operand is computed first
+    assert _plan(lambda a: a @ a.T, _f32(6, 4)) == "syrk 1x[6,4]@[4,6] -> output"  # half the work of gemm
+    assert _plan(lambda a, b: jnp.exp(a) @ b, _f32(6, 4), _f32(4, 2)).splitlines() == [
+        "map (6, 4) -> temp",
+        "gemm 1x[6,4]@[4,2] -> output",
+    ]
+
+
+def test_packed_avx_in_fused_loop():
+    executable = srcjax.jit(lambda x: x * x + x * 2.0).lower(_f32(4096)).compile().native
+    assembly = executable.assembly()
+    assert "vmulps" in assembly and "%ymm" in assembly
+    assert any(op in assembly for op in ("vaddps", "vfmadd213ps", "vfmadd231ps", "vfmadd132ps"))
+    assert "define" in executable.llvm_ir
+
+
+def test_blas_results_against_numpy():
+    for m, k, n in [(1, 1, 1), (64, 128, 32), (3, 200, 1), (200, 3, 5)]:
+        a, b = _f32(m, k), _f32(k, n)
+        np.testing.assert_allclose(
+            np.asarray(srcjax.jit(jnp.matmul)(a, b)), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4
+        )
+
+
+def test_unsupported_ops_fall_back_to_the_interpreter():
+    f = srcjax.jit(lambda x: jnp.sort(x) * 2.0)
+    x = _f32(9)
+    compiled = f.lower(x).compile()
+    assert compiled.native is None and "sort" in compiled.native_error
+    np.testing.assert_array_equal(np.asarray(f(x)), np.sort(x) * 2.0)
+    loop = srcjax.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))
+    assert loop.lower(x).compile().native is None
+    np.testing.assert_array_equal(np.asarray(loop(x)), x * 8.0)
+
+
+def test_native_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("SRCJAX_NATIVE", "0")
+    f = srcjax.jit(lambda x: x + 1.0)
+    compiled = f.lower(_f32(3)).compile()
+    assert compiled.native is None and compiled.native_error is None
+    np.testing.assert_array_equal(np.asarray(f(np.ones(3, np.float32))), 2.0)
+
+
+def test_compile_function_returns_none_for_unsupported_ir():
+    ir = srcjax.jit(lambda x: jnp.cumsum(x)).lower(_f32(5)).compile().ir
+    assert compile_function(ir) is None
