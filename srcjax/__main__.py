@@ -154,9 +154,7 @@ def load_function(spec: str) -> Callable:
 
 
 def transpile(options: argparse.Namespace) -> str:
-    from transpiler.emit_python import emit_module
     from transpiler.frontend.calls import trace_function
-    from transpiler.printer import print_function
 
     import srcjax  # noqa: F401 - loads the runtime (arrays, numpy) that compiled code runs with
 
@@ -164,16 +162,29 @@ def transpile(options: argparse.Namespace) -> str:
     args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
     name = fn.__name__
     if (options.grad or options.value_and_grad) and not options.has_aux:
-        ir = _reverse_mode(fn, args, options)
-        return print_function(ir) if options.emit == "ir" else emit_module(ir)
+        return _emit(_reverse_mode(fn, args, options), options.emit)
     for transform in TRANSFORMS:
         if getattr(options, transform, False):
             fn = TRANSFORMS[transform][1](fn, options)
             name = f"{transform}_{name}"
     ir, _ = trace_function(fn, args, name=name)
-    if options.emit == "ir":
+    return _emit(ir, options.emit)
+
+
+def _emit(ir: Any, form: str) -> str:
+    from transpiler.emit_python import emit_module
+    from transpiler.printer import print_function
+
+    if form == "ir":
         return print_function(ir)
-    return emit_module(ir)
+    if form == "python":
+        return emit_module(ir)
+    from codegen.llvm.compile import compile_function
+
+    native = compile_function(ir)
+    if native is None:
+        raise UsageError(f"{ir.name} has operations the native compiler does not handle yet; --emit ir shows them")
+    return native.llvm_ir if form == "llvm" else native.assembly()
 
 
 def _reverse_mode(fn: Callable, args: list[Any], options: argparse.Namespace):
@@ -205,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     t = commands.add_parser("transpile", help="print the IR or generated Python of a function")
     t.add_argument("target", help="FILE.py:FUNCTION")
     t.add_argument("--args", help="argument types, e.g. 'f32[3], f32[]' (Python literals for static ones)")
-    t.add_argument("--emit", choices=["ir", "python"], default="python")
+    t.add_argument("--emit", choices=["ir", "python", "llvm", "asm"], default="python")
     for name, (help_text, _) in TRANSFORMS.items():
         t.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", help=help_text)
     t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")

@@ -104,3 +104,13 @@ def test_transpile_seed_examples(example, func, args):
     namespace = {}
     exec(compile(result.stdout, "<transpiled>", "exec"), namespace)
     assert callable(namespace[func])
+
+
+def test_transpile_emits_llvm_and_assembly(capsys):
+    target = os.path.join(ROOT, "examples/seed_003_slides.py") + ":slow_f"
+    assert cli(["transpile", target, "--args", "f32[64,64]", "--emit", "llvm"]) == 0
+    llvm_ir = capsys.readouterr().out
+    assert "define" in llvm_ir and "fmul" in llvm_ir
+    assert cli(["transpile", target, "--args", "f32[64,64]", "--emit", "asm"]) == 0
+    assembly = capsys.readouterr().out
+    assert "ymm" in assembly  # packed AVX arithmetic
