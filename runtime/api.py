@@ -120,6 +120,9 @@ def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
     return out
 
 
+_in_use = core.interpreters_in_use()  # the live list: empty while nothing is being compiled
+
+
 class Compiled:
     """One specialisation: the IR and how to call it (natively when the CPU backend compiles it, else by
     interpreting the IR; ``native_error`` says why not, and ``SRCJAX_NATIVE=0`` turns native code off)."""
@@ -175,6 +178,7 @@ class Jitted:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
+        self._fast: dict[tuple, Compiled] = {}  # by the argument types, when every argument is an array
         self.__srcjax_inline__ = fn
         functools.update_wrapper(self, fn, updated=())
 
@@ -198,6 +202,16 @@ class Jitted:
         return compiled, sig
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not self.static_argnums and not self.static_argnames and not _in_use:
+            # the common call: arrays only. Their types are the whole signature, no pytree to flatten
+            if all(type(a) is Array for a in args) and not config.jax_disable_jit:
+                key = tuple([a.aval for a in args])
+                compiled = self._fast.get(key)
+                if compiled is not None:
+                    return compiled(*args)
+                compiled, sig = self._specialise(args, kwargs)
+                self._fast[key] = compiled
+                return compiled(*sig.dynamic_leaves())
         if config.jax_disable_jit:
             return self.fn(*args, **kwargs)
         if isinstance(core.current_interpreter(), Builder):  # called while another function is compiled
@@ -211,6 +225,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast.clear()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

@@ -132,6 +132,11 @@ def set_base_interpreter(interpreter: Interpreter) -> None:
     _base[0] = interpreter
 
 
+def interpreters_in_use() -> list[Interpreter]:
+    """The interpreters above the base (empty while nothing is compiled or transformed)."""
+    return _stack
+
+
 def base_interpreter() -> Interpreter:
     return _base[0]
 
