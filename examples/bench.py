@@ -63,6 +63,50 @@ def workloads(small: bool):
     ]
 
 
+def compiled_workloads(small: bool):
+    """(name, args, make(lib) -> callable): the compiled workloads; ``lib`` is srcjax or jax."""
+    rng = np.random.default_rng(1)
+    big = 100_000 if small else 1_000_000
+    n = 500 if small else 5000
+    v = rng.normal(size=big).astype(np.float32)
+    m = rng.normal(size=(n, n)).astype(np.float32)
+    tiny = rng.normal(size=4).astype(np.float32)
+
+    def selu(np_):
+        return lambda x, alpha=1.67, lmbda=1.05: lmbda * np_.where(x > 0, x, alpha * np_.exp(x) - alpha)
+
+    def sum_logistic(np_):
+        return lambda x: np_.sum(1.0 / (1.0 + np_.exp(-x)))
+
+    return [
+        (f"jit(selu), {big:.0e}", (v,), lambda lib, np_: lib.jit(selu(np_)), lambda x: selu(np)(x)),
+        (f"jit(x*x + x*2.0), {n}x{n}", (m,), lambda lib, np_: lib.jit(lambda x: x * x + x * 2.0),
+         lambda x: x * x + x * 2.0),
+        (f"jit(grad(sum_logistic)), {big:.0e}", (v,), lambda lib, np_: lib.jit(lib.grad(sum_logistic(np_))),
+         lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2),
+        ("jit dispatch, 4 elements", (tiny,), lambda lib, np_: lib.jit(lambda x: x + 1.0), lambda x: x + 1.0),
+    ]
+
+
+def run_compiled(small: bool, key: str, repeat: int) -> None:
+    print(f"\n{'compiled workload':32s} {'srcjax':>10s} {'numpy':>10s} {'ratio':>7s}"
+          + (f" {'jax':>10s} {'ratio':>7s}" if real_jax is not None else ""))
+    for name, host_args, make, numpy_fn in compiled_workloads(small):
+        if key not in name:
+            continue
+        ours = [srcjax.device_put(a) for a in host_args]
+        f = make(srcjax, jnp)
+        t_ours = median_time(lambda: ready(f(*ours)), repeat)
+        t_np = median_time(lambda: numpy_fn(*host_args), repeat)
+        line = f"{name:32s} {t_ours * 1e3:9.3f}ms {t_np * 1e3:9.3f}ms {t_ours / t_np:7.2f}"
+        if real_jax is not None:
+            theirs = [real_jax.device_put(a) for a in host_args]
+            g = make(real_jax, real_jnp)
+            t_jax = median_time(lambda: ready(g(*theirs)), repeat)
+            line += f" {t_jax * 1e3:9.3f}ms {t_ours / t_jax:7.2f}"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", action="store_true")
@@ -85,6 +129,7 @@ def main() -> None:
             t_jax = median_time(lambda: ready(fn(real_jnp, *theirs)), repeat)
             line += f" {t_jax * 1e3:9.3f}ms {t_ours / t_jax:7.2f}"
         print(line)
+    run_compiled(args.small, args.k, repeat)
 
 
 if __name__ == "__main__":
