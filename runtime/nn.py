@@ -43,14 +43,16 @@ def _array(name: str, x: Any) -> Any:
 
 # -- activations ---------------------------------------------------------------------------------------------
 def relu(x: Any) -> Any:
-    """max(x, 0)"""
-    return _jnp().maximum(_array("relu", x), 0)
+    """max(x, 0), written as a select so that the derivative at 0 is 0 (JAX's choice; a max would split it)."""
+    x = _array("relu", x)
+    return _jnp().where(x <= 0, 0, x)  # NaN stays NaN
 
 
 def relu6(x: Any) -> Any:
-    """min(max(x, 0), 6)"""
+    """min(max(x, 0), 6), with derivative 0 at both corners (JAX's choice)."""
     jnp = _jnp()
-    return jnp.minimum(jnp.maximum(_array("relu6", x), 0), 6.0)
+    x = _array("relu6", x)
+    return jnp.where(x <= 0, 0, jnp.where(x >= 6, 6.0, x))
 
 
 def sigmoid(x: Any) -> Any:

@@ -50,8 +50,11 @@ def _inner(a: Any, b: Any) -> float:
 def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], eps: float = EPS) -> Any:
     up = f(*_add(list(primals), list(tangents), eps))
     down = f(*_add(list(primals), list(tangents), -eps))
-    return tree_util.tree_map(lambda u, d: (np.asarray(u, np.float64) - np.asarray(d, np.float64)) / (2 * eps),
-                              up, down)
+    def difference(u: Any, d: Any) -> np.ndarray:
+        wide = np.complex128 if np.iscomplexobj(u) else np.float64  # keep the imaginary part of complex outputs
+        return (np.asarray(u, wide) - np.asarray(d, wide)) / (2 * eps)
+
+    return tree_util.tree_map(difference, up, down)
 
 
 def _check_close(got: Any, want: Any, atol: float, rtol: float, what: str) -> None:
@@ -75,7 +78,9 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol=None, rtol
     tangent = _random_like(rng, list(args))
     tangent_out = numerical_jvp(f, args, tangent, eps)
     cotangent = _random_like(rng, value)
-    cotangent_out = vjp_fn(cotangent)
+    # a VJP is linear, not conjugate-linear, in the cotangent (JAX's convention for complex values): conjugating
+    # on both sides makes <t, conj(vjp(conj c))> the inner product that equals <jvp(t), c>
+    cotangent_out = tree_util.tree_map(np.conj, vjp_fn(tree_util.tree_map(np.conj, cotangent)))
     tol = _tolerance(args, None)
     ip = _inner(tangent, list(cotangent_out))
     ip_expected = _inner(tangent_out, cotangent)

@@ -19,6 +19,7 @@ from runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
 from transpiler.primitives import elementwise as ew
 
 __all__ = [
+    "polygamma",
     "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
     "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp",
     "clz", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv",
@@ -306,6 +307,14 @@ def lgamma(x: Any) -> Any:
 
 def digamma(x: Any) -> Any:
     return _unary(ew.digamma_p, "digamma", x)
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """The m-th derivative of digamma (``m`` an integer-valued array or number, promoted to ``x``'s dtype)."""
+    from runtime.numpy import _core
+
+    m, x = _core.promote_args_inexact("polygamma", m, x)
+    return ew.polygamma_p.bind(m, x)
 
 
 def is_finite(x: Any) -> Any:

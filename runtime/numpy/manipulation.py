@@ -25,7 +25,7 @@ __all__ = [
     "squeeze", "expand_dims", "concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack",
     "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "tile", "repeat", "flip", "fliplr", "flipud",
     "rot90", "roll", "pad", "broadcast_to", "broadcast_arrays", "broadcast_shapes", "atleast_1d", "atleast_2d",
-    "atleast_3d", "append", "insert", "delete", "resize", "trim_zeros", "block",
+    "atleast_3d", "append", "insert", "delete", "resize", "trim_zeros", "block", "r_", "c_",
 ]
 
 AxisError = np.exceptions.AxisError  # both a ValueError and an IndexError, as in NumPy
@@ -888,3 +888,67 @@ def _pad_with_function(array: Any, widths: list[tuple[int, int]], function: Call
     for axis, width in enumerate(widths):
         array = jnp.apply_along_axis(function, axis, array, width, axis, kwargs)
     return array
+
+
+# -- r_ and c_ ------------------------------------------------------------------------------------------------
+class _AxisConcatenator:
+    """``r_[...]`` and ``c_[...]``: arrays, scalars and slices (``start:stop:step``, an arange, or a linspace of
+    that many points for a complex step) joined along ``axis`` after each is given at least ``ndmin`` axes. A
+    leading string ``'axis[,ndmin[,trans1d]]'`` changes the defaults; ``trans1d`` is where an upgraded item's own
+    axes go among the new ones (-1: last)."""
+
+    def __init__(self, name: str, axis: int, ndmin: int, trans1d: int):
+        self.name, self.axis, self.ndmin, self.trans1d = name, axis, ndmin, trans1d
+
+    def _directive(self, text: str) -> tuple[int, int, int]:
+        if text in ("r", "c"):
+            raise NotImplementedError(f"jnp.{self.name}: the matrix directives 'r' and 'c' are not supported")
+        try:
+            given = [int(part) for part in text.split(",")]
+        except ValueError:
+            raise ValueError(f"jnp.{self.name}: a directive string is 'axis[,ndmin[,trans1d]]' of integers, got "
+                             f"{text!r}") from None
+        if len(given) > 3:
+            raise ValueError(f"jnp.{self.name}: a directive has at most three integers, got {text!r}")
+        return tuple(given + [self.axis, self.ndmin, self.trans1d][len(given):])
+
+    def __getitem__(self, key: Any) -> Any:
+        items = list(key) if isinstance(key, tuple) else [key]
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        if items and isinstance(items[0], str):
+            axis, ndmin, trans1d = self._directive(items.pop(0))
+        pieces = []
+        for item in items:
+            if isinstance(item, str):
+                raise ValueError(f"jnp.{self.name}: a string may only come first, got {item!r} later")
+            if isinstance(item, slice):
+                piece = jnp.mgrid[item]
+                if ndmin > 1:  # the range is a row; trans1d then turns it
+                    piece = lax.reshape(piece, (1,) * (ndmin - 1) + _shape(piece))
+                    if trans1d != -1:
+                        piece = swapaxes(piece, -1, trans1d)
+            else:
+                piece = jnp.asarray(item)
+                piece = self._upgrade(piece, ndmin, trans1d)
+            pieces.append(piece)
+        if not pieces:
+            return jnp.zeros((0,))
+        return concatenate(pieces, axis)
+
+    @staticmethod
+    def _upgrade(piece: Any, ndmin: int, trans1d: int) -> Any:
+        """New leading axes up to ``ndmin``; then the item's own axes are moved to start at ``trans1d``."""
+        own = len(_shape(piece))
+        if own >= ndmin:
+            return piece
+        piece = lax.reshape(piece, (1,) * (ndmin - own) + _shape(piece))
+        if trans1d == -1:
+            return piece
+        new = ndmin - own
+        start = trans1d + new + 1 if trans1d < 0 else trans1d
+        order = list(range(new))
+        return transpose(piece, tuple(order[:start] + list(range(new, ndmin)) + order[start:]))
+
+
+r_ = _AxisConcatenator("r_", axis=0, ndmin=1, trans1d=-1)
+c_ = _AxisConcatenator("c_", axis=-1, ndmin=2, trans1d=0)

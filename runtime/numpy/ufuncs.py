@@ -28,6 +28,7 @@ from runtime.numpy._core import (
     promote_shapes,
 )
 from transpiler.primitives import elementwise as ew
+from transpiler.primitives.custom import stop_gradient_p
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
@@ -682,6 +683,10 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     mantissa_bits_pattern = ew.or_p.bind(ew.and_p.bind(bits, _const(bits, int(keep))),
                                          _const(bits, (bias - 1) << mantissa_bits))
     mantissa = ew.bitcast_convert_type_p.bind(mantissa_bits_pattern, new_dtype=dtype)
+    # the bits give the exact value; the derivative is that of x * 2**-exponent (the exponent is locally constant):
+    # add (x - stop_gradient(x)) * 2**-exponent, which is exactly zero and carries d mantissa / dx = 2**-exponent
+    carrier = ew.sub_p.bind(x, stop_gradient_p.bind(x))
+    mantissa = ew.add_p.bind(mantissa, ldexp(carrier, ew.neg_p.bind(exponent)))
     special = ew.or_p.bind(ew.eq_p.bind(x, _const(x, 0)), ew.not_p.bind(ew.is_finite_p.bind(x)))
     return _where(special, x, mantissa), _where(special, _const(exponent, 0), exponent)
 

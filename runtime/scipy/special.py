@@ -15,6 +15,7 @@ from runtime.nn import logsumexp as _nn_logsumexp
 from runtime.numpy import _core
 
 __all__ = [
+    "polygamma",
     "logsumexp", "expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "gamma", "gammasgn", "beta",
     "betaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "ndtr", "ndtri",
     "log_ndtr", "multigammaln",
@@ -83,6 +84,11 @@ def digamma(x: Any) -> Any:
     return _lax().digamma(x)
 
 
+def polygamma(n: Any, x: Any) -> Any:
+    """psi^(n)(x): the n-th derivative of digamma (polygamma(0, x) is digamma)."""
+    return _lax().polygamma(n, x)
+
+
 def gammasgn(x: Any) -> Any:
     """The sign of Gamma(x): +1 for x > 0, (-1)^ceil(-x) between the poles of x < 0, NaN at the poles."""
     jnp = _jnp()
@@ -115,18 +121,30 @@ def beta(a: Any, b: Any) -> Any:
     return sign * _jnp().exp(betaln(a, b))
 
 
+def _x_times_log(x: Any, y: Any, log: Any, finite: Any) -> Any:
+    """x * log(y), 0 where x == 0 even if log(y) is not finite there.
+
+    Written as x * L with L = log(y) except where x == 0 and log(y) is not finite (L = 0 there), rather than a
+    select of 0: at x == 0 the derivative in x is then log(y), as JAX's rule gives, not 0; and no branch holds an
+    infinite slope that reverse mode would multiply by a zero cotangent.
+    """
+    jnp = _jnp()
+    use_log = (x != 0) | finite | jnp.isnan(y)  # a NaN y gives NaN, as JAX's does
+    return x * jnp.where(use_log, log(jnp.where(use_log, y, 1)), 0) + 0  # + 0: 0 * log(y < 1) is +0, not -0
+
+
 def xlogy(x: Any, y: Any) -> Any:
     """x * log(y), defined as 0 where x == 0 (even for y == 0)."""
     jnp = _jnp()
     x, y = _inexact("xlogy", x, y)
-    return jnp.where(x != 0, x * jnp.log(y), jnp.zeros_like(x))
+    return _x_times_log(x, y, jnp.log, (y > 0) & (y < np.inf))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
     """x * log(1 + y), defined as 0 where x == 0."""
     jnp = _jnp()
     x, y = _inexact("xlog1py", x, y)
-    return jnp.where(x != 0, x * jnp.log1p(y), jnp.zeros_like(x))
+    return _x_times_log(x, y, jnp.log1p, (y > -1) & (y < np.inf))
 
 
 def entr(x: Any) -> Any:
@@ -248,7 +266,10 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
     lower, upper = _LOG_NDTR_BOUNDS.get(dtype, _LOG_NDTR_BOUNDS[np.dtype(np.float32)])
     mid_x = jnp.clip(x, lower, upper)
     # right of 0, 1 - Phi(x) = Phi(-x) is small and log1p keeps its digits
-    mid = jnp.where(mid_x > 0, jnp.log1p(-ndtr(-mid_x)), jnp.log(ndtr(mid_x)))
+    # (each side evaluated at a safe point on the other, so the unused side's infinite slope, e.g. log1p(-1) at
+    # x << 0, does not turn the selected gradient into 0 * inf = NaN)
+    right = mid_x > 0
+    mid = jnp.where(right, jnp.log1p(-ndtr(-jnp.where(right, mid_x, 1.0))), jnp.log(ndtr(jnp.where(right, 0.0, mid_x))))
     high = -ndtr(-jnp.maximum(x, upper))
     low_x = jnp.minimum(x, lower)
     x2 = low_x * low_x

@@ -220,3 +220,19 @@ def test_bit_counting_of_negative_and_wide_integers():
     np.testing.assert_array_equal(S.population_count(np.array([-1], np.int64)), [64])
     np.testing.assert_array_equal(S.count_leading_zeros(np.array([0, 1, -1, 2**40], np.int64)), [64, 63, 0, 23])
     assert S.count_leading_zeros(np.array(5, np.uint16)).shape == ()
+
+
+def test_polygamma_known_values():
+    """psi_1(1) = pi^2/6, psi_1(1/2) = pi^2/2, psi_3(1) = pi^4/15, psi_2(1) = -2 zeta(3); reflection region too."""
+    import math
+
+    from transpiler.primitives import special as S
+
+    x = np.array([1.0, 0.5, 1.0, 1.0, 2.5])
+    m = np.array([1.0, 1.0, 3.0, 2.0, 1.0])
+    want = [math.pi**2 / 6, math.pi**2 / 2, math.pi**4 / 15, -2 * 1.2020569031595942, 0.4903577561002349]
+    np.testing.assert_allclose(S.polygamma(m, x), want, rtol=1e-12)
+    assert np.isnan(S.polygamma(np.array([1.0]), np.array([-2.0]))).all()  # a pole
+    # psi_1(x) = psi_1(x + 1) + 1/x^2, at a negative argument
+    np.testing.assert_allclose(S.polygamma(np.array([1.0]), np.array([-1.5])),
+                               S.polygamma(np.array([1.0]), np.array([-0.5])) + 1 / 1.5**2, rtol=1e-12)

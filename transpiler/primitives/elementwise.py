@@ -204,7 +204,8 @@ def _abs_jvp(g, x, y):
     if aval_of(x).dtype.kind == "c":  # d|x| = Re(conj(x) dx) / |x|, zero at 0
         safe = select_n_p.bind(eq_p.bind(y, _like(0, y)), y, _like(1, y))
         return div_p.bind(real_p.bind(mul_p.bind(conj_p.bind(x), g)), safe)
-    return mul_p.bind(g, sign_p.bind(x))
+    # JAX's convention at 0: the slope of x itself (select(x >= 0, g, -g))
+    return select_n_p.bind(ge_p.bind(x, _like(0, x)), neg_p.bind(g), g)
 
 
 neg_p = unary("neg", np.negative, kinds="iufc")
@@ -367,9 +368,11 @@ erfc_p = unary("erfc", special.erfc, kinds="f", jvp=lambda g, x, y: g * (-2 / np
 erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",
                   jvp=lambda g, x, y: g * (np.sqrt(np.pi) / 2 * exp_p.bind(y * y)))
 lgamma_p = unary("lgamma", special.lgamma, kinds="f", jvp=lambda g, x, y: g * digamma_p.bind(x))
-digamma_p = unary("digamma", special.digamma, kinds="f")
-digamma_p.mark_no_rule("jvp", "its derivative is polygamma(1, x), which is not a primitive here")
-digamma_p.mark_no_rule("transpose", "not linear")
+digamma_p = unary("digamma", special.digamma, kinds="f",
+                  jvp=lambda g, x, y: g * polygamma_p.bind(np.ones(aval_of(x).shape, aval_of(x).dtype), x))
+polygamma_p = binary("polygamma", special.polygamma, kinds="f",  # d psi^(m)(x)/dx = psi^(m+1)(x); m is an order
+                     jvp=(None, lambda g, m, x: g * polygamma_p.bind(m + 1, x)))
+polygamma_p.mark_no_rule("transpose", "not linear")
 
 # -- comparisons and logic -------------------------------------------------------------------------------
 eq_p = comparison("eq", np.equal, "biufc")

@@ -356,3 +356,46 @@ def count_leading_zeros(x):
         shift //= 2
     count = count + (u == 0)  # only the last bit is left to test
     return count.astype(x.dtype)
+
+
+# Bernoulli numbers B_2k (k = 1..10), for the asymptotic series of polygamma
+_BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330]
+
+
+def polygamma(m, x):
+    """psi^(m)(x), the m-th derivative of digamma, for integer m >= 0 (given as an array of m's dtype x's).
+
+    For m >= 1: shift x up with psi^(m)(x) = psi^(m)(x + 1) + (-1)^(m+1) m! / x^(m+1) until x >= 20, then
+    the asymptotic series (-1)^(m+1) [(m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)!/((2k)! x^(2k+m))].
+    """
+    from math import factorial
+
+    x64, m64 = _widen(x), np.asarray(m, np.float64)
+    out = np.empty(np.broadcast_shapes(x64.shape, m64.shape))
+    xb, mb = np.broadcast_to(x64, out.shape), np.broadcast_to(m64, out.shape)
+    for order in np.unique(mb):
+        where = mb == order
+        if order == 0:
+            out[where] = _widen(digamma(np.asarray(xb[where], x.dtype)))
+            continue
+        if order < 0 or order != np.floor(order):
+            out[where] = np.nan
+            continue
+        n = int(order)
+        y = xb[where].copy()
+        acc = np.zeros_like(y)
+        sign = (-1.0) ** (n + 1)
+        with np.errstate(all="ignore"):
+            while True:
+                small = y < 20
+                if not small.any():
+                    break
+                acc = acc + np.where(small, sign * factorial(n) / y ** (n + 1), 0.0)
+                y = np.where(small, y + 1, y)
+            series = factorial(n - 1) / y**n + factorial(n) / (2 * y ** (n + 1))
+            for k, b in enumerate(_BERNOULLI_2K, start=1):
+                series = series + b * factorial(2 * k + n - 1) / (factorial(2 * k) * y ** (2 * k + n))
+            value = acc + sign * series
+            poles = (xb[where] <= 0) & (xb[where] == np.floor(xb[where]))
+            out[where] = np.where(poles, np.nan, value)
+    return out.astype(x.dtype)
