@@ -132,9 +132,11 @@ class Compiled:
         self.native, self.native_error = None, None
         if _native_enabled():
             try:
-                from codegen.llvm.compile import compile_function, unsupported_reason
+                from codegen.cache import compile_function
+                from codegen.llvm.compile import unsupported_reason
 
-                self.native = compile_function(ir)
+                # (through the disk cache, which SRCJAX_CACHE=0 turns off)
+                self.native = compile_function(ir, config.jax_compilation_cache_dir)
                 if self.native is None:
                     self.native_error = f"not compiled natively: {unsupported_reason(ir)}"
             except Exception as e:  # noqa: BLE001 - a native compilation failure must never break a call

@@ -74,12 +74,20 @@ OFFSETS = _object_offsets()
 class EntryEmitter:
     """Emits the entry function of a plan: temporaries, then each step, then freeing the temporaries."""
 
-    def __init__(self, module: ir.Module, plan: Plan, name: str):
-        self.module, self.plan, self.name = module, plan, name
+    def __init__(self, module: ir.Module, plan: Plan, name: str, python_entry: bool = True):
+        self.module, self.plan, self.name, self.python_entry = module, plan, name, python_entry
         self.threads = num_threads()
         self.asm_notes: list[str] = []
 
     def emit(self) -> list[str]:
+        if self.plan.control:  # segments joined by branches (codegen/llvm/control.py)
+            from codegen.llvm.control import ControlEmitter
+
+            ControlEmitter(self.module, self.plan.fn, self.name, blas.gemm_dtypes()).emit()
+            if OFFSETS is None:
+                return [self.name]
+            self.emit_tuple_entry(self.module.globals[self.name])
+            return [self.name, self.name + ".py"]
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR.as_pointer()]), name=self.name)
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.cx = Lowering(b)
@@ -97,7 +105,7 @@ class EntryEmitter:
             b.call(self.free, [pointer])
         b.ret_void()
         names = [self.name]
-        if OFFSETS is not None:
+        if OFFSETS is not None and self.python_entry:
             self.emit_tuple_entry(fn)
             names.append(self.name + ".py")
         return names

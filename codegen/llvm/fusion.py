@@ -109,6 +109,7 @@ class Plan:
     consts: list[tuple[Buffer, np.ndarray]]
     outputs: list[Buffer]
     temps: list[Buffer]
+    control: bool = False  # the function has control flow: ``control.ControlEmitter`` emits it
 
     def source(self, v: Value) -> Source:
         return v if isinstance(v, Literal) else self.sources[id(v)]
@@ -169,7 +170,7 @@ class Planner:
         pending = self.pending_outputs.pop(id(v), None)
         if pending is not None:
             nest, buffer = pending
-            self.steps.remove(nest)
+            self.steps = [s for s in self.steps if s is not nest]  # (by identity: == would compare Values)
         else:
             buffer = self._temp(v)
         holder = self._holder(v, src, v.name or "value")
@@ -558,7 +559,15 @@ class Planner:
 
 
 def plan_function(fn: Function, gemm_dtypes: set[np.dtype] | None = None) -> Plan:
-    """The fusion plan of ``fn``; raises ``Unsupported`` for anything the backend does not compile."""
+    """The fusion plan of ``fn``; raises ``Unsupported`` for anything the backend does not compile. A function
+    with control flow gets a plan of its buffers only (its segments are planned when it is emitted; here
+    once on a scratch module, to find what is unsupported)."""
+    from codegen.llvm.control import ControlEmitter, has_control
+
+    if has_control(fn):
+        from codegen.llvm import engine
+
+        return ControlEmitter(engine.new_module("probe"), fn, "probe", gemm_dtypes or set()).emit()
     return Planner(fn, set() if gemm_dtypes is None else gemm_dtypes).run()
 
 

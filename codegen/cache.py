@@ -1,0 +1,288 @@
+"""The compile cache on disk: native object code per specialisation, reused by later processes.
+
+An entry's key is the SHA-256 of everything the machine code depends on: the printed IR (the whole call
+graph, inlined, with the signature's types), the constants' bytes, the compiler (srcjax's version and a
+digest of ``codegen/``'s sources), llvmlite and LLVM, the host CPU's name and features, and the process
+facts baked into the code (the BLAS found, the thread count and parallel threshold, the object offsets of
+the Python entry).
+
+An entry is one file ``<key>.o`` in the cache directory, written atomically (a temporary file in the same
+directory, fsync, rename), so concurrent writers leave one whole entry. Its layout, little-endian::
+
+    magic "SRCJAXO\\0" | u32 format | 32-byte key | u64 n + JSON metadata | u64 n + object code
+    | u64 n + optimised LLVM IR | 32-byte SHA-256 of everything before it
+
+An entry that is short, has the wrong magic, format or key, a bad checksum or metadata that does not
+parse is ignored: the function is compiled again and the entry overwritten. Nothing is unpickled; the
+object code is only handed to LLVM's loader after its checksum and key matched. The symbols of an entry are
+named after its key, so they never clash with modules compiled in the same process. The thread runtime
+of ``codegen/llvm/kernels.py`` (``srcjax_parallel``) has an entry of its own, loaded once per process.
+
+``SRCJAX_CACHE=0`` turns the cache off. The directory is the configured one
+(``config.jax_compilation_cache_dir``, passed in by the runtime), else ``$XDG_CACHE_HOME/srcjax``, else
+``~/.cache/srcjax``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"SRCJAXO\0"
+FORMAT = 1
+_HEAD = struct.Struct("<8sI32s")
+_LEN = struct.Struct("<Q")
+_DIGEST = 32
+
+_loaded: dict[bytes, tuple[str, dict[str, int], str]] = {}  # key -> (entry name, addresses, LLVM IR), per process
+_lock = threading.RLock()  # (re-entered: loading an entry may load the thread runtime's)
+_compiler: list[str] = []
+stats = {"hits": 0, "misses": 0}  # functions loaded from an entry / compiled and stored, in this process
+
+
+def enabled() -> bool:
+    return os.environ.get("SRCJAX_CACHE", "1") != "0"
+
+
+def cache_dir(configured: str | os.PathLike | None = None) -> Path:
+    """Where entries live: ``configured`` if given, else ``$XDG_CACHE_HOME/srcjax``, else ``~/.cache/srcjax``."""
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "srcjax"
+
+
+def compiler_version() -> str:
+    """srcjax's version, llvmlite's and LLVM's, and a digest of the code generator's sources (computed once:
+    a change to the backend invalidates every entry even when the version number stays)."""
+    if not _compiler:
+        import llvmlite
+        import llvmlite.binding as llvm
+
+        # (read, not imported: codegen does not import the package above it; importlib.metadata costs 20 ms)
+        srcjax_version = getattr(sys.modules.get("srcjax"), "__version__", "unknown")
+        sources = hashlib.sha256()
+        root = Path(__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            sources.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _compiler.append(
+            f"srcjax {srcjax_version} codegen {sources.hexdigest()} llvmlite {llvmlite.__version__} "
+            f"llvm {llvm.llvm_version_info}"
+        )
+    return _compiler[0]
+
+
+def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
+    """SHA-256 of the IR text, the constants (dtype, shape, bytes), the compiler and the host."""
+    from codegen.llvm import blas, compile, engine, kernels
+
+    found = blas.find_gemm()
+    h = hashlib.sha256()
+    for part in (
+        ir_text,
+        compiler_version(),
+        engine.host_description(),
+        f"blas {found.origin if found else None} {found.int_bits if found else 0}",
+        f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {compile.OFFSETS}",
+    ):
+        h.update(_LEN.pack(len(part.encode())) + part.encode())
+    for data in consts:
+        data = np.ascontiguousarray(data)
+        meta = f"{data.dtype.str} {data.shape}".encode()
+        h.update(_LEN.pack(len(meta)) + meta + _LEN.pack(data.nbytes) + data.tobytes())
+    return h.digest()
+
+
+# -- the file format ----------------------------------------------------------------------------------------
+def encode(key: bytes, meta: dict, obj: bytes, llvm_ir: str) -> bytes:
+    body = bytearray(_HEAD.pack(MAGIC, FORMAT, key))
+    for part in (json.dumps(meta, sort_keys=True).encode(), obj, llvm_ir.encode()):
+        body += _LEN.pack(len(part)) + part
+    return bytes(body + hashlib.sha256(body).digest())
+
+
+def decode(data: bytes, key: bytes) -> tuple[dict, bytes, str] | None:
+    """(metadata, object code, LLVM IR) of an entry made for ``key``, or None if it is anything else."""
+    if len(data) < _HEAD.size + _DIGEST:
+        return None
+    body, digest = data[:-_DIGEST], data[-_DIGEST:]
+    magic, fmt, stored_key = _HEAD.unpack_from(body)
+    if magic != MAGIC or fmt != FORMAT or stored_key != key or hashlib.sha256(body).digest() != digest:
+        return None
+    parts, at = [], _HEAD.size
+    for _ in range(3):
+        if at + _LEN.size > len(body):
+            return None
+        (n,) = _LEN.unpack_from(body, at)
+        at += _LEN.size
+        if at + n > len(body):
+            return None
+        parts.append(body[at : at + n])
+        at += n
+    if at != len(body):
+        return None
+    try:
+        meta = json.loads(parts[0])
+        llvm_ir = parts[2].decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not (isinstance(meta, dict) and isinstance(meta.get("name"), str) and isinstance(meta.get("entries"), list)):
+        return None
+    if not all(isinstance(s, str) for s in meta["entries"] + meta.get("externals", [])):
+        return None
+    return meta, parts[1], llvm_ir
+
+
+def entry_path(directory: Path, key: bytes) -> Path:
+    return directory / f"{key.hex()}.o"
+
+
+def read_entry(path: Path, key: bytes) -> tuple[dict, bytes, str] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return decode(data, key)
+
+
+def write_entry(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename. False on failure."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".o")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
+
+
+# -- compiling through the cache ------------------------------------------------------------------------------
+def compile_function(fn, directory: str | os.PathLike | None = None):
+    """``codegen.llvm.compile.compile_function`` through the disk cache: an entry made for this function,
+    compiler and host is loaded; otherwise the function is compiled to object code, stored and loaded."""
+    from codegen.llvm import blas, engine
+    from codegen.llvm import compile as native
+    from codegen.llvm.fusion import Unsupported, plan_function
+    from transpiler.printer import print_function
+
+    if not enabled():
+        return native.compile_function(fn)
+    try:
+        plan = plan_function(fn, blas.gemm_dtypes())
+    except Unsupported:
+        return None
+    key = cache_key(print_function(fn), [data for _, data in plan.consts])
+
+    def build():
+        _parallel_runtime(directory)  # (the emitter binds it if a nest runs on threads: from its entry)
+        name = f"srcjax_{native._safe(fn.name)}_{key.hex()[:24]}"
+        module = engine.new_module(name)
+        return module, native.EntryEmitter(module, plan, name).emit(), 3
+
+    name, addresses, llvm_ir = _cached(key, directory, build, count=True)
+    return native.Executable(fn, plan, llvm_ir, name, addresses[name], addresses.get(name + ".py"))
+
+
+def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, dict[str, int], str]:
+    """(entry function's name, addresses of the entries, LLVM IR) for ``key``: loaded once per process, from
+    its entry if that is sound, else built (``build() -> (module, entry names, speed level)``) and stored."""
+    with _lock:
+        done = _loaded.get(key)
+        if done is None:
+            path = entry_path(cache_dir(directory), key)
+            entry = read_entry(path, key)
+            done = _load(entry, directory) if entry is not None else None
+            if done is None:
+                done, data = _compile(key, *build())
+                write_entry(path, data)
+                stats["misses"] += count
+            else:
+                stats["hits"] += count
+            _loaded[key] = done
+    return done
+
+
+def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[tuple[str, dict[str, int], str], bytes]:
+    """Optimise and code-generate ``module`` once; load the object code and encode it as an entry."""
+    from codegen.llvm import engine
+
+    with engine._lock:  # (MCJIT and the target machine: one compilation at a time)
+        ref = engine.parse(module)
+        engine.optimize(ref, speed_level)
+        llvm_ir = str(ref)
+        externals = sorted(f.name for f in ref.functions if f.is_declaration and not f.name.startswith("llvm."))
+        obj = engine.target_machine().emit_object(ref)
+    meta = {"name": entries[0], "entries": entries, "externals": externals}
+    addresses = _add_object(obj, entries)
+    if addresses is None:
+        raise RuntimeError(f"the JIT has no function(s) {entries}")
+    return (entries[0], addresses, llvm_ir), encode(key, meta, obj, llvm_ir)
+
+
+def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int], str] | None:
+    """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
+    (LLVM's loader would abort the process on it)."""
+    from codegen.llvm import blas, engine, kernels
+
+    meta, obj, llvm_ir = entry
+    if kernels.PARALLEL in meta.get("externals", []):
+        _parallel_runtime(directory)
+    blas.find_gemm()
+    if not all(engine.symbol_address(s) for s in meta.get("externals", [])):
+        return None
+    addresses = _add_object(obj, meta["entries"])
+    return None if addresses is None else (meta["name"], addresses, llvm_ir)
+
+
+def _parallel_runtime(directory) -> None:
+    """Bind ``srcjax_parallel`` (the thread runtime of codegen/llvm/kernels.py, compiled once per process)
+    from its own entry, which saves its compilation (30 ms) in every process that runs parallel code."""
+    from codegen.llvm import engine, kernels
+
+    lock, runtime = getattr(kernels, "_runtime_lock", None), getattr(kernels, "_runtime", None)
+    if lock is None or runtime is None or not hasattr(kernels, "_emit_parallel"):  # (kernels changed: no cache)
+        kernels.parallel_function(engine.new_module("srcjax_probe"))
+        return
+
+    def build():
+        module = engine.new_module("srcjax_runtime")
+        kernels._emit_parallel(module)
+        return module, [kernels.PARALLEL], 2
+
+    key = hashlib.sha256(b"parallel runtime\0" + cache_key("", [])).digest()
+    with lock:
+        if not runtime:
+            _, addresses, _ = _cached(key, directory, build)
+            engine.add_symbol(kernels.PARALLEL, addresses[kernels.PARALLEL])
+            runtime.append(addresses[kernels.PARALLEL])
+
+
+def _add_object(obj: bytes, names: list[str]) -> dict[str, int] | None:
+    import llvmlite.binding as llvm
+
+    from codegen.llvm import engine
+
+    with engine._lock:
+        jit = engine._init()["engine"]
+        jit.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        jit.finalize_object()
+        addresses = {n: jit.get_function_address(n) for n in names}
+    return addresses if all(addresses.values()) else None

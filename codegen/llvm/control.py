@@ -1,0 +1,465 @@
+"""Control flow (``cond``, ``while``, ``for``, ``scan``): straight-line segments as sub-entries, joined by branches.
+
+A function with control-flow ops is cut into *segments*, maximal runs of straight-line ops in one block,
+and the control ops between them. Each segment becomes a ``Function`` of its own (its parameters: the
+values it reads from elsewhere; its results: the values it defines that something else reads), planned
+and fused as usual and emitted as ``void <name>.segN(i8**)``. The entry allocates one buffer per value that
+crosses a segment boundary (once, up front, so loops do not allocate), calls the segments, and turns the
+control ops into basic blocks:
+
+- ``for``: the carried values live in one buffer each (also the op's results); the iteration number is
+  stored as i32 before each trip; the body's yields are copied back into the carried buffers.
+- ``while``: the same buffers serve the condition's and the body's parameters; the condition's bool
+  decides between the body and the exit.
+- ``scan``: a counted loop like ``for``; each trip copies row i of every xs into the body's parameter
+  and the body's outputs into row i of the stacked results.
+- ``cond``: a conditional branch (bool) or a switch on the clamped index; each branch copies its yields
+  into the op's result buffers.
+
+Yields that are other carried values (a swap) go through a staging buffer so no copy reads a value
+already overwritten.
+
+Also emitted here, between segments: ``dynamic_slice`` / ``dynamic_update_slice`` (row copies at clamped
+run-time starts; an update whose operand dies there is made in place, so a loop storing per-iteration
+residuals copies one row per trip), and stacks (``stack_new/push/get/size``: a growable array behind a
+header {data, count, capacity}; stack values hold the header's address, so carrying one copies 8 bytes).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from codegen.llvm.fusion import SUPPORTED_DTYPES, Plan, Unsupported, plan_function
+from codegen.llvm.kernels import I64, PTR, for_range
+from codegen.llvm.layout import Buffer
+from transpiler.ir import Block, Function, Literal, Op, Value, walk
+from transpiler.types import StackType, TensorType
+
+CONTROL = frozenset({"cond", "while", "for", "scan"})
+# slices at indices known only at run time, and stacks: emitted here, between segments
+DYNAMIC_SLICES = frozenset({"dynamic_slice", "dynamic_update_slice"})
+STACK_OPS = frozenset({"stack_new", "stack_push", "stack_get", "stack_size"})
+BETWEEN = DYNAMIC_SLICES | STACK_OPS
+
+
+def has_control(fn: Function) -> bool:
+    """Whether ``fn`` needs this emitter: control flow, slices at run-time indices or stacks."""
+    return any(op.regions or op.name in BETWEEN for op in fn.body.ops)
+
+
+def _nbytes(v: Value) -> int:
+    if isinstance(v.aval, StackType):  # a stack value is a pointer to its stack's header
+        return 8
+    return int(v.aval.size) * np.dtype(v.aval.dtype).itemsize
+
+
+def _supported(aval) -> bool:
+    if isinstance(aval, StackType):
+        return _supported(aval.elem)
+    return isinstance(aval, TensorType) and aval.dtype in SUPPORTED_DTYPES
+
+
+class ControlEmitter:
+    """Emits the entry of a function with control flow; ``emit`` returns the plan of its buffers."""
+
+    def __init__(self, module: ir.Module, fn: Function, name: str, gemm_dtypes: set[np.dtype]):
+        self.module, self.fn, self.name, self.gemm_dtypes = module, fn, name, gemm_dtypes
+        self.ptrs: dict[int, ir.Value] = {}  # value id -> its buffer (i8*)
+        # values with a buffer of their own (fresh, or a loop's carried one that nothing reads before the loop
+        # runs again): their only user may overwrite it
+        self.private: set[int] = set()
+        self.segments = 0
+        self.literals = 0
+        # the ops (at any depth) reading each value, and the values some block yields
+        self.users: dict[int, set[int]] = {}
+        self.yielded: set[int] = {id(v) for v in fn.body.results}
+        for v in [*fn.params, *fn.results]:
+            if not _supported(v.aval):
+                raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
+        for op in walk(fn.body):
+            if op.regions and op.name not in CONTROL:
+                raise Unsupported(f"control flow ('{op.name}') is not compiled natively yet")
+            for v in [*op.operands, *op.results]:
+                if not _supported(v.aval):
+                    raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
+            for v in op.operands:
+                self.users.setdefault(id(v), set()).add(id(op))
+            for region in op.regions:
+                self.yielded.update(id(v) for v in region.results)
+        self.used = set(self.users) | self.yielded  # (a control op none of whose results is used is dead)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        if name in self.module.globals:
+            return self.module.globals[name]
+        return ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+
+    def allocate(self, nbytes: int) -> ir.Value:
+        pointer = self.head.call(self.malloc, [ir.Constant(I64, max(int(nbytes), 1))])
+        self.owned.append(pointer)
+        return pointer
+
+    def buffer(self, v: Value) -> ir.Value:
+        """A fresh buffer for ``v`` (allocated at entry)."""
+        pointer = self.ptrs[id(v)] = self.allocate(_nbytes(v))
+        self.private.add(id(v))
+        return pointer
+
+    def pointer(self, v: Value) -> ir.Value:
+        if isinstance(v, Literal):  # a constant global holding the literal
+            data = bytearray(np.ascontiguousarray(v.value, v.aval.dtype).tobytes()) or bytearray(1)
+            kind = ir.ArrayType(ir.IntType(8), len(data))
+            g = ir.GlobalVariable(self.module, kind, name=f"{self.name}.lit{self.literals}")
+            self.literals += 1
+            g.global_constant, g.linkage, g.initializer = True, "internal", ir.Constant(kind, data)
+            return g.bitcast(PTR)
+        if id(v) not in self.ptrs:
+            raise Unsupported(f"value {v} has no buffer")
+        return self.ptrs[id(v)]
+
+    def copy(self, dst: ir.Value, src: ir.Value, nbytes: int) -> None:
+        if nbytes and dst is not src:
+            self.b.call(self.memmove, [dst, src, ir.Constant(I64, nbytes)])
+
+    def load_int(self, v: Value) -> ir.Value:
+        """A scalar integer or bool as i64 (bools 0 or 1, unsigned values zero-extended)."""
+        dtype = np.dtype(v.aval.dtype)
+        bits = 8 if dtype.kind == "b" else dtype.itemsize * 8
+        raw = self.b.load(self.b.bitcast(self.pointer(v), ir.IntType(bits).as_pointer()))
+        if bits == 64:
+            return raw
+        return self.b.sext(raw, I64) if dtype.kind == "i" else self.b.zext(raw, I64)
+
+    # -- the entry ----------------------------------------------------------------------------------------
+    def emit(self) -> Plan:
+        fn = self.fn
+        if fn.captured:
+            raise Unsupported("functions with captured values are not compiled natively")
+        entry = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR.as_pointer()]), name=self.name)
+        self.head = ir.IRBuilder(entry.append_basic_block("entry"))
+        start = entry.append_basic_block("start")
+        self.b = ir.IRBuilder(start)
+        self.malloc = self.declare("malloc", PTR, [I64])
+        self.free = self.declare("free", ir.VoidType(), [PTR])
+        self.memmove = self.declare("memmove", PTR, [PTR, PTR, I64])
+        self.owned: list[ir.Value] = []
+        self.stacks: list[ir.Value] = []  # stack headers {data, count, capacity} (i64*), one per stack_new
+        self.realloc = self.declare("realloc", PTR, [PTR, I64])
+        args = entry.args[0]
+        slots = [*fn.params, *(v for v, _ in fn.consts)]
+        for i, v in enumerate(slots):
+            self.ptrs[id(v)] = self.head.load(self.head.gep(args, [ir.Constant(I64, i)]))
+        inputs = [Buffer("input", i, p.aval.dtype, p.aval.size) for i, p in enumerate(fn.params)]
+        consts = [
+            (Buffer("const", i, v.aval.dtype, v.aval.size), np.ascontiguousarray(data, v.aval.dtype))
+            for i, (v, data) in enumerate(fn.consts)
+        ]
+        outputs = [Buffer("output", i, r.aval.dtype, r.aval.size) for i, r in enumerate(fn.results)]
+        self.block(fn.body)
+        for i, r in enumerate(fn.results):
+            out = self.b.load(self.b.gep(args, [ir.Constant(I64, len(slots) + i)]))
+            self.copy(out, self.pointer(r), _nbytes(r))
+        for header in self.stacks:
+            self.b.call(self.free, [self.b.load(header)])
+        for pointer in self.owned:
+            self.b.call(self.free, [pointer])
+        self.b.ret_void()
+        self.head.branch(start)
+        return Plan(fn, {}, {}, [], inputs, consts, outputs, [], control=True)
+
+    def block(self, block: Block) -> None:
+        run: list[Op] = []
+        for op in block.ops:
+            if not op.regions and op.name not in BETWEEN:
+                run.append(op)
+                continue
+            self.segment(run)
+            run = []
+            if not any(id(r) in self.used for r in op.results):
+                continue  # control ops have no effects: an unused one is dead
+            getattr(self, "emit_" + op.name)(op)
+        self.segment(run)
+
+    def segment(self, ops: list[Op]) -> None:
+        """Compile a run of straight-line ops into a sub-entry and call it."""
+        from codegen.llvm.compile import EntryEmitter
+
+        if not ops:
+            return
+        inside = {id(op) for op in ops}
+        defined: set[int] = set()
+        params: dict[int, Value] = {}
+        results: list[Value] = []
+        for op in ops:
+            for v in op.operands:
+                if id(v) not in defined and not isinstance(v, Literal):
+                    params.setdefault(id(v), v)
+            defined.update(id(r) for r in op.results)
+            for r in op.results:
+                if id(r) in self.yielded or self.users.get(id(r), set()) - inside:
+                    results.append(r)
+        if not results:
+            return
+        sub = Function(f"{self.fn.name}_seg{self.segments}", list(params.values()), Block([], list(ops), results))
+        plan = plan_function(sub, self.gemm_dtypes)
+        name = f"{self.name}.seg{self.segments}"
+        self.segments += 1
+        EntryEmitter(self.module, plan, name, python_entry=False).emit()
+        pointers = [self.pointer(v) for v in sub.params] + [self.buffer(r) for r in results]
+        array = self.head.alloca(PTR, ir.Constant(I64, max(len(pointers), 1)))
+        for i, p in enumerate(pointers):
+            self.head.store(p, self.head.gep(array, [ir.Constant(I64, i)]))
+        self.b.call(self.module.globals[name], [array])
+
+    def yield_into(self, values: list[Value], targets: list[ir.Value], carried: list[ir.Value]) -> None:
+        """Copy ``values`` into ``targets``; sources that are themselves carried buffers are staged first."""
+        staged = []
+        for v, dst in zip(values, targets):
+            src = self.pointer(v)
+            if src is dst:
+                continue
+            if any(src is c for c in carried):
+                stage = self.allocate(_nbytes(v))
+                self.copy(stage, src, _nbytes(v))
+                staged.append((dst, stage, _nbytes(v)))
+            else:
+                staged.append((dst, src, _nbytes(v)))
+        for dst, src, n in staged:
+            self.copy(dst, src, n)
+
+    # -- the ops ------------------------------------------------------------------------------------------
+    def emit_for(self, op: Op) -> None:
+        (body,) = op.regions
+        trip, *init = op.operands
+        b = self.b
+        counter = self.buffer(body.params[0])
+        carried = [self.buffer(p) for p in body.params[1:]]
+        for v, c in zip(init, carried):
+            self.copy(c, self.pointer(v), _nbytes(v))
+        n = self.load_int(trip)
+        pre = b.block
+        header = b.append_basic_block("for.header")
+        loop = b.append_basic_block("for.body")
+        exit_ = b.append_basic_block("for.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        k = b.phi(I64)
+        k.add_incoming(ir.Constant(I64, 0), pre)
+        b.cbranch(b.icmp_signed("<", k, n), loop, exit_)
+        b.position_at_end(loop)
+        b.store(b.trunc(k, ir.IntType(32)), b.bitcast(counter, ir.IntType(32).as_pointer()))
+        self.block(body)
+        self.yield_into(body.results, carried, carried)
+        b = self.b
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_)
+        for r, c in zip(op.results, carried):
+            self.ptrs[id(r)] = c
+            self.private.add(id(r))
+
+    def emit_while(self, op: Op) -> None:
+        cond_block, body = op.regions
+        b = self.b
+        carried = [self.buffer(p) for p in body.params]
+        for p, c in zip(cond_block.params, carried):
+            self.ptrs[id(p)] = c
+        for v, c in zip(op.operands, carried):
+            self.copy(c, self.pointer(v), _nbytes(v))
+        header = b.append_basic_block("while.header")
+        loop = b.append_basic_block("while.body")
+        exit_ = b.append_basic_block("while.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        self.block(cond_block)
+        go = self.load_int(cond_block.results[0])
+        b.cbranch(b.icmp_unsigned("!=", go, ir.Constant(I64, 0)), loop, exit_)
+        b.position_at_end(loop)
+        self.block(body)
+        self.yield_into(body.results, carried, carried)
+        b.branch(header)
+        b.position_at_end(exit_)
+        for r, c in zip(op.results, carried):
+            self.ptrs[id(r)] = c
+            self.private.add(id(r))
+
+    def emit_cond(self, op: Op) -> None:
+        (pred,) = op.operands
+        b = self.b
+        targets = [self.buffer(r) for r in op.results]
+        branches = [b.append_basic_block(f"cond.branch{i}") for i in range(len(op.regions))]
+        merge = b.append_basic_block("cond.merge")
+        index = self.load_int(pred)
+        last = len(op.regions) - 1
+        if np.dtype(pred.aval.dtype).kind == "b":
+            b.cbranch(b.icmp_unsigned("!=", index, ir.Constant(I64, 0)), branches[0], branches[1])
+        else:  # clamp(index, 0, n - 1): below 0 picks the first branch, past the end the last
+            if np.dtype(pred.aval.dtype).kind == "i":
+                index = b.select(b.icmp_signed("<", index, ir.Constant(I64, 0)), ir.Constant(I64, 0), index)
+            switch = b.switch(index, branches[last])
+            for i in range(last):
+                switch.add_case(ir.Constant(I64, i), branches[i])
+        for region, block in zip(op.regions, branches):
+            b.position_at_end(block)
+            self.block(region)
+            self.yield_into(region.results, targets, [])
+            b.branch(merge)
+        b.position_at_end(merge)
+
+    def emit_scan(self, op: Op) -> None:
+        (body,) = op.regions
+        n, length, reverse = op.params["num_carry"], int(op.params["length"]), op.params["reverse"]
+        b = self.b
+        carried = [self.buffer(p) for p in body.params[:n]]
+        slices = [self.buffer(p) for p in body.params[n:]]
+        stacked = [self.buffer(r) for r in op.results[n:]]
+        for v, c in zip(op.operands[:n], carried):
+            self.copy(c, self.pointer(v), _nbytes(v))
+
+        def step(k):
+            i = b.sub(ir.Constant(I64, length - 1), k) if reverse else k
+            for x, p, dst in zip(op.operands[n:], body.params[n:], slices):  # xs[i] -> the body's parameter
+                self.copy(dst, self.b.gep(self.pointer(x), [b.mul(i, ir.Constant(I64, _nbytes(p)))]), _nbytes(p))
+            self.block(body)
+            for y, out in zip(body.results[n:], stacked):  # ys[i] = y, before the carry moves on
+                self.copy(self.b.gep(out, [b.mul(i, ir.Constant(I64, _nbytes(y)))]), self.pointer(y), _nbytes(y))
+            self.yield_into(body.results[:n], carried, carried)
+
+        for_range(b, ir.Constant(I64, 0), ir.Constant(I64, length), step)
+        for r, c in zip(op.results[:n], carried):
+            self.ptrs[id(r)] = c
+            self.private.add(id(r))
+
+    # -- slices at run-time indices -------------------------------------------------------------------------
+    def starts(self, indices: list[Value], shape: tuple[int, ...], sizes: tuple[int, ...]) -> list[ir.Value]:
+        """Start indices clamped to [0, dim - size] (as dynamic_slice defines them)."""
+        b, out = self.b, []
+        for index, dim, size in zip(indices, shape, sizes):
+            i = self.load_int(index)
+            i = b.select(b.icmp_signed("<", i, ir.Constant(I64, 0)), ir.Constant(I64, 0), i)
+            top = ir.Constant(I64, max(dim - size, 0))
+            out.append(b.select(b.icmp_signed(">", i, top), top, i))
+        return out
+
+    def copy_rows(self, big: ir.Value, small: ir.Value, shape, sizes, starts, itemsize: int, into_big: bool) -> None:
+        """Copy the window ``sizes`` at ``starts`` of the contiguous array ``big`` (of ``shape``) from or to
+        the contiguous ``small``, one row (the last axis) per copy."""
+        b = self.b
+        if not sizes:
+            self.copy(big, small, itemsize) if into_big else self.copy(small, big, itemsize)
+            return
+        if int(np.prod(sizes)) == 0:
+            return
+        strides = [int(np.prod(shape[d + 1 :], dtype=np.int64)) for d in range(len(shape))]
+        rows = int(np.prod(sizes[:-1], dtype=np.int64))
+        row_bytes = ir.Constant(I64, sizes[-1] * itemsize)
+
+        def row(r):
+            offset, rest = starts[-1], r
+            for d in range(len(sizes) - 2, -1, -1):  # r -> (i_0, ..., i_{n-2}) over sizes[:-1]
+                i = b.urem(rest, ir.Constant(I64, sizes[d])) if d else rest
+                rest = b.udiv(rest, ir.Constant(I64, sizes[d])) if d else rest
+                offset = b.add(offset, b.mul(b.add(starts[d], i), ir.Constant(I64, strides[d])))
+            at = b.gep(big, [b.mul(offset, ir.Constant(I64, itemsize))])
+            there = b.gep(small, [b.mul(r, row_bytes)])
+            dst, src = (at, there) if into_big else (there, at)
+            b.call(self.memmove, [dst, src, row_bytes])
+
+        for_range(b, ir.Constant(I64, 0), ir.Constant(I64, rows), row)
+
+    def emit_dynamic_slice(self, op: Op) -> None:
+        x, *indices = op.operands
+        (result,) = op.results
+        sizes = tuple(int(s) for s in op.params["slice_sizes"])
+        starts = self.starts(indices, x.aval.shape, sizes)
+        itemsize = np.dtype(x.aval.dtype).itemsize
+        self.copy_rows(self.pointer(x), self.buffer(result), x.aval.shape, sizes, starts, itemsize, False)
+
+    def emit_dynamic_update_slice(self, op: Op) -> None:
+        x, update, *indices = op.operands
+        (result,) = op.results
+        if id(x) in self.private and self.users.get(id(x)) == {id(op)} and id(x) not in self.yielded:
+            # x's buffer dies here: update it in place (a loop storing per-iteration residuals copies nothing)
+            out = self.ptrs[id(result)] = self.pointer(x)
+            self.private.add(id(result))
+        else:
+            out = self.buffer(result)
+            self.copy(out, self.pointer(x), _nbytes(x))
+        sizes = update.aval.shape
+        starts = self.starts(indices, x.aval.shape, sizes)
+        itemsize = np.dtype(x.aval.dtype).itemsize
+        self.copy_rows(out, self.pointer(update), x.aval.shape, sizes, starts, itemsize, True)
+
+    # -- stacks: a header {data, count, capacity} per stack_new; every stack value holds its address --------
+    def header(self, stack: Value) -> ir.Value:
+        b = self.b
+        return b.load(b.bitcast(self.pointer(stack), I64.as_pointer().as_pointer()))
+
+    def emit_stack_new(self, op: Op) -> None:
+        header = self.head.bitcast(self.allocate(24), I64.as_pointer())
+        for i in range(3):  # no data, empty, no capacity
+            self.head.store(ir.Constant(I64, 0), self.head.gep(header, [ir.Constant(I64, i)]))
+        self.stacks.append(self.head.bitcast(header, PTR.as_pointer()))
+        b = self.b
+        b.store(ir.Constant(I64, 0), b.gep(header, [ir.Constant(I64, 1)]))  # (re)starts empty, keeps its memory
+        out = self.buffer(op.results[0])
+        b.store(header, b.bitcast(out, I64.as_pointer().as_pointer()))
+
+    def emit_stack_push(self, op: Op) -> None:
+        stack, x = op.operands
+        b = self.b
+        header = self.header(stack)
+        data_at = b.bitcast(header, PTR.as_pointer())
+        count_at, capacity_at = b.gep(header, [ir.Constant(I64, 1)]), b.gep(header, [ir.Constant(I64, 2)])
+        count, capacity = b.load(count_at), b.load(capacity_at)
+        size = ir.Constant(I64, max(_nbytes(x), 1))
+        with b.if_then(b.icmp_signed(">=", count, capacity)):  # full: double the capacity
+            grown = b.select(
+                b.icmp_signed("<", capacity, ir.Constant(I64, 4)),
+                ir.Constant(I64, 8),
+                b.shl(capacity, ir.Constant(I64, 1)),
+            )
+            b.store(b.call(self.realloc, [b.load(data_at), b.mul(grown, size)]), data_at)
+            b.store(grown, capacity_at)
+        self.copy(b.gep(b.load(data_at), [b.mul(count, size)]), self.pointer(x), _nbytes(x))
+        b.store(b.add(count, ir.Constant(I64, 1)), count_at)
+        self.ptrs[id(op.results[0])] = self.pointer(stack)  # the same stack, one entry longer
+
+    def emit_stack_get(self, op: Op) -> None:
+        """Entry k of the stack; with ``lanes`` (batched stacks, entries of shape (B, ...)), row b of entry
+        k[b] for each b. Indices are clamped into the stack (the interpreter's reads are always in range)."""
+        stack, k = op.operands
+        (result,) = op.results
+        b = self.b
+        header = self.header(stack)
+        count = b.load(b.gep(header, [ir.Constant(I64, 1)]))
+        data = b.load(b.bitcast(header, PTR.as_pointer()))
+        out, entry = self.buffer(result), _nbytes(result)
+
+        def clamp(i):
+            i = b.select(b.icmp_signed(">=", i, count), b.sub(count, ir.Constant(I64, 1)), i)
+            return b.select(b.icmp_signed("<", i, ir.Constant(I64, 0)), ir.Constant(I64, 0), i)
+
+        if not op.params.get("lanes"):
+            self.copy(out, b.gep(data, [b.mul(clamp(self.load_int(k)), ir.Constant(I64, entry))]), entry)
+            return
+        lanes = int(result.aval.shape[0])
+        row = entry // max(lanes, 1)
+        dtype = np.dtype(k.aval.dtype)
+        kind = ir.IntType(dtype.itemsize * 8)
+        indices = b.bitcast(self.pointer(k), kind.as_pointer())
+
+        def lane(j):
+            raw = b.load(b.gep(indices, [j]))
+            i = raw if dtype.itemsize == 8 else b.sext(raw, I64) if dtype.kind == "i" else b.zext(raw, I64)
+            offset = b.add(b.mul(clamp(i), ir.Constant(I64, entry)), b.mul(j, ir.Constant(I64, row)))
+            self.copy(b.gep(out, [b.mul(j, ir.Constant(I64, row))]), b.gep(data, [offset]), row)
+
+        if row:
+            for_range(b, ir.Constant(I64, 0), ir.Constant(I64, lanes), lane)
+
+    def emit_stack_size(self, op: Op) -> None:
+        b = self.b
+        count = b.load(b.gep(self.header(op.operands[0]), [ir.Constant(I64, 1)]))
+        b.store(b.trunc(count, ir.IntType(32)), b.bitcast(self.buffer(op.results[0]), ir.IntType(32).as_pointer()))
