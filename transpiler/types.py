@@ -44,6 +44,10 @@ class TensorType:
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "_hash", hash((self.dtype, self.shape, self.weak_type)))
+
+    def __hash__(self) -> int:  # computed once: types key the compilation caches on every call
+        return self._hash
 
     @property
     def ndim(self) -> int:
