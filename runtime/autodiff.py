@@ -528,6 +528,20 @@ def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wr
     return tree_util.tree_unflatten(main_tree, per_output)
 
 
+def _standard_basis(avals: Sequence[TensorType], dtypes: Sequence[np.dtype]) -> tuple[list[np.ndarray], Any, int]:
+    """The identity over all coordinates of ``avals``, split per value: value j's part has shape
+    ``(rows, *avals[j].shape)``. Returns the parts, each value's first row offset, and the row count
+    (at least 1, so that a batch exists even with nothing to differentiate)."""
+    sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in avals]
+    total = sum(sizes)
+    rows = max(total, 1)
+    eye = np.eye(rows, dtype=np.float64)[:, :total]
+    offsets = np.cumsum([0] + sizes)
+    parts = [eye[:, offsets[j]:offsets[j + 1]].reshape((rows, *a.shape)).astype(dtype)
+             for j, (a, dtype) in enumerate(zip(avals, dtypes))]
+    return parts, offsets, rows
+
+
 def _inputs_last(rows: Any, in_shape: tuple, out_shape: tuple) -> Any:
     """Rows indexed by input coordinates, ``(size_in, *out_shape)``, as a block ``out_shape + in_shape``."""
     import runtime.numpy as jnp
@@ -552,16 +566,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         _check_fwd_inputs(in_avals, holomorphic, "jacfwd")
         _check_fwd_outputs(out_avals, holomorphic, "jacfwd")
         n = len(traced.ir.results)
-        sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in in_avals]
-        total = sum(sizes)
         # one batched JVP over the standard basis: tangent j of basis row i is e_i restricted to input j
-        ir = traced.transformed(("jacfwd", tuple(wrt), total), lambda: vmap_function(
-            jvp_function(traced.ir, wrt), [None] * len(call_args) + [0] * len(in_avals), max(total, 1),
+        basis, offsets, rows = _standard_basis(in_avals, [a.dtype for a in in_avals])
+        ir = traced.transformed(("jacfwd", tuple(wrt), rows), lambda: vmap_function(
+            jvp_function(traced.ir, wrt), [None] * len(call_args) + [0] * len(in_avals), rows,
             out_dims=[None] * n + [0] * n))
-        eye = np.eye(max(total, 1), dtype=np.float64)[:, :total]
-        offsets = np.cumsum([0] + sizes)
-        basis = [eye[:, offsets[j]:offsets[j + 1]].reshape((max(total, 1), *a.shape)).astype(a.dtype)
-                 for j, a in enumerate(in_avals)]
         results = eval_function(ir, *call_args, *basis)
         _, aux = traced.outputs(results[:n], has_aux)
 
@@ -596,19 +605,13 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         _check_rev_outputs([r.aval for r in out_results[:n_main]], holomorphic, "jacrev")
         n = len(out_results)
         diff = [a.dtype.kind in "fc" for a in in_avals]
-        sizes = [int(np.prod(r.aval.shape, dtype=np.int64)) for r in out_results[:n_main]]
-        total = sum(sizes)
         # one batched VJP over the standard basis of the outputs (the auxiliary outputs get zero cotangents)
-        ir = traced.transformed(("jacrev", tuple(wrt), n_main, total), lambda: vmap_function(
-            vjp_function(_without_aux(traced.ir, n_main), wrt), [None] * len(call_args) + [0] * n, max(total, 1),
+        main = [r.aval for r in out_results[:n_main]]
+        cotangents, offsets, rows = _standard_basis(main, [tangent_aval(a).dtype for a in main])
+        ir = traced.transformed(("jacrev", tuple(wrt), n_main, rows), lambda: vmap_function(
+            vjp_function(_without_aux(traced.ir, n_main), wrt), [None] * len(call_args) + [0] * n, rows,
             out_dims=[None] * n + [0] * sum(diff)))
-        rows_count = max(total, 1)
-        eye = np.eye(rows_count, dtype=np.float64)[:, :total]
-        offsets = np.cumsum([0] + sizes)
-        cotangents = [eye[:, offsets[k]:offsets[k + 1]].reshape((rows_count, *r.aval.shape)).astype(
-            tangent_aval(r.aval).dtype) for k, r in enumerate(out_results[:n_main])]
-        cotangents += [np.zeros((rows_count, *r.aval.shape), tangent_aval(r.aval).dtype)
-                       for r in out_results[n_main:]]
+        cotangents += [np.zeros((rows, *r.aval.shape), tangent_aval(r.aval).dtype) for r in out_results[n_main:]]
         results = eval_function(ir, *call_args, *cotangents)
         _, aux = traced.outputs(results[:n], has_aux)
         grads = list(results[n:])

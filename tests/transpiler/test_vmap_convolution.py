@@ -9,6 +9,7 @@ from tests.transpiler.ad_checks import x64  # noqa: F401
 from tests.transpiler.vmap_checks import check_vmap, check_vmap_symbolic, dims_cases
 from transpiler.primitives import convolution as C
 from transpiler.primitives.ad import aval_of
+from tests.transpiler.test_ad_convolution import DOTS, dot_params  # one table of dot_general cases
 
 pytestmark = pytest.mark.usefixtures("x64")
 SIZE = 3
@@ -28,25 +29,6 @@ def batched(rng, shape, dim, dtype=np.float64, size=SIZE):
 
 
 # -- dot_general ------------------------------------------------------------------------------------------
-DOTS = [  # name, lhs shape, rhs shape, ((lhs contract, rhs contract), (lhs batch, rhs batch))
-    ("inner product, 0-d result", (3,), (3,), (((0,), (0,)), ((), ()))),
-    ("matrix-vector", (4, 3), (3,), (((1,), (0,)), ((), ()))),
-    ("matrix product", (2, 3), (3, 5), (((1,), (0,)), ((), ()))),
-    ("transposed operands", (3, 2), (5, 3), (((0,), (1,)), ((), ()))),
-    ("batch axes apart", (2, 3, 4), (4, 2, 5), (((2,), (0,)), ((0,), (1,)))),
-    ("two contractions, crossed", (3, 4, 5), (5, 3, 2), (((0, 2), (1, 0)), ((), ()))),
-    ("two batch axes", (2, 3, 4, 5), (3, 5, 2, 6), (((3,), (1,)), ((1, 0), (0, 2)))),
-    ("outer product", (3,), (2,), (((), ()), ((), ()))),
-    ("scalars", (), (), (((), ()), ((), ()))),
-    ("empty contraction", (2, 0), (0, 3), (((1,), (0,)), ((), ()))),
-    ("empty result", (0, 3), (3, 2), (((1,), (0,)), ((), ()))),
-]
-
-
-def dot_params(dn, preferred=None):
-    return dict(dimension_numbers=dn, precision=None, preferred_element_type=preferred)
-
-
 @pytest.mark.parametrize("name, lhs_shape, rhs_shape, dn", DOTS, ids=[c[0] for c in DOTS])
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex128])
 def test_dot_general(name, lhs_shape, rhs_shape, dn, dtype, rng):
