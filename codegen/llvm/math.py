@@ -1,4 +1,5 @@
-"""Vectorisable transcendental functions in LLVM IR: exp, exp2, log, log1p, expm1, tanh, logistic, sin, cos, erf.
+"""Vectorisable transcendental and special functions in LLVM IR: exp, exp2, log, log1p, expm1, tanh, logistic,
+sin, cos, erf, erfc, erf_inv, lgamma, digamma.
 
 LLVM's own ``llvm.exp.v8f32`` becomes eight scalar ``expf`` calls on x86, so fused loops use these
 instead: straight-line code of selects, bit manipulation, ``llvm.rint``/``llvm.fma`` and polynomials, which
@@ -15,13 +16,19 @@ coefficient is an exact rational computed here:
 - sin, cos: x = j pi/2 + r with pi/2 in three pieces (the first two short, so that j * piece is exact for
   |j| < 2^20), then the Taylor series of sin or cos of r by j mod 4. Accurate for |x| < 2^20 pi/2; float32
   arguments are reduced and evaluated in float64.
-- erf: Cody's rational approximations (the coefficients of ``transpiler.primitives.special``) in float64.
+- erf, erfc: Cody's rational approximations (the coefficients of ``transpiler.primitives.special``) in float64.
+- erf_inv: XLA's algorithm (Giles' polynomials, XLA's log1p and float32 log, FMA Horner steps) operation by
+  operation, so that float32 results are the eager path's (and JAX's) bits; float64 uses our log (1 ulp).
+- lgamma, digamma: the eager path's series (at 2, at digamma's root, Stirling/asymptotic) in float64 with
+  recurrences unrolled into selects and reflection below 0; float32 arguments are widened and need fewer
+  terms and an earlier switch to the asymptotic series.
 """
 
 from __future__ import annotations
 
 import decimal
 import math
+import struct
 from typing import Callable
 
 import llvmlite.ir as ir
@@ -326,17 +333,11 @@ def _ratio(d: Floats, numerator: list[float], denominator: list[float], x):
     return d.div(d.horner(list(reversed(numerator)), x), d.horner(list(reversed(denominator)), x))
 
 
-def emit_erf(f: Floats, x):
-    """Cody: x P(x^2)/Q(x^2) for |x| <= 0.46875, else 1 - erfc(|x|) with erfc = exp(-x^2) R/S up to 4 and
-    exp(-x^2)/x (1/sqrt(pi) - T/(x^2 U)) in 1/x^2 beyond; exp(-y^2) = exp(-h^2) exp(-(y-h)(y+h)) with h
-    the multiple of 1/16 below y, so that y^2 is never rounded."""
-    d = Floats(f.b, F64)
-    xd = f.widen(x)
-    y = d.abs(xd)
-    small = d.cmp("<=", y, d.c(special._ERF_SMALL))
-    x2 = d.mul(xd, xd)
-    erf_small = d.mul(xd, _ratio(d, special._ERF_P, special._ERF_Q, x2))
-    yl = d.select(small, d.c(1.0), d.select(d.cmp(">", y, d.c(6.0)), d.c(6.0), y))  # erf = 1 beyond 6
+def _erfc_positive(d: Floats, y, cap: float):
+    """erfc(y) for y > 0.46875 in float64, y capped at ``cap``: exp(-y^2) R/S up to 4, exp(-y^2)/y (1/sqrt(pi) -
+    T/(y^2 U)) in 1/y^2 beyond; exp(-y^2) = exp(-h^2) exp(-(y-h)(y+h)) with h the multiple of 1/16 below y,
+    so that y^2 is never rounded."""
+    yl = d.select(d.cmp(">", y, d.c(cap)), d.c(cap), y)
     middle = _ratio(d, special._ERFC_R, special._ERFC_S, yl)
     inv2 = d.div(d.c(1.0), d.mul(yl, yl))
     tail_ratio = d.div(
@@ -346,8 +347,207 @@ def emit_erf(f: Floats, x):
     ratio = d.select(d.cmp("<=", yl, d.c(4.0)), middle, tail)
     h = d.div(d.intrinsic("trunc", d.mul(yl, d.c(16.0))), d.c(16.0))
     gauss = d.mul(emit_exp(d, d.b.fneg(d.mul(h, h))), emit_exp(d, d.b.fneg(d.mul(d.sub(yl, h), d.add(yl, h)))))
-    large = d.copysign(d.sub(d.c(1.0), d.mul(gauss, ratio)), xd)
+    return d.mul(gauss, ratio)
+
+
+def emit_erf(f: Floats, x):
+    """Cody: x P(x^2)/Q(x^2) for |x| <= 0.46875, else 1 - erfc(|x|) (erf is 1 to the last bit beyond 6)."""
+    d = Floats(f.b, F64)
+    xd = f.widen(x)
+    y = d.abs(xd)
+    small = d.cmp("<=", y, d.c(special._ERF_SMALL))
+    erf_small = d.mul(xd, _ratio(d, special._ERF_P, special._ERF_Q, d.mul(xd, xd)))
+    large = d.copysign(d.sub(d.c(1.0), _erfc_positive(d, d.select(small, d.c(1.0), y), 6.0)), xd)
     out = d.select(small, erf_small, large)
+    return f.select(f.isnan(x), x, f.narrow(out, f.t))
+
+
+def emit_erfc(f: Floats, x):
+    """1 - x P(x^2)/Q(x^2) for |x| <= 0.46875, erfc(|x|) above and 2 - erfc(|x|) below (it underflows
+    to 0 before |x| = 27.3, where exp(-h^2) does)."""
+    d = Floats(f.b, F64)
+    xd = f.widen(x)
+    y = d.abs(xd)
+    small = d.cmp("<=", y, d.c(special._ERF_SMALL))
+    erfc_small = d.sub(d.c(1.0), d.mul(xd, _ratio(d, special._ERF_P, special._ERF_Q, d.mul(xd, xd))))
+    tail = _erfc_positive(d, d.select(small, d.c(1.0), y), 28.0)
+    large = d.select(d.cmp("<", xd, d.c(0.0)), d.sub(d.c(2.0), tail), tail)
+    out = d.select(small, erfc_small, large)
+    return f.select(f.isnan(x), x, f.narrow(out, f.t))
+
+
+# -- erf_inv: XLA's algorithm operation by operation (see ``special.erf_inv``) ------------------------------
+def _f32_bits(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _xla_log_f32(f: Floats, y):
+    """XLA's float32 log: y = 2^e m, m in [sqrt(1/2), sqrt(2)), e log2 + log1p(m - 1) with log1p(r) =
+    r - r^2/2 + r^3 q(r), q of degree 8 in three interleaved parts, log 2 in two pieces."""
+    b = f.b
+    smallest = f.c(2.0**-126)
+    bits = f.as_bits(f.select(f.cmp(">", y, smallest), y, smallest))
+    m = f.from_bits(b.or_(b.and_(bits, f.ci(0x807FFFFF)), f.ci(0x3F000000)))  # in [1/2, 1)
+    e = f.add(f.from_int(b.sub(b.lshr(bits, f.ci(23)), f.ci(127))), f.c(1.0))
+    below = f.cmp("<", m, f.c(_f32_bits(0x3F3504F3)))
+    r = f.add(f.sub(m, f.c(1.0)), f.select(below, m, f.c(0.0)))
+    e = f.sub(e, f.select(below, f.c(1.0), f.c(0.0)))
+    r2 = f.mul(r, r)
+    r3 = f.mul(r2, r)
+    q0, q1, q2 = (
+        f.fma(f.fma(r, f.c(_f32_bits(p)), f.c(_f32_bits(q))), r, f.c(_f32_bits(s))) for p, q, s in special._LOG_Q
+    )
+    q = f.fma(f.fma(q0, r3, q1), r3, q2)
+    tail = f.fma(q, r3, f.mul(e, f.c(_f32_bits(0xB95E8083))))
+    out = f.fma(e, f.c(_f32_bits(0x3F318000)), f.add(f.sub(r, f.mul(r2, f.c(0.5))), tail))
+    out = f.select(f.cmp("==", y, f.c(0.0)), f.c(-math.inf), f.select(f.cmp("==", y, f.c(math.inf)), y, out))
+    return f.select(f.b.fcmp_unordered("ult", y, f.c(0.0)), f.c(math.nan), out)
+
+
+def _xla_log1p(f: Floats, v):
+    """Cephes' rational v - v^2/2 + v^3 P(v)/Q(v) for |v| < sqrt(2) - 1, else log(1 + v)."""
+    v2 = f.mul(v, v)
+    ratio = f.div(
+        f.horner(list(reversed(special._LOG1P_NUMERATOR)), v), f.horner(list(reversed(special._LOG1P_DENOMINATOR)), v)
+    )
+    small = f.add(v, f.add(f.mul(v2, f.c(-0.5)), f.mul(f.mul(v, v2), ratio)))
+    one = f.add(v, f.c(1.0))
+    large = emit_log(f, one) if f.double else _xla_log_f32(f, one)
+    return f.select(f.cmp("<", f.abs(v), f.c(0.41421356237309504880)), small, large)
+
+
+def emit_erf_inv(f: Floats, x):
+    """x p(t) with w = -log1p(-x^2) and Giles' polynomials p in t = w - c or sqrt(w) - c, by range of w;
+    +-inf at +-1, NaN outside [-1, 1]. Every Horner step is an FMA, as in XLA's CPU code."""
+    if f.double:
+        pieces = [special._ERF_INV64_SMALL, special._ERF_INV64_MIDDLE, special._ERF_INV64_LARGE]
+        bounds, centers = [6.25, 16.0], [3.125, 3.25, 5.0]
+    else:
+        pieces, bounds, centers = [special._ERF_INV32_SMALL, special._ERF_INV32_LARGE], [5.0], [2.5, 3.0]
+    w = f.b.fneg(_xla_log1p(f, f.mul(x, f.b.fneg(x))))
+    root = f.intrinsic("sqrt", w)
+    p = None
+    for i in reversed(range(len(pieces))):  # the last piece also takes NaN
+        t = f.sub(w if i == 0 else root, f.c(centers[i]))
+        value = f.horner(list(reversed(pieces[i])), t)
+        p = value if p is None else f.select(f.cmp("<", w, f.c(bounds[i])), value, p)
+    return f.mul(x, f.select(f.cmp("==", f.abs(x), f.c(1.0)), f.c(math.inf), p))
+
+
+# -- lgamma, digamma: in float64, the series of ``special`` (float32 needs fewer terms) ---------------------
+def _sin_cos_pi(d: Floats, r, terms: int):
+    """(sin(pi r), cos(pi r)) for |r| <= 1/2: the Taylor series at pi |r| <= pi/4, or at pi (1/2 - |r|) with
+    sine and cosine swapped (1/2 - |r| is exact)."""
+    a = d.abs(r)
+    swap = d.cmp(">", a, d.c(0.25))
+    s, c = _sin_cos_poly(d, d.mul(d.select(swap, d.sub(d.c(0.5), a), a), d.c(math.pi)), terms)
+    return d.copysign(d.select(swap, c, s), r), d.select(swap, s, c)
+
+
+def _high_first(d: Floats, coefficients: list[float], x, terms: int | None = None):
+    """Horner on coefficients listed highest degree first, keeping only the lowest ``terms`` of them."""
+    kept = coefficients if terms is None else coefficients[-terms:]
+    return d.horner(list(reversed(kept)), x)
+
+
+def _poles(d: Floats, x):
+    """x is 0 or a negative integer."""
+    return d.b.and_(d.cmp("<=", x, d.c(0.0)), d.cmp("==", x, d.intrinsic("floor", x)))
+
+
+def _reflect(d: Floats, x):
+    """(x < 0, the positive argument): 1 - x below 0, x above, 1 for 0 and NaN (their results are fixed)."""
+    negative = d.cmp("<", x, d.c(0.0))
+    return negative, d.select(negative, d.sub(d.c(1.0), x), d.select(d.cmp(">", x, d.c(0.0)), x, d.c(1.0)))
+
+
+def _lgamma_positive(d: Floats, x, double: bool):
+    """lgamma for x > 0: lgamma(2 + z) by its series in |z| <= 1/2 after recurrences, Stirling from ``big``
+    on. One log serves every branch: -log x below 3/2 (x (1 + x) below 1/2), log of the product of the
+    recurrence's factors up to ``big``, log x in Stirling's formula."""
+    big_from, steps, terms = (13.0, 11, None) if double else (4.0, 2, 17)
+    big = d.cmp(">=", x, d.c(big_from))
+    small = d.select(big, d.c(2.0), x)
+    tiny = d.cmp("<", small, d.c(0.5))
+    low = d.b.and_(d.cmp(">=", small, d.c(0.5)), d.cmp("<", small, d.c(1.5)))
+    z = d.select(low, d.sub(small, d.c(1.0)), small)  # exact
+    product = d.c(1.0)
+    for _ in range(steps):  # lgamma(z) = lgamma(z - 1) + log(z - 1)
+        down = d.cmp(">", z, d.c(2.5))
+        z = d.select(down, d.sub(z, d.c(1.0)), z)
+        product = d.select(down, d.mul(product, z), product)
+    below = d.b.or_(tiny, low)
+    z = d.select(below, z, d.sub(z, d.c(2.0)))
+    log_arg = d.select(d.b.or_(big, low), x, d.select(tiny, d.mul(small, d.add(small, d.c(1.0))), product))
+    log_value = emit_log(d, log_arg)
+    series = d.add(_high_first(d, special._LGAMMA_AT_2, z, terms), d.select(below, d.b.fneg(log_value), log_value))
+    xb = d.select(big, x, d.c(big_from))
+    inv = d.div(d.c(1.0), xb)
+    stirling = d.fma(d.sub(xb, d.c(0.5)), d.sub(log_value, d.c(1.0)), d.c(special._HALF_LOG_2PI - 0.5))
+    stirling = d.fma(inv, _high_first(d, special._STIRLING, d.mul(inv, inv)), stirling)
+    return d.select(big, stirling, series)
+
+
+def emit_lgamma(f: Floats, x):
+    """log |Gamma(x)|, reflected below 0 (Gamma(x) Gamma(1 - x) = pi / sin(pi x)); +inf at the poles and at
+    +-inf."""
+    d = Floats(f.b, F64)
+    xd = f.widen(x)
+    negative, argument = _reflect(d, xd)
+    positive = _lgamma_positive(d, argument, f.double)
+    sin_pi, _ = _sin_cos_pi(d, d.sub(xd, d.rint(xd)), 9 if f.double else 5)
+    # next to 0 pi x would lose bits as a subnormal; lgamma(x) = -log|x| to the last bit there
+    tiny = d.cmp("<", d.abs(xd), d.c(2.0**-60))
+    log_sin = emit_log(d, d.select(tiny, d.abs(xd), d.abs(sin_pi)))
+    reflected = d.sub(d.sub(d.c(special._LOG_PI), log_sin), positive)
+    out = d.select(negative, d.select(tiny, d.b.fneg(log_sin), reflected), positive)
+    out = d.select(d.b.or_(_poles(d, xd), d.cmp("==", d.abs(xd), d.c(math.inf))), d.c(math.inf), out)
+    return f.select(f.isnan(x), x, f.narrow(out, f.t))
+
+
+def _digamma_positive(d: Floats, x, double: bool):
+    """psi for x > 0: the series at the root x0 on (1, 2] after psi(x) = psi(x + 1) - 1/x below 1 or
+    psi(x) = psi(x - 1) + 1/(x - 1) above 2, the asymptotic series from ``big`` on. The recurrence's sum of
+    reciprocals is kept as one fraction num/den (all its terms have one sign), so it costs one division."""
+    big_from, steps, terms = (10.0, 8, None) if double else (4.0, 2, 25)
+    big = d.cmp(">=", x, d.c(big_from))
+    z = d.select(big, d.c(1.5), x)
+    up = d.cmp("<", z, d.c(1.0))
+    num = d.select(up, d.c(-1.0), d.c(0.0))
+    den = d.select(up, z, d.c(1.0))
+    z = d.select(up, d.add(z, d.c(1.0)), z)
+    for _ in range(steps):  # num/den + 1/z = (num z + den) / (den z)
+        down = d.cmp(">", z, d.c(2.0))
+        z = d.select(down, d.sub(z, d.c(1.0)), z)
+        num = d.select(down, d.fma(num, z, den), num)
+        den = d.select(down, d.mul(den, z), den)
+    t = d.sub(d.sub(z, d.c(special._ROOT_HI)), d.c(special._ROOT_LO))
+    near_root = d.add(_high_first(d, special._DIGAMMA_AT_ROOT, t, terms), d.div(num, den))
+    xb = d.select(big, x, d.c(big_from))
+    inv = d.div(d.c(1.0), xb)
+    inv2 = d.mul(inv, inv)
+    asymptotic = d.sub(
+        emit_log(d, xb), d.fma(inv, d.c(0.5), d.mul(inv2, _high_first(d, special._DIGAMMA_ASYMPTOTIC, inv2)))
+    )
+    return d.select(big, asymptotic, near_root)
+
+
+def emit_digamma(f: Floats, x):
+    """psi(x), reflected below 0 (psi(1 - x) - psi(x) = pi cot(pi x), cot taken at x - rint(x)); NaN at the
+    poles and at -inf, +inf at +inf."""
+    d = Floats(f.b, F64)
+    xd = f.widen(x)
+    negative, argument = _reflect(d, xd)
+    positive = _digamma_positive(d, argument, f.double)
+    r = d.sub(xd, d.rint(xd))
+    sin_pi, cos_pi = _sin_cos_pi(d, r, 9 if f.double else 5)
+    # next to 0 pi r would lose bits as a subnormal; pi cot(pi r) = 1/r to the last bit there
+    tiny = d.cmp("<", d.abs(r), d.c(2.0**-60))
+    cot = d.div(d.select(tiny, d.c(1.0), d.mul(d.c(math.pi), cos_pi)), d.select(tiny, r, sin_pi))
+    reflected = d.sub(positive, cot)
+    out = d.select(negative, reflected, positive)
+    out = d.select(d.b.or_(_poles(d, xd), d.cmp("==", xd, d.c(-math.inf))), d.c(math.nan), out)
+    out = d.select(d.cmp("==", xd, d.c(math.inf)), xd, out)
     return f.select(f.isnan(x), x, f.narrow(out, f.t))
 
 
@@ -363,6 +563,10 @@ EMITTERS: dict[str, Callable[[Floats, ir.Value], ir.Value]] = {
     "sin": emit_sin,
     "cos": emit_cos,
     "erf": emit_erf,
+    "erfc": emit_erfc,
+    "erf_inv": emit_erf_inv,
+    "lgamma": emit_lgamma,
+    "digamma": emit_digamma,
 }
 
 
