@@ -30,13 +30,14 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm.fusion import SUPPORTED_DTYPES, Plan, Unsupported, plan_function
+from codegen.llvm.fusion import Plan, Unsupported, lowers, plan_function
 from codegen.llvm.kernels import I64, PTR, for_range
 from codegen.llvm.layout import Buffer
 from transpiler.ir import Block, Function, Literal, Op, Value, walk
 from transpiler.types import StackType, TensorType
 
 CONTROL = frozenset({"cond", "while", "for", "scan"})
+CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call"})  # their region is the function itself: inlined
 # slices at indices known only at run time, and stacks: emitted here, between segments
 DYNAMIC_SLICES = frozenset({"dynamic_slice", "dynamic_update_slice"})
 STACK_OPS = frozenset({"stack_new", "stack_push", "stack_get", "stack_size"})
@@ -44,8 +45,19 @@ BETWEEN = DYNAMIC_SLICES | STACK_OPS
 
 
 def has_control(fn: Function) -> bool:
-    """Whether ``fn`` needs this emitter: control flow, slices at run-time indices or stacks."""
-    return any(op.regions or op.name in BETWEEN for op in fn.body.ops)
+    """Whether ``fn`` needs this emitter: control flow, slices at run-time indices, stacks or host calls."""
+    return any(op.regions or op.name in BETWEEN or not lowers(op) for op in fn.body.ops)
+
+
+def is_host(op: Op) -> bool:
+    """Whether ``op`` runs as a call back into the host: no native lowering (yet), or dtypes the nests do not
+    handle (complex numbers, float16). Its NumPy implementation computes it between native segments."""
+    return not op.regions and op.name not in BETWEEN and not lowers(op)
+
+
+def host_ops(fn: Function) -> list[Op]:
+    """The host calls of ``fn`` in a fixed order: the index an entry passes to the host callback."""
+    return [op for op in walk(fn.body) if is_host(op)]
 
 
 def _nbytes(v: Value) -> int:
@@ -55,9 +67,10 @@ def _nbytes(v: Value) -> int:
 
 
 def _supported(aval) -> bool:
+    """Buffers are bytes here: any fixed-size dtype (segments check their own, stricter, dtypes)."""
     if isinstance(aval, StackType):
         return _supported(aval.elem)
-    return isinstance(aval, TensorType) and aval.dtype in SUPPORTED_DTYPES
+    return isinstance(aval, TensorType) and aval.dtype.kind in "biufc"
 
 
 class ControlEmitter:
@@ -77,9 +90,12 @@ class ControlEmitter:
         for v in [*fn.params, *fn.results]:
             if not _supported(v.aval):
                 raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
+        self.host_index = {id(op): i for i, op in enumerate(host_ops(fn))}
         for op in walk(fn.body):
-            if op.regions and op.name not in CONTROL:
+            if op.regions and op.name not in CONTROL | CUSTOM:
                 raise Unsupported(f"control flow ('{op.name}') is not compiled natively yet")
+            if id(op) in self.host_index and op.prim.impl is None:
+                raise Unsupported(f"'{op.name}' has neither a native lowering nor a host implementation")
             for v in [*op.operands, *op.results]:
                 if not _supported(v.aval):
                     raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
@@ -166,19 +182,25 @@ class ControlEmitter:
             self.b.call(self.free, [pointer])
         self.b.ret_void()
         self.head.branch(start)
-        return Plan(fn, {}, {}, [], inputs, consts, outputs, [], control=True)
+        return Plan(fn, {}, {}, [], inputs, consts, outputs, [], control=True, host_ops=host_ops(fn))
 
     def block(self, block: Block) -> None:
         run: list[Op] = []
         for op in block.ops:
-            if not op.regions and op.name not in BETWEEN:
+            host = id(op) in self.host_index
+            if not op.regions and op.name not in BETWEEN and not host:
                 run.append(op)
                 continue
             self.segment(run)
             run = []
             if not any(id(r) in self.used for r in op.results):
                 continue  # control ops have no effects: an unused one is dead
-            getattr(self, "emit_" + op.name)(op)
+            if host:
+                self.emit_host(op)
+            elif op.name in CUSTOM:
+                self.emit_custom(op)
+            else:
+                getattr(self, "emit_" + op.name)(op)
         self.segment(run)
 
     def segment(self, ops: list[Op]) -> None:
@@ -330,6 +352,38 @@ class ControlEmitter:
         for r, c in zip(op.results[:n], carried):
             self.ptrs[id(r)] = c
             self.private.add(id(r))
+
+    def emit_custom(self, op: Op) -> None:
+        """A custom_jvp/custom_vjp call computes its function: the region, inlined (its rules only matter to
+        transformations, which have run)."""
+        (region,) = op.regions
+        for p, v in zip(region.params, op.operands):
+            self.ptrs[id(p)] = self.pointer(v)
+        self.block(region)
+        for r, y in zip(op.results, region.results):
+            self.ptrs[id(r)] = self.pointer(y)
+
+    # -- host calls ---------------------------------------------------------------------------------------
+    def host_callback(self) -> ir.Value:
+        """The host callback ``void (i64 index, i8** buffers)``, read from the module's global ``<name>.host``
+        (the loader stores a pointer to it there; see ``compile.Executable``)."""
+        kind = ir.FunctionType(ir.VoidType(), [I64, PTR.as_pointer()]).as_pointer()
+        name = self.name + ".host"
+        slot = self.module.globals.get(name)
+        if slot is None:
+            slot = ir.GlobalVariable(self.module, kind, name=name)
+            slot.initializer = ir.Constant(kind, None)
+        return self.b.load(slot)
+
+    def emit_host(self, op: Op) -> None:
+        """``op`` computed by its NumPy implementation: the callback gets the op's index and the buffers of its
+        array operands, then of its results."""
+        pointers = [self.pointer(v) for v in op.operands if not isinstance(v, Literal)]
+        pointers += [self.buffer(r) for r in op.results]
+        array = self.head.alloca(PTR, ir.Constant(I64, max(len(pointers), 1)))
+        for i, p in enumerate(pointers):
+            self.b.store(p, self.b.gep(array, [ir.Constant(I64, i)]))
+        self.b.call(self.host_callback(), [ir.Constant(I64, self.host_index[id(op)]), array])
 
     # -- slices at run-time indices -------------------------------------------------------------------------
     def starts(self, indices: list[Value], shape: tuple[int, ...], sizes: tuple[int, ...]) -> list[ir.Value]:

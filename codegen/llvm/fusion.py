@@ -110,6 +110,8 @@ class Plan:
     outputs: list[Buffer]
     temps: list[Buffer]
     control: bool = False  # the function has control flow: ``control.ControlEmitter`` emits it
+    # ops run by the host (NumPy) from inside the native code, in the order of their index in the call
+    host_ops: list[Op] = field(default_factory=list)
 
     def source(self, v: Value) -> Source:
         return v if isinstance(v, Literal) else self.sources[id(v)]
@@ -556,6 +558,26 @@ class Planner:
                     step.target = new
             elif step.target is old:
                 step.target = new
+
+
+def lowers(op: Op) -> bool:
+    """Whether the straight-line planner compiles ``op`` into nests or BLAS calls; anything else without
+    regions runs as a host call (``control.ControlEmitter.emit_host``)."""
+    from codegen.llvm.rules import ELEMENTWISE
+
+    if len(op.results) != 1 or op.regions:
+        return False
+    if any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in (*op.operands, *op.results)):
+        return False
+    name = op.name
+    if name == "pad":
+        return all(int(c) >= 0 for dims in op.params["padding_config"] for c in dims)
+    if op.prim is dot_general_p:
+        return op.results[0].aval.dtype.kind != "b"
+    return (
+        name in ELEMENTWISE or name == "iota" or name in VIEW_OPS or name in IDENTITIES or name in REDUCTIONS
+        or name == "concatenate"
+    )
 
 
 def plan_function(fn: Function, gemm_dtypes: set[np.dtype] | None = None) -> Plan:

@@ -1,0 +1,62 @@
+"""The rule matrix's CPU column: how each primitive runs in native code. ``native``: lowered to LLVM (fused
+loop nests, BLAS, or control flow); ``inlined``: a custom-derivative call compiles its function; ``host``: a
+host call into the primitive's NumPy implementation from inside the native code (codegen/llvm/host.py).
+Every host primitive is listed below with the reason; the test fails when one is neither lowered nor listed.
+Run with -s to see the column."""
+
+import pytest
+
+import transpiler.primitives  # noqa: F401 - registers every family
+from codegen.llvm.control import BETWEEN, CONTROL, CUSTOM
+from codegen.llvm.fusion import IDENTITIES, REDUCTIONS, VIEW_OPS
+from codegen.llvm.rules import ELEMENTWISE
+from transpiler.primitives.core import PRIMITIVES
+
+NATIVE = set(ELEMENTWISE) | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
+    "dot_general", "concatenate", "pad", "iota"}
+
+LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
+FFT = "NumPy's pocketfft"
+LATER = "not lowered natively yet"
+HOST = {
+    "cholesky": LAPACK, "eig": LAPACK, "eigh": LAPACK, "lu": LAPACK, "qr": LAPACK, "svd": LAPACK,
+    "triangular_solve": LAPACK, "lu_pivots_to_permutation": LATER, "fft": FFT,
+    "sort": "NumPy's sorts", "top_k": "NumPy's partial sort",
+    "complex": "complex numbers are not in the nests' dtypes", "conj": "complex numbers", "real": "complex numbers",
+    "imag": "complex numbers",
+    "conv_general_dilated": "im2col and a NumPy matrix product", "gather": LATER, "scatter": LATER,
+    "scatter_add": LATER, "scatter_mul": LATER, "scatter_min": LATER, "scatter_max": LATER,
+    "argmax": LATER, "argmin": LATER, "cumsum": LATER, "cumprod": LATER, "cummax": LATER, "cummin": LATER,
+    "cumlogsumexp": LATER, "reduce_window_sum": LATER, "reduce_window_max": LATER, "reduce_window_min": LATER,
+    "threefry2x32": "two results per element (the nests have one)", "bitcast_convert_type": LATER,
+    "polygamma": LATER,
+    "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
+    "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",
+}
+
+
+def cpu_cell(name: str) -> str:
+    if name in NATIVE:
+        return "native"
+    if name in CUSTOM:
+        return "inlined"
+    return "host"
+
+
+def test_print_cpu_column(capsys):
+    with capsys.disabled():
+        print(f"\n{'primitive':28s} cpu")
+        for name in sorted(PRIMITIVES):
+            cell = cpu_cell(name)
+            print(f"{name:28s} {cell}" + (f"  ({HOST[name]})" if cell == "host" and name in HOST else ""))
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES))
+def test_every_primitive_has_a_cpu_strategy(name):
+    prim = PRIMITIVES[name]
+    cell = cpu_cell(name)
+    if cell == "host":
+        assert name in HOST, f"'{name}' is neither lowered natively nor listed as a host call with a reason"
+        assert prim.impl is not None, f"'{name}' runs as a host call but has no NumPy implementation"
+    else:
+        assert name not in HOST, f"'{name}' is lowered natively now: remove it from HOST"
