@@ -1,11 +1,11 @@
-"""LLVM functions for loop nests and reductions, and the thread fan-out that runs them.
+"""LLVM functions for loop nests and reductions, and the thread pool that runs them in chunks.
 
 A nest becomes ``void nest(T0* noalias, ..., i64 lo, i64 hi, i64 slot)``: loops over its (collapsed)
 axes, the outermost one only over [lo, hi), so that threads can share it. The body evaluates the node
 DAG once per element. Reductions keep a register accumulator over the innermost reduced axes (float32
 sums and products add blocks of 512 float32 partials into float64) and accumulate in memory over the
-others; when the outermost axis is reduced and split across threads, thread ``slot`` accumulates into
-its own partial result.
+others; when the outermost axis is reduced and split into chunks, chunk ``slot`` accumulates into its
+own partial result. ``srcjax_parallel`` (``PoolEmitter``) runs the chunks on persistent worker threads.
 Scalars are kept in allocas and left to SROA, which is simpler than threading phis through loops.
 """
 
@@ -25,9 +25,15 @@ from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = I8.as_pointer()
 NEST_TYPE = ir.FunctionType(ir.VoidType(), [PTR.as_pointer(), I64, I64, I64])  # (buffers, lo, hi, slot)
-# a nest is split across threads from this much work (elements x cost per element): starting and joining
-# a thread costs tens of microseconds
-PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 22))
+# a nest is split across threads from this much work (elements x cost per element; 1 << 18 is about 15 us
+# serially): handing chunks to running workers costs a few microseconds, waking sleeping ones a system call
+PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 18))
+# ... and below this much (about 60 us), only by workers that are awake: a worker sleeping in the kernel
+# takes tens of microseconds to wake, and waking it costs the caller a few
+WAKE_MIN_WORK = 1 << 20
+# a parallel nest is cut into this many chunks per thread, claimed one at a time: a thread that runs late
+# (descheduled on a busy machine, slow to wake) leaves most of its share to the others
+CHUNKS_PER_THREAD = 4
 MAX_THREADS = 64
 REDUCTION_BLOCK = 512  # elements a float32 register accumulator sums before adding into a float64 one
 
@@ -275,18 +281,17 @@ class NestEmitter:
         return out
 
 
-# -- the thread fan-out -----------------------------------------------------------------------------------
-TASK = ir.LiteralStructType([NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64, I64])
-
-
+# -- the thread pool (codegen/llvm/pool.py) ---------------------------------------------------------------
 PARALLEL = "srcjax_parallel"
 PARALLEL_TYPE = ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64])
+# added to the chunk count: the task is small, not worth waking sleeping workers for (only awake ones help)
+PARALLEL_SMALL = 1 << 32
 _runtime: list[int] = []
 _runtime_lock = threading.Lock()
 
 
 def parallel_function(module: ir.Module) -> ir.Function:
-    """``srcjax_parallel(nest, buffers, n, threads)`` declared in ``module``; it is compiled once per process
+    """``srcjax_parallel(nest, buffers, n, chunks)`` declared in ``module``; it is compiled once per process
     (``_emit_parallel``) and bound by symbol, so modules do not each carry a copy."""
     with _runtime_lock:
         if not _runtime:
@@ -301,55 +306,10 @@ def parallel_function(module: ir.Module) -> ir.Function:
 
 
 def _emit_parallel(module: ir.Module) -> None:
-    """Runs ``nest`` over [0, n) in ``threads`` chunks, chunk t on a new pthread (chunk 0 on the calling
-    thread), and joins them. A thread that cannot be created runs its chunk inline."""
-    worker_type = ir.FunctionType(PTR, [PTR])
-    worker = ir.Function(module, worker_type, name="srcjax.worker")
-    worker.linkage = "internal"
-    b = ir.IRBuilder(worker.append_basic_block("entry"))
-    task = b.bitcast(worker.args[0], TASK.as_pointer())
-    fields = [b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, i)])) for i in range(5)]
-    b.call(fields[0], fields[1:])
-    b.ret(ir.Constant(PTR, None))
+    """Emit ``srcjax_parallel`` and its thread pool into ``module``."""
+    from codegen.llvm.pool import PoolEmitter
 
-    create = ir.Function(
-        module, ir.FunctionType(I32, [I64.as_pointer(), PTR, worker_type.as_pointer(), PTR]), name="pthread_create"
-    )
-    join = ir.Function(module, ir.FunctionType(I32, [I64, PTR.as_pointer()]), name="pthread_join")
-    fn = ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
-    nest, bufs, n, threads = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tasks = b.alloca(TASK, ir.Constant(I64, MAX_THREADS))
-    ids = b.alloca(I64, ir.Constant(I64, MAX_THREADS))
-    started = b.alloca(ir.IntType(1), ir.Constant(I64, MAX_THREADS))
-    chunk = b.sdiv(b.add(n, b.sub(threads, ir.Constant(I64, 1))), threads)
-
-    def bounds(t):
-        lo = b.mul(t, chunk)
-        hi = b.add(lo, chunk)
-        return lo, b.select(b.icmp_signed("<", hi, n), hi, n)
-
-    def start(t):
-        lo, hi = bounds(t)
-        slot = b.gep(tasks, [t])
-        for i, value in enumerate([nest, bufs, lo, hi, t]):
-            b.store(value, b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, i)]))
-        rc = b.call(create, [b.gep(ids, [t]), ir.Constant(PTR, None), worker, b.bitcast(slot, PTR)])
-        ok = b.icmp_signed("==", rc, ir.Constant(I32, 0))
-        b.store(ok, b.gep(started, [t]))
-        with b.if_then(b.not_(ok)):
-            b.call(nest, [bufs, lo, hi, t])
-
-    for_range(b, ir.Constant(I64, 1), threads, start)
-    lo, hi = bounds(ir.Constant(I64, 0))
-    b.call(nest, [bufs, lo, hi, ir.Constant(I64, 0)])
-
-    def finish(t):
-        with b.if_then(b.load(b.gep(started, [t]))):
-            b.call(join, [b.load(b.gep(ids, [t])), ir.Constant(PTR.as_pointer(), None)])
-
-    for_range(b, ir.Constant(I64, 1), threads, finish)
-    b.ret_void()
+    PoolEmitter(module).emit()
 
 
 def fill(b: ir.IRBuilder, cx: Lowering, ptr: ir.Value, count: int, value: ir.Value, dtype: np.dtype) -> None:
