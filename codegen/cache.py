@@ -191,14 +191,15 @@ def compile_function(fn, directory: str | os.PathLike | None = None):
         return None
     key = cache_key(print_function(fn), [data for _, data in plan.consts])
 
-    def build():
-        _parallel_runtime(directory)  # (the emitter binds it if a nest runs on threads: from its entry)
-        name = f"srcjax_{native._safe(fn.name)}_{key.hex()[:24]}"
-        module = engine.new_module(name)
-        return module, native.EntryEmitter(module, plan, name).emit(), 3
+    def load(build) -> engine.CompiledModule:
+        def build_entry():
+            _parallel_runtime(directory)  # (the emitter binds it if a nest runs on threads: from its entry)
+            return (*build(), 3)
 
-    name, addresses, llvm_ir = _cached(key, directory, build, count=True)
-    return native.Executable(fn, plan, llvm_ir, name, addresses[name], addresses.get(name + ".py"))
+        _, addresses, llvm_ir = _cached(key, directory, build_entry, count=True)
+        return engine.CompiledModule(addresses, llvm_ir)
+
+    return native.compile_function(fn, plan, f"srcjax_{native._safe(fn.name)}_{key.hex()[:24]}", load)
 
 
 def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, dict[str, int], str]:
@@ -224,17 +225,10 @@ def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[
     """Optimise and code-generate ``module`` once; load the object code and encode it as an entry."""
     from codegen.llvm import engine
 
-    with engine._lock:  # (MCJIT and the target machine: one compilation at a time)
-        ref = engine.parse(module)
-        engine.optimize(ref, speed_level)
-        llvm_ir = str(ref)
-        externals = sorted(f.name for f in ref.functions if f.is_declaration and not f.name.startswith("llvm."))
-        obj = engine.target_machine().emit_object(ref)
-    meta = {"name": entries[0], "entries": entries, "externals": externals}
-    addresses = _add_object(obj, entries)
-    if addresses is None:
-        raise RuntimeError(f"the JIT has no function(s) {entries}")
-    return (entries[0], addresses, llvm_ir), encode(key, meta, obj, llvm_ir)
+    obj = engine.compile_to_object(module, speed_level)
+    meta = {"name": entries[0], "entries": entries, "externals": obj.externals}
+    addresses = engine.load_object(obj.code, entries)
+    return (entries[0], addresses, obj.llvm_ir), encode(key, meta, obj.code, obj.llvm_ir)
 
 
 def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int], str] | None:
@@ -248,8 +242,11 @@ def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int
     blas.find_gemm()
     if not all(engine.symbol_address(s) for s in meta.get("externals", [])):
         return None
-    addresses = _add_object(obj, meta["entries"])
-    return None if addresses is None else (meta["name"], addresses, llvm_ir)
+    try:
+        addresses = engine.load_object(obj, meta["entries"])
+    except RuntimeError:
+        return None
+    return meta["name"], addresses, llvm_ir
 
 
 def _parallel_runtime(directory) -> None:
@@ -273,16 +270,3 @@ def _parallel_runtime(directory) -> None:
             _, addresses, _ = _cached(key, directory, build)
             engine.add_symbol(kernels.PARALLEL, addresses[kernels.PARALLEL])
             runtime.append(addresses[kernels.PARALLEL])
-
-
-def _add_object(obj: bytes, names: list[str]) -> dict[str, int] | None:
-    import llvmlite.binding as llvm
-
-    from codegen.llvm import engine
-
-    with engine._lock:
-        jit = engine._init()["engine"]
-        jit.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        jit.finalize_object()
-        addresses = {n: jit.get_function_address(n) for n in names}
-    return addresses if all(addresses.values()) else None

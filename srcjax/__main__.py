@@ -6,6 +6,11 @@ prints the IR or the generated Python of FUNC specialised to the argument types.
 comma-separated list of ``dtype[shape]`` types (``f32[3,4]``, ``i32[]``, ``bool[5]``) and Python literals
 for static arguments; it may be left out when FUNC's parameters are annotated with such strings.
 Transformations (``--grad``, ``--vmap``, ...) are listed in ``TRANSFORMS`` as they are built.
+
+    srcjax compile FILE.py -o DIR
+
+compiles every ``@jit`` function of FILE that declares signatures (``@srcjax.aot.signatures(...)``) into
+``DIR/lib<stem>_aot.so`` and a loader ``DIR/<stem>_aot.py`` that imports only NumPy (``srcjax/aot.py``).
 """
 
 from __future__ import annotations
@@ -222,13 +227,21 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")
     t.add_argument("--in-axes", dest="in_axes", help="for --vmap: the mapped axis of each argument, e.g. 0,None")
     t.add_argument("--has-aux", dest="has_aux", action="store_true", help="the function returns (value, aux)")
+    c = commands.add_parser("compile", help="compile a file's @jit functions ahead of time into a loadable module")
+    c.add_argument("file", help="FILE.py; its @jit functions declare signatures with @srcjax.aot.signatures")
+    c.add_argument("-o", "--output", default=".", help="where lib<stem>_aot.so and <stem>_aot.py go (default: .)")
     options = parser.parse_args(argv)
+    from codegen.aot import AotError
     from transpiler.frontend.errors import TranspileError
 
     try:
         if options.command == "transpile":
             print(transpile(options))
-    except (UsageError, TranspileError) as e:
+        elif options.command == "compile":
+            from srcjax.aot import compile_file
+
+            print(compile_file(options.file, options.output))
+    except (UsageError, TranspileError, AotError) as e:
         print(f"srcjax: {e}", file=sys.stderr)
         return 2
     return 0

@@ -4,6 +4,10 @@ llvmlite 0.50 wraps LLVM 22: targets are initialised explicitly (``llvm.initiali
 new pass manager exists. Everything is created on first use, so importing this module costs nothing.
 One MCJIT engine holds every compiled module of the process; a module's machine code lives as long as
 the process (compiled functions are cached by their callers, so modules are few).
+
+Object code is the common currency of the disk cache and the ahead-of-time compiler: ``compile_to_object``
+optimises a module and emits it (for the JIT's loader, or position-independent for a shared library),
+``load_object`` hands such code to the JIT and returns its functions' addresses.
 """
 
 from __future__ import annotations
@@ -35,8 +39,18 @@ def _init() -> dict[str, object]:
     return _state
 
 
-def target_machine() -> llvm.TargetMachine:
-    return _init()["machine"]  # type: ignore[return-value]
+def target_machine(pic: bool = False) -> llvm.TargetMachine:
+    """The host's target machine: the JIT's, or (``pic``) one emitting position-independent code for shared
+    libraries (same CPU and features)."""
+    state = _init()
+    if pic and "pic_machine" not in state:
+        target = llvm.Target.from_default_triple()
+        machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=state["features"], opt=3, reloc="pic", codemodel="default"
+        )
+        machine.set_asm_verbosity(False)
+        state["pic_machine"] = machine
+    return state["pic_machine" if pic else "machine"]  # type: ignore[return-value]
 
 
 def host_description() -> str:
@@ -54,13 +68,13 @@ def new_module(name: str) -> ir.Module:
     return module
 
 
-def optimize(module: llvm.ModuleRef, speed_level: int = 3) -> None:
+def optimize(module: llvm.ModuleRef, speed_level: int = 3, pic: bool = False) -> None:
     """Run LLVM's default ``-O<speed_level>`` pipeline (vectorisers on) over ``module`` in place."""
     tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
     tuning.loop_unrolling = True
-    builder = llvm.create_pass_builder(target_machine(), tuning)
+    builder = llvm.create_pass_builder(target_machine(pic), tuning)
     builder.getModulePassManager().run(module, builder)
 
 
@@ -98,6 +112,42 @@ def compile_module(module: ir.Module | str, names: Sequence[str], speed_level: i
     return CompiledModule(addresses, text)
 
 
+@dataclass
+class ObjectCode:
+    """A module compiled to object code: the code, its optimised LLVM IR and the functions and variables it uses
+    but does not define (``llvm.*`` intrinsics left out): what must resolve when it is loaded or linked."""
+
+    code: bytes
+    llvm_ir: str
+    externals: list[str]
+
+
+def compile_to_object(module: ir.Module | str, speed_level: int = 3, pic: bool = False) -> ObjectCode:
+    """Verify, optimise and code-generate ``module`` (``pic``: position-independent, for a shared library)."""
+    with _lock:  # (the target machines are shared)
+        ref = parse(module)
+        optimize(ref, speed_level, pic)
+        externals = sorted(
+            [f.name for f in ref.functions if f.is_declaration and not f.name.startswith("llvm.")]
+            + [g.name for g in ref.global_variables if g.is_declaration]
+        )
+        return ObjectCode(target_machine(pic).emit_object(ref), str(ref), externals)
+
+
+def load_object(code: bytes, names: Sequence[str]) -> dict[str, int]:
+    """Load object code made by ``compile_to_object`` (not ``pic``) into the JIT; the addresses of ``names``.
+    Every symbol it calls must resolve (``symbol_address``): LLVM's loader aborts the process otherwise."""
+    with _lock:
+        engine: llvm.ExecutionEngine = _init()["engine"]  # type: ignore[assignment]
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        addresses = {name: engine.get_function_address(name) for name in names}
+    missing = [n for n, a in addresses.items() if not a]
+    if missing:
+        raise RuntimeError(f"the loaded object code has no function(s) {missing}")
+    return addresses
+
+
 def unique_name(prefix: str) -> str:
     """A symbol name not used by any earlier module of the engine (they share one namespace)."""
     with _lock:
@@ -110,6 +160,12 @@ def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
     """The host assembly of ``module`` (already-optimised IR is not optimised again)."""
     ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
     return target_machine().emit_assembly(ref)
+
+
+def global_address(name: str) -> int:
+    """The address of the global variable ``name`` of a module (compiled or loaded) in the JIT, or 0."""
+    with _lock:
+        return _init()["engine"].get_global_value_address(name) or 0  # type: ignore[attr-defined]
 
 
 def add_symbol(name: str, address: int) -> None:

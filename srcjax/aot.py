@@ -1,0 +1,126 @@
+"""Ahead-of-time compilation: declare a jitted function's signatures, compile a file into a loadable module.
+
+    from srcjax import aot, jit
+
+    @aot.signatures("f32[1000], f32[]", "f64[3,3], f64[]")
+    @jit
+    def scale(x, a):
+        return a * x
+
+``python -m srcjax compile FILE.py -o DIR`` (``compile_file``) compiles every such function at every
+declared signature into ``DIR/lib<stem>_aot.so`` plus a loader ``DIR/<stem>_aot.py`` that imports only NumPy:
+``from <stem>_aot import scale``. A signature lists the positional arguments as for ``transpile --args``:
+types like ``f32[3,4]`` for arrays, Python literals for static arguments (compiled in; the loaded function
+accepts exactly that value there). As under ``jit``, 64-bit arguments compute in 32 bits unless the file turns
+``jax_enable_x64`` on. The library itself is built by ``codegen/aot.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from codegen.aot import AotError, Specialisation, build, find_c_compiler  # noqa: F401 - part of this API
+from runtime.api import Jitted
+
+__all__ = ["AotError", "compile_file", "find_c_compiler", "signatures"]
+
+
+def _parse(spec: str) -> list[Any]:
+    from srcjax.__main__ import parse_args_spec
+
+    if not isinstance(spec, str):
+        raise TypeError(f"a signature is a string like 'f32[3], f32[]', got {spec!r}")
+    try:
+        return parse_args_spec(spec)
+    except Exception as e:  # noqa: BLE001 - the command line's UsageError, whichever module object raised it
+        raise ValueError(f"bad signature '{spec}': {e}") from None
+
+
+def signatures(*specs: str) -> Callable[[Jitted], Jitted]:
+    """Declare the signatures ``python -m srcjax compile`` compiles a ``@jit`` function for (above ``@jit``)."""
+    for spec in specs:
+        _parse(spec)
+
+    def declare(fn: Jitted) -> Jitted:
+        if not isinstance(fn, Jitted):
+            raise TypeError(
+                f"@aot.signatures goes above @jit: it got {getattr(fn, '__name__', fn)!r}, which is "
+                "not a jit-compiled function"
+            )
+        fn.__srcjax_signatures__ = tuple(getattr(fn, "__srcjax_signatures__", ())) + specs
+        return fn
+
+    return declare
+
+
+def _functions(namespace: dict, module_name: str) -> list[tuple[str, Jitted]]:
+    """The ``@jit`` functions defined in the file (not imported into it), in order, once each."""
+    seen, out = set(), []
+    for name, value in namespace.items():
+        if isinstance(value, Jitted) and id(value) not in seen and getattr(value.fn, "__module__", None) == module_name:
+            seen.add(id(value))
+            out.append((name, value))
+    return out
+
+
+def _specialise(name: str, fn: Jitted, spec: str, path: str) -> Specialisation:
+    from runtime.dtypes import canonicalize_dtype
+    from transpiler.frontend.calls import trace_function
+    from transpiler.frontend.errors import TranspileError
+    from transpiler.types import TensorType
+
+    where = f"{os.path.basename(path)}: {name}({spec})"
+    try:
+        args = _parse(spec)
+    except ValueError as e:
+        raise AotError(f"{where}: {e}") from None
+    for i in fn.static_argnums:
+        if i < len(args) and isinstance(args[i], TensorType):
+            raise AotError(
+                f"{where}: argument {i} is static (static_argnums), so the signature gives a value for "
+                f"it, not the type {args[i]}"
+            )
+    # the types jit would compile for such arguments: 64-bit ones narrow unless jax_enable_x64 is on (the file
+    # may turn it on); the loader converts what it accepts to them
+    traced = [TensorType(canonicalize_dtype(a.dtype), a.shape) if isinstance(a, TensorType) else a for a in args]
+    try:
+        ir, out_tree = trace_function(fn.fn, traced, name=name)
+    except TranspileError as e:
+        raise AotError(f"{where}:\n{e}") from None
+    except TypeError as e:  # (a call with the wrong number of arguments)
+        raise AotError(f"{where}: {e}") from None
+    return Specialisation(name, spec, ir, args, out_tree)
+
+
+def compile_file(path: str | os.PathLike, directory: str | os.PathLike, log=sys.stderr) -> Path:
+    """Compile every ``@jit`` function of ``path`` that declares signatures into ``directory``; the loader's
+    path. Functions without signatures are skipped with a note on ``log``."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise AotError(f"no such file: {path}")
+    run_name = "__srcjax_compile__"
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        with contextlib.redirect_stdout(log):  # (whatever the module prints is not part of the output)
+            namespace = runpy.run_path(path, run_name=run_name)
+    finally:
+        sys.path.pop(0)
+    specs = []
+    for name, fn in _functions(namespace, run_name):
+        declared = getattr(fn, "__srcjax_signatures__", ())
+        if not declared:
+            print(
+                f"srcjax compile: skipping {name}: no signatures (add @srcjax.aot.signatures(...) above @jit)", file=log
+            )
+        specs += [_specialise(name, fn, spec, path) for spec in declared]
+    if not specs:
+        raise AotError(
+            f"{path} has no @jit function with declared signatures: put "
+            "@srcjax.aot.signatures('f32[3], f32[]', ...) above @jit on the functions to compile"
+        )
+    return build(specs, path, directory)

@@ -1,0 +1,331 @@
+"""Ahead-of-time modules (codegen/aot.py, srcjax/aot.py, ``python -m srcjax compile``): a file's jitted functions
+compile into a shared library and a loader; the loader runs in a process that cannot import srcjax, llvmlite
+or libcst and gives what ``srcjax.jit`` gives; bad files, functions and arguments get clear errors."""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import srcjax
+from codegen.aot import AotError, find_c_compiler
+from srcjax import aot
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler to link shared libraries")
+
+SOURCE = """
+import numpy as np
+import srcjax.numpy as jnp
+from srcjax import aot, jit
+
+TABLE = np.linspace(0.5, 2.0, 40).astype(np.float32)
+
+
+@aot.signatures("f32[1000], f32[]", "f64[7], f64[]")
+@jit
+def scale_exp(x, a):
+    return a * jnp.exp(x) + 1.0
+
+
+@aot.signatures("f32[50,40]")
+@jit
+def weighted_norms(x):
+    return jnp.sqrt(jnp.sum(x * x * TABLE, axis=1))
+
+
+@aot.signatures("f32[64,32], f32[32,16], f32[16]")
+@jit
+def layer(w, x, b):
+    h = jnp.tanh(w @ x + b)
+    return {"h": h, "stats": (h.sum(), [h.max(axis=0)]), "none": None}
+
+
+@aot.signatures("f64[20,30]")
+@jit
+def gram(x):
+    return x @ x.T
+
+
+@aot.signatures("f32[16], 300")
+@jit
+def iterate(x, n):
+    for i in range(n):
+        x = 0.99 * x + 0.01 * jnp.sin(x)
+    return x
+
+
+@aot.signatures("f64[5]")
+@aot.signatures("f32[5]")
+@jit
+def newton_sqrt(x):
+    y = x
+    while jnp.max(jnp.abs(y * y - x)) > 1e-5 * jnp.max(x):
+        y = 0.5 * (y + x / y)
+    return y, jnp.int32(3)
+
+
+@jit
+def not_declared(x):
+    return x
+"""
+
+# what each function is called with, here (srcjax.jit) and in the loading process
+rng = np.random.default_rng(0)
+CALLS = {
+    "scale_exp": [(rng.uniform(-2, 2, 1000).astype(np.float32), np.float32(1.5)), (rng.normal(size=7), 0.25)],
+    "weighted_norms": [(rng.normal(size=(50, 40)).astype(np.float32),)],
+    "layer": [tuple(rng.normal(size=s).astype(np.float32) / 4 for s in [(64, 32), (32, 16), (16,)])],
+    "gram": [(rng.normal(size=(20, 30)),)],
+    "iterate": [(rng.normal(size=16).astype(np.float32), 300)],
+    "newton_sqrt": [(rng.uniform(1, 9, 5),), (rng.uniform(1, 9, 5).astype(np.float32),)],
+}
+
+# The loading process: srcjax, llvmlite, libcst and the repository's packages cannot be imported there.
+LOADER = r"""
+import importlib.abc, pickle, sys
+BLOCKED = {"srcjax", "llvmlite", "libcst", "codegen", "runtime", "transpiler"}
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"the loader imported {name}")
+
+sys.meta_path.insert(0, Block())
+import os
+sys.path = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) != sys.argv[4]] + [sys.argv[1]]
+import numpy as np
+import srcjax_demo_aot as m
+
+calls = pickle.load(open(sys.argv[2], "rb"))
+results = {name: [getattr(m, name)(*args) for args in arg_lists] for name, arg_lists in calls.items()}
+errors = []
+for bad in [lambda: m.scale_exp(np.zeros(1000), 1.0), lambda: m.iterate(np.zeros(16, np.float32), 5),
+            lambda: m.gram(np.zeros((30, 20))), lambda: m.scale_exp(np.zeros(7))]:
+    try:
+        bad()
+        errors.append(None)
+    except TypeError as e:
+        errors.append(str(e))
+loaded = sorted(k for k in sys.modules if k.split(".")[0] in BLOCKED)
+pickle.dump({"results": results, "errors": errors, "loaded": loaded, "doc": m.__doc__}, open(sys.argv[3], "wb"))
+"""
+
+
+def _run(args, env=None, **kw):
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})}, **kw)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The demo file compiled by the command line (every nest on threads, so the thread runtime is linked)."""
+    work = tmp_path_factory.mktemp("aot")
+    source = work / "srcjax_demo.py"
+    source.write_text(SOURCE)
+    out = work / "out"
+    result = _run(
+        [sys.executable, "-m", "srcjax", "compile", str(source), "-o", str(out)],
+        env={"SRCJAX_PARALLEL_MIN_WORK": "1", "SRCJAX_NUM_THREADS": "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    return source, out, result
+
+
+@pytest.fixture(scope="module")
+def loaded(compiled, tmp_path_factory):
+    source, out, _ = compiled
+    work = tmp_path_factory.mktemp("load")
+    (work / "calls.pkl").write_bytes(pickle.dumps(CALLS))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    args = [
+        sys.executable,
+        "-I",
+        "-c",
+        LOADER,
+        str(out),
+        str(work / "calls.pkl"),
+        str(work / "out.pkl"),
+        os.path.realpath(ROOT),
+    ]
+    result = subprocess.run(args, cwd=work, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    return pickle.loads((work / "out.pkl").read_bytes())
+
+
+def test_command_writes_library_and_loader(compiled):
+    _, out, result = compiled
+    assert sorted(p.name for p in out.iterdir()) == [
+        "libsrcjax_demo_aot.so",
+        "srcjax_demo_aot.npz",
+        "srcjax_demo_aot.py",
+    ]
+    assert result.stdout.strip() == str(out / "srcjax_demo_aot.py")
+    assert "skipping not_declared: no signatures" in result.stderr
+
+
+def test_loader_imports_no_compiler(loaded):
+    assert loaded["loaded"] == []
+    assert "newton_sqrt(f32[5])" in loaded["doc"] and "iterate(f32[16], 300)" in loaded["doc"]
+
+
+def _same_structure(a, b):
+    if isinstance(a, (tuple, list, dict)) or a is None:
+        assert type(a) is type(b), (a, b)
+        if isinstance(a, dict):
+            assert list(a) == list(b)
+            a, b = list(a.values()), list(b.values())
+        if a is not None:
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                _same_structure(x, y)
+        return
+    assert isinstance(b, np.ndarray), type(b)
+    a = np.asarray(a)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
+    tolerance = 1e-5 if a.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(b, a, rtol=tolerance, atol=tolerance)
+
+
+@pytest.fixture(scope="module")
+def jitted(compiled):
+    """The demo file's functions, run by this process's srcjax.jit."""
+    import runpy
+
+    return runpy.run_path(str(compiled[0]))
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_results_match_jit(jitted, loaded, name):
+    for args, got in zip(CALLS[name], loaded["results"][name]):
+        _same_structure(_to_numpy(jitted[name](*args)), got)
+
+
+def _to_numpy(tree):
+    if isinstance(tree, dict):
+        return {k: _to_numpy(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(map(_to_numpy, tree))
+    return None if tree is None else np.asarray(tree)
+
+
+def test_results_match_numpy(loaded):
+    (x, a), _ = CALLS["scale_exp"]
+    np.testing.assert_allclose(loaded["results"]["scale_exp"][0], 1.5 * np.exp(x.astype(np.float64)) + 1, rtol=1e-6)
+    (x,) = CALLS["gram"][0]
+    np.testing.assert_allclose(loaded["results"]["gram"][0], x @ x.T, rtol=1e-5, atol=1e-4)  # (f32: x64 is off)
+    (x,) = CALLS["newton_sqrt"][0]
+    root, three = loaded["results"]["newton_sqrt"][0]
+    np.testing.assert_allclose(root, np.sqrt(x), rtol=1e-5)
+    assert three.dtype == np.int32 and three == 3
+
+
+def test_wrong_arguments_list_the_signatures(loaded):
+    wrong_dtype, wrong_static, wrong_shape, too_few = loaded["errors"]
+    assert "scale_exp() got arguments (f64[1000], 1.0)" in wrong_dtype
+    assert "scale_exp(f32[1000], f32[])" in wrong_dtype and "scale_exp(f64[7], f64[])" in wrong_dtype
+    assert "(f32[16], 5)" in wrong_static and "iterate(f32[16], 300)" in wrong_static
+    assert "gram(f64[20,30])" in wrong_shape
+    assert too_few is not None and "(f64[7])" in too_few
+
+
+# -- errors at compile time --------------------------------------------------------------------------------
+def _compile(tmp_path, text):
+    source = tmp_path / "bad.py"
+    source.write_text(textwrap.dedent(text))
+    return aot.compile_file(source, tmp_path / "out", log=open(os.devnull, "w"))
+
+
+def test_file_without_signatures_is_an_error(tmp_path):
+    with pytest.raises(AotError, match="has no @jit function with declared signatures"):
+        _compile(
+            tmp_path,
+            """
+            from srcjax import jit
+            @jit
+            def f(x):
+                return x
+        """,
+        )
+
+
+def test_function_needing_python_at_run_time_is_an_error(tmp_path):
+    with pytest.raises(AotError, match=r"sorted\(f32\[8\]\): cannot be compiled ahead of time: 'sort'"):
+        _compile(
+            tmp_path,
+            """
+            import srcjax.numpy as jnp
+            from srcjax import aot, jit
+            @aot.signatures("f32[8]")
+            @jit
+            def sorted(x):
+                return jnp.sort(x) * 2
+        """,
+        )
+
+
+def test_exotic_output_pytree_is_an_error(tmp_path):
+    with pytest.raises(AotError, match=r"pair\(f32\[2\]\): returns a Pair"):
+        _compile(
+            tmp_path,
+            """
+            from collections import namedtuple
+            from srcjax import aot, jit
+            Pair = namedtuple("Pair", "a b")
+            @aot.signatures("f32[2]")
+            @jit
+            def pair(x):
+                return Pair(x, x)
+        """,
+        )
+
+
+def test_bad_signature_in_the_file_is_an_error(tmp_path):
+    with pytest.raises(AotError, match=r"f\(f32\[3\], f32\[3\]\)"):
+        _compile(
+            tmp_path,
+            """
+            from srcjax import aot, jit
+            @aot.signatures("f32[3], f32[3]")
+            @jit
+            def f(x):
+                return x
+        """,
+        )
+
+
+def test_signatures_decorator_checks_its_input():
+    with pytest.raises(ValueError, match="unknown dtype 'f33'"):
+        aot.signatures("f33[3]")
+    with pytest.raises(TypeError, match="goes above @jit"):
+        aot.signatures("f32[3]")(lambda x: x)
+    f = aot.signatures("f64[2]")(aot.signatures("f32[3]")(srcjax.jit(lambda x: x)))
+    assert f.__srcjax_signatures__ == ("f32[3]", "f64[2]")
+
+
+def test_no_c_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(AotError, match="no C compiler found"):
+        _compile(
+            tmp_path,
+            """
+            from srcjax import aot, jit
+            @aot.signatures("f32[3]")
+            @jit
+            def f(x):
+                return x + 1
+        """,
+        )
+
+
+def test_command_reports_errors(tmp_path):
+    source = tmp_path / "empty.py"
+    source.write_text("x = 1\n")
+    result = _run([sys.executable, "-m", "srcjax", "compile", str(source), "-o", str(tmp_path)])
+    assert result.returncode == 2
+    assert "has no @jit function with declared signatures" in result.stderr and "Traceback" not in result.stderr
