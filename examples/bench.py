@@ -24,14 +24,31 @@ except ImportError:
     real_jax = real_jnp = None
 
 
-def median_time(fn, repeat: int) -> float:
+def median_time(fn, repeat: int, number: int = 1) -> float:
+    """The median over ``repeat`` samples of the time per call, a sample timing ``number`` calls in a row (many,
+    for calls of a few microseconds: one alone is mostly timer and scheduling noise)."""
     fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
     return statistics.median(times)
+
+
+def median_times(fns, repeat: int, number: int = 1) -> list[float]:
+    """``median_time`` of each of ``fns``, their samples taken in turn."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, times in zip(fns, samples):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times.append((time.perf_counter() - start) / number)
+    return [statistics.median(times) for times in samples]
 
 
 def ready(x):
@@ -96,15 +113,112 @@ def run_compiled(small: bool, key: str, repeat: int) -> None:
             continue
         ours = [srcjax.device_put(a) for a in host_args]
         f = make(srcjax, jnp)
-        t_ours = median_time(lambda: ready(f(*ours)), repeat)
-        t_np = median_time(lambda: numpy_fn(*host_args), repeat)
-        line = f"{name:32s} {t_ours * 1e3:9.3f}ms {t_np * 1e3:9.3f}ms {t_ours / t_np:7.2f}"
+        calls = [lambda: ready(f(*ours)), lambda: numpy_fn(*host_args)]
         if real_jax is not None:
             theirs = [real_jax.device_put(a) for a in host_args]
             g = make(real_jax, real_jnp)
-            t_jax = median_time(lambda: ready(g(*theirs)), repeat)
-            line += f" {t_jax * 1e3:9.3f}ms {t_ours / t_jax:7.2f}"
+            calls.append(lambda: ready(g(*theirs)))
+        # (samples interleaved, so a change in the machine's load hits every library alike)
+        times = median_times(calls, repeat, 1000 if "dispatch" in name else 1)
+        t_ours, t_np = times[:2]
+        line = f"{name:32s} {t_ours * 1e3:9.3f}ms {t_np * 1e3:9.3f}ms {t_ours / t_np:7.2f}"
+        if real_jax is not None:
+            line += f" {times[2] * 1e3:9.3f}ms {t_ours / times[2]:7.2f}"
         print(line)
+
+
+def mlp_step(lib, np_, lr: float = 0.01):
+    """One SGD step of a tanh MLP: value_and_grad of the mean squared error, then the update."""
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = np_.tanh(h @ w + b)
+        w, b = params[-1]
+        return np_.mean((h @ w + b - y) ** 2)
+
+    def step(params, x, y):
+        value, grads = lib.value_and_grad(loss)(params, x, y)
+        return [(w - lr * gw, b - lr * gb) for (w, b), (gw, gb) in zip(params, grads)], value
+
+    return lib.jit(step)
+
+
+def run_programs(small: bool, key: str, repeat: int) -> None:
+    """Whole-program workloads: an MLP training step, the first call in a fresh process, loop compile time."""
+    rng = np.random.default_rng(2)
+    sizes = [784, 128, 128, 10] if small else [784, 512, 512, 10]
+    params = [(rng.normal(size=(m, n)).astype(np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(128, 784)).astype(np.float32)
+    y = rng.normal(size=(128, 10)).astype(np.float32)
+    name = f"MLP {'-'.join(map(str, sizes))} SGD step, batch 128"
+    if key in name:
+        libs = [("srcjax", srcjax, jnp)] + ([("jax", real_jax, real_jnp)] if real_jax is not None else [])
+        times = {}
+        for label, lib, np_ in libs:
+            step = mlp_step(lib, np_)
+            args = lib.device_put((params, x, y))
+            times[label] = median_time(lambda: ready(step(*args)[1]), repeat)
+        line = f"{name:44s} {times['srcjax'] * 1e3:9.3f}ms"
+        if "jax" in times:
+            line += f"   jax {times['jax'] * 1e3:9.3f}ms  ratio {times['srcjax'] / times['jax']:5.2f}"
+        print(line)
+    if key in "import + first jit(selu) call":
+        print(f"{'import + first jit(selu) call':44s} " + "   ".join(
+            f"{lib} {first_call_time(lib):6.3f}s" for lib in ["srcjax"] + (["jax"] if real_jax is not None else [])))
+    if key in "compile a Python for loop":
+        loop_compile_time(2)  # (the first compilation also sets up LLVM)
+        short, long_ = loop_compile_time(10), loop_compile_time(10_000)
+        print(f"{'compile a Python for loop, 10 / 10k steps':44s} {short * 1e3:9.1f}ms {long_ * 1e3:9.1f}ms"
+              f"  ratio {long_ / short:5.2f}")
+
+
+FIRST_CALL = """
+import time
+start = time.perf_counter()
+import {lib} as jax
+import {lib}.numpy as jnp
+import numpy as np
+selu = jax.jit(lambda x, alpha=1.67, lmbda=1.05: lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha))
+selu(np.ones(1000, np.float32)).block_until_ready()
+print(time.perf_counter() - start)
+"""
+
+
+def first_call_time(lib: str) -> float:
+    """``import`` plus the first ``jit(selu)`` call in a fresh process (compile cache off), best of 3."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SRCJAX_CACHE": "0"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # (imports from .pyc, as an installed package does)
+    runs = [float(subprocess.run([sys.executable, "-c", FIRST_CALL.format(lib=lib)], env=env, check=True,
+                                 capture_output=True, text=True).stdout) for _ in range(3)]
+    return min(runs)
+
+
+def loop_compile_time(steps: int) -> float:
+    """Tracing and compiling a function with a ``steps``-iteration Python ``for`` loop (cache off)."""
+    import os
+
+    def f(x):
+        for i in range(steps):
+            x = x * 0.999 + jnp.sin(x) * 0.001
+        return x
+
+    saved = os.environ.get("SRCJAX_CACHE")
+    os.environ["SRCJAX_CACHE"] = "0"
+    try:
+        start = time.perf_counter()
+        ready(srcjax.jit(f)(np.ones(16, np.float32)))
+        return time.perf_counter() - start
+    finally:
+        if saved is None:
+            del os.environ["SRCJAX_CACHE"]
+        else:
+            os.environ["SRCJAX_CACHE"] = saved
 
 
 def main() -> None:
@@ -130,6 +244,8 @@ def main() -> None:
             line += f" {t_jax * 1e3:9.3f}ms {t_ours / t_jax:7.2f}"
         print(line)
     run_compiled(args.small, args.k, repeat)
+    print()
+    run_programs(args.small, args.k, repeat)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ import contextlib
 import functools
 import inspect
 import os
+import sys
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from runtime import tree_util
-from runtime.array import Array
+from runtime import dispatch, tree_util
+from runtime.array import DELETED, Array, _pending_of
 from runtime.config import config
 from runtime.eager import to_array
 from transpiler.builder import Builder
@@ -77,58 +78,135 @@ class Signature:
     def dynamic_leaves(self) -> list[Any]:
         return [leaf for leaf, d in zip(self.leaves, self.dynamic) if d]
 
+    def donated_leaves(self, args: Sequence[Any], donate_argnums: Sequence[int]) -> tuple[int, ...]:
+        """Indices into ``dynamic_leaves()`` of the leaves of the donated positional arguments."""
+        donated = {i % len(args) for i in donate_argnums if -len(args) <= i < len(args)} - self.static_positions
+        marks = []  # per leaf of the flattened dynamic positional args: whether its argument is donated
+        for i, arg in enumerate(args):
+            if i not in self.static_positions:
+                marks += [i in donated] * len(tree_util.tree_leaves(arg))
+        marks += [False] * (len(self.leaves) - len(marks))  # (the keyword arguments' leaves come after)
+        dynamic = [m for m, d in zip(marks, self.dynamic) if d]
+        return tuple(i for i, m in enumerate(dynamic) if m)
+
 
 def _native_enabled() -> bool:
     return os.environ.get("SRCJAX_NATIVE", "1") != "0"
 
 
-# jax_debug_nans, kept current by a listener: reading ``config`` per call costs more than a native call
-_debug_nans = [config.jax_debug_nans]
-
-
-def _on_config_update(name: str) -> None:
-    if name == "jax_debug_nans":
-        _debug_nans[0] = config.jax_debug_nans
-
-
-config.on_update(_on_config_update)
+# the flags' values, read directly per call: ``config.<name>`` goes through ``__getattr__`` and costs more than
+# a native call (and a listener would miss tests that restore ``config._values`` wholesale)
+_flags = config._values
 
 
 _HOST_SCALARS = (np.ndarray, np.generic, bool, int, float)
+_new_array, _empty, _contiguous = Array.__new__, np.empty, np.ascontiguousarray
+# references to a donated buffer while ``_donatable`` looks at it: the Array's slot, the inputs list, the
+# local name and ``getrefcount``'s argument. Any more means someone else holds it (a view, np.asarray's
+# caller, another Array, a queued job), and the buffer is not reused.
+_DONATED_REFS = 4
 
 
-def _host_buffers(leaves: Sequence[Any]) -> list[Any] | None:
+def _host_inputs(leaves: Sequence[Any]) -> tuple[list[Any], bool] | None:
     """What native code reads for the dynamic arguments: an Array's NumPy buffer, a NumPy array or a scalar
-    (the executable converts them to the parameters' dtypes); None if some leaf is not concrete data (a
-    value of a transformation in progress), which only the interpreter can handle."""
-    buffers = []
+    (the executable converts them to the parameters' dtypes), or ``(job, index)`` for an Array whose
+    computation is queued (or failed: the call then fails the same way, when its results are read); and
+    whether there is such a pending one. None if some leaf is not concrete data (a value of a transformation
+    in progress), which only the interpreter can handle."""
+    inputs, pending = [], False
     for leaf in leaves:
         if type(leaf) is Array:
-            buffers.append(leaf._value)
+            try:
+                inputs.append(leaf._buffer)  # (not ``_value``: that would wait for a pending one)
+                continue
+            except AttributeError:
+                pass
+            state = _pending_of(leaf)
+            if state is None or state is DELETED or (state[0].done() and state[0].error is None):
+                inputs.append(leaf._value)  # (raises for a deleted Array)
+            else:
+                inputs.append(state)
+                pending = True
         elif isinstance(leaf, _HOST_SCALARS):
-            buffers.append(leaf)
+            inputs.append(leaf)
         else:
             return None
-    return buffers
+    return inputs, pending
 
 
 def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
     """An Array of a fresh result buffer; ``aval`` is the result's type, so none has to be built."""
     value.setflags(write=False)  # (a third of the cost of ``flags.writeable = False``)
-    out = Array.__new__(Array)
-    out._value, out.aval, out._device = value, aval, None
+    out = _new_array(Array)
+    out._buffer, out.aval, out._device = value, aval, None
+    return out
+
+
+def _pending_result(job: dispatch.Job, index: int, aval: TensorType) -> Array:
+    out = _new_array(Array)
+    out.aval, out._device, out._pending = aval, None, (job, index)
     return out
 
 
 _in_use = core.interpreters_in_use()  # the live list: empty while nothing is being compiled
+_INT32 = (-(1 << 31), 1 << 31)
+_NOT_QUICK = object()
+
+
+def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
+    """Flatten ``x`` into ``leaves`` as ``tree_util`` does (same leaf order) and return a hashable key of what the
+    types of the leaves depend on: the containers (tuple, list, dict with its keys, None) and per leaf its
+    type (an Array's aval; a NumPy array's dtype and shape; a Python float, int or bool: its Python type, weak
+    as in ``abstractify``). ``_NOT_QUICK`` for anything else (other nodes, other leaves, ints beyond int32):
+    the ``Signature`` decides those."""
+    kind = type(x)
+    if kind is Array:
+        leaves.append(x)
+        return x.aval
+    if kind is tuple or kind is list:
+        parts = [kind]
+        for child in x:
+            part = _quick_flatten(child, leaves)
+            if part is _NOT_QUICK:
+                return _NOT_QUICK
+            parts.append(part)
+        return tuple(parts)
+    if kind is dict:
+        try:
+            keys = sorted(x)
+        except TypeError:
+            return _NOT_QUICK
+        parts = [kind, tuple(keys)]
+        for k in keys:
+            part = _quick_flatten(x[k], leaves)
+            if part is _NOT_QUICK:
+                return _NOT_QUICK
+            parts.append(part)
+        return tuple(parts)
+    if x is None:  # (a node without children)
+        return None
+    if kind is float or kind is bool or (kind is int and _INT32[0] <= x < _INT32[1]):
+        leaves.append(x)
+        return kind
+    if kind is np.ndarray:
+        leaves.append(x)
+        return (x.dtype, x.shape)
+    return _NOT_QUICK
 
 
 class Compiled:
     """One specialisation: the IR and how to call it (natively when the CPU backend compiles it, else by
-    interpreting the IR; ``native_error`` says why not, and ``SRCJAX_NATIVE=0`` turns native code off)."""
+    interpreting the IR; ``native_error`` says why not, and ``SRCJAX_NATIVE=0`` turns native code off).
+    ``donated`` are the indices of the dynamic leaves whose Arrays the call consumes (``donate_argnums``).
 
-    def __init__(self, ir: Function, out_tree: Any, signature: Signature):
+    A native call runs on the caller's thread when it is small, and is queued on the dispatch thread
+    (``runtime/dispatch.py``) when its work is large or an input is still pending: then it returns Arrays
+    whose buffers are pending. ``call_arrays(args)`` is the call with a tuple of Arrays, as a closure built for
+    this specialisation (``_arrays_entry``): the path of ``jit(f)(x)`` once ``f`` is compiled for ``x``."""
+
+    def __init__(self, ir: Function, out_tree: Any, signature: Signature, donated: Sequence[int] = ()):
         self.ir, self.out_tree, self.signature = ir, out_tree, signature
+        self.donated = tuple(donated)
         self.native, self.native_error = None, None
         if _native_enabled():
             try:
@@ -142,27 +220,107 @@ class Compiled:
             except Exception as e:  # noqa: BLE001 - a native compilation failure must never break a call
                 self.native, self.native_error = None, f"native compilation failed: {type(e).__name__}: {e}"
         self._result_avals = [r.aval for r in ir.results]
+        self._result_types = tuple((aval.shape, aval.dtype) for aval in self._result_avals)
         self._single_result = tree_util.treedef_is_leaf(out_tree) and len(ir.results) == 1
+        self.call_arrays = self._arrays_entry()
 
     def __call__(self, *leaves: Any) -> Any:
-        native = self.native
-        if native is not None and not _debug_nans[0]:  # (NaN checks are the interpreter's)
-            buffers = _host_buffers(leaves)
-            if buffers is not None:
-                results = list(map(_wrap_result, native(*buffers), self._result_avals))
-                return tree_util.tree_unflatten(self.out_tree, results)
-        outs = eval_function(self.ir, *leaves)
-        return tree_util.tree_unflatten(self.out_tree, list(outs))
+        return self._call_leaves(leaves)
 
-    def call_arrays(self, args: Sequence[Array]) -> Any:
-        """``self(*args)`` when every argument is an ``Array``: the shortest way to the native code."""
+    def _call_leaves(self, leaves: Sequence[Any]) -> Any:
         native = self.native
-        if native is None or _debug_nans[0]:
-            return self(*args)
-        outs = native(*[a._value for a in args])
+        if native is not None and not _flags["jax_debug_nans"]:
+            found = _host_inputs(leaves)
+            if found is not None:
+                return self._build(self._run_native(native, leaves, *found))
+        outs = list(eval_function(self.ir, *leaves))
+        if self.donated:
+            outs = self._delete_donated(leaves, outs)
+        return tree_util.tree_unflatten(self.out_tree, outs)
+
+    def _build(self, results: list[Array]) -> Any:
+        return results[0] if self._single_result else tree_util.tree_unflatten(self.out_tree, results)
+
+    def _run_native(self, native: Any, leaves: Sequence[Any], inputs: list[Any], pending: bool) -> list[Array]:
+        """Run the native code on ``inputs``: here and now, or queued (``runtime/dispatch.py``)."""
+        outs = self._donatable(native, leaves, inputs) if self.donated else [None] * len(self._result_avals)
+        if pending or native.work >= dispatch.ASYNC_MIN_WORK:
+            job = dispatch.Job(native.run, inputs, outs, self._result_types)
+            dispatch.submit(job)
+            results = [_pending_result(job, j, aval) for j, aval in enumerate(self._result_avals)]
+        else:
+            outs = tuple(_empty(*t) if o is None else o for o, t in zip(outs, self._result_types))
+            native.run(inputs, outs)
+            results = list(map(_wrap_result, outs, self._result_avals))
+        for i in self.donated:
+            if type(leaves[i]) is Array:
+                leaves[i].delete()
+        return results
+
+    def _donatable(self, native: Any, leaves: Sequence[Any], inputs: list[Any]) -> list[Any]:
+        """Per result, the donated input buffer the native code may write it over, or None (a fresh buffer):
+        where the plan allows it (``Executable.aliases``) and nothing but the donated Array holds the buffer."""
+        outs: list[Any] = [None] * len(self._result_avals)
+        aliases = native.aliases()
+        for i in self.donated:
+            j = aliases.get(i)
+            if j is None or outs[j] is not None or type(leaves[i]) is not Array:
+                continue
+            value = inputs[i]
+            if type(value) is not np.ndarray or sum(v is value for v in inputs) != 1:
+                continue  # (pending, or also passed as another argument)
+            if sys.getrefcount(value) == _DONATED_REFS and value.flags.owndata and value.flags.c_contiguous:
+                outs[j] = value
+        return outs
+
+    def _delete_donated(self, leaves: Sequence[Any], outs: list[Any]) -> list[Any]:
+        """Delete the donated Arrays after an interpreted call; a result that is one of them becomes a new
+        Array over the same buffer (the donated one is gone, the result lives on)."""
+        donated = [leaves[i] for i in self.donated if type(leaves[i]) is Array]
+        outs = [Array(o._value, o.weak_type, o._device) if any(o is d for d in donated) else o for o in outs]
+        for leaf in donated:
+            leaf.delete()
+        return outs
+
+    def _arrays_entry(self) -> Callable[[tuple], Any]:
+        """``call_arrays``: for a small native call without donation, the whole call inlined in one closure
+        over this specialisation's constants (this is the dispatch cost of ``jit(f)(x)``); else the general
+        path. An Array's ``_buffer`` has the parameter's dtype (the signature is the Arrays' types); contiguity
+        is checked by ``ascontiguousarray`` (a no-op for contiguous buffers). An Array without a buffer (pending
+        or deleted) sends the call down the general path."""
+        native = self.native
+        if native is None or self.donated or native.work >= dispatch.ASYNC_MIN_WORK:
+            return self._call_leaves
+        run, consts, general = native._call, native.consts, self._call_leaves
         if self._single_result:
-            return _wrap_result(outs[0], self._result_avals[0])
-        return tree_util.tree_unflatten(self.out_tree, list(map(_wrap_result, outs, self._result_avals)))
+            (aval,) = self._result_avals
+            shape, dtype = aval.shape, aval.dtype
+
+            def call_one(args: tuple) -> Array:
+                try:
+                    inputs = [_contiguous(a._buffer) for a in args]
+                except AttributeError:
+                    return general(args)
+                out = _empty(shape, dtype)
+                run((*inputs, *consts, out))
+                out.setflags(write=False)
+                result = _new_array(Array)
+                result._buffer, result.aval, result._device = out, aval, None
+                return result
+
+            return call_one
+        avals, build = self._result_avals, self._build
+
+        def call_many(args: tuple) -> Any:
+            try:
+                inputs = [_contiguous(a._buffer) for a in args]
+            except AttributeError:
+                return general(args)
+            outs = tuple([_empty(aval.shape, aval.dtype) for aval in avals])
+            run((*inputs, *consts, *outs))
+            return build(list(map(_wrap_result, outs, avals)))
+
+        return call_many
 
     def as_text(self) -> str:
         from transpiler.printer import print_function
@@ -189,9 +347,14 @@ class Jitted:
         self.fn = fn
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        self.donate_argnums = donate_argnums
+        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        for i in self.donate_argnums:
+            if not isinstance(i, int):
+                raise TypeError(f"jit: donate_argnums must be ints, got {i!r}")
+        self._plain = not self.static_argnums and not self.static_argnames
         self._cache: dict[Any, Compiled] = {}
-        self._fast: dict[tuple, Compiled] = {}  # by the argument types, when every argument is an array
+        self._fast: dict[tuple, Callable[[tuple], Any]] = {}  # by the argument types, when all are Arrays
+        self._quick: dict[tuple, Compiled] = {}  # by ``_quick_flatten``: pytrees of arrays and scalars
         self.__srcjax_inline__ = fn
         functools.update_wrapper(self, fn, updated=())
 
@@ -211,19 +374,35 @@ class Jitted:
         if compiled is None:
             abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
             ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
-            compiled = self._cache[sig.key] = Compiled(ir, out_tree, sig)
+            donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()
+            compiled = self._cache[sig.key] = Compiled(ir, out_tree, sig, donated)
         return compiled, sig
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and not self.static_argnums and not self.static_argnames and not _in_use:
-            # the common call: arrays only. Their types are the whole signature, no pytree to flatten
-            if all(type(a) is Array for a in args) and not config.jax_disable_jit:
-                key = tuple([a.aval for a in args])
-                compiled = self._fast.get(key)
-                if compiled is not None:
-                    return compiled.call_arrays(args)
+        if not kwargs and self._plain and not _in_use and not (_flags["jax_disable_jit"] or _flags["jax_debug_nans"]):
+            # the common call: Arrays only. Their types are the whole signature, no pytree to flatten
+            try:
+                call = self._fast[tuple([a.aval for a in args])]
+            except (KeyError, AttributeError):  # a new signature, or not only Arrays
+                pass
+            else:
+                return call(args)
+            if all(type(a) is Array for a in args):
                 compiled, sig = self._specialise(args, kwargs)
-                self._fast[key] = compiled
+                self._fast[tuple([a.aval for a in args])] = compiled.call_arrays
+                return compiled(*sig.dynamic_leaves())
+            # pytrees of Arrays, NumPy arrays and Python scalars: keyed without building a Signature (the x64
+            # flag sets the canonical dtypes of NumPy arrays and scalars)
+            leaves: list[Any] = []
+            key = _quick_flatten(args, leaves)
+            if key is not _NOT_QUICK:
+                key = (key, _flags["jax_enable_x64"])
+                compiled = self._quick.get(key)
+                if compiled is not None:
+                    return compiled._call_leaves(leaves)
+                compiled, sig = self._specialise(args, kwargs)
+                if all(sig.dynamic):  # (every leaf is an argument of the compiled function, in this order)
+                    self._quick[key] = compiled
                 return compiled(*sig.dynamic_leaves())
         if config.jax_disable_jit:
             return self.fn(*args, **kwargs)
@@ -239,6 +418,7 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast.clear()
+        self._quick.clear()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

@@ -3,6 +3,12 @@
 The buffer is a read-only NumPy array on the host (CPU devices). Operators and methods come from
 ``ArrayMethods``, shared with the symbolic values of a function being compiled: both call
 ``srcjax.numpy``, which binds primitives.
+
+The ``_buffer`` slot holds the buffer; ``_value`` reads it. A compiled call that runs asynchronously returns
+Arrays whose ``_buffer`` is unset and whose ``_pending`` holds ``(job, index)`` (``runtime/dispatch.py``): reading
+``_value`` waits for the job, then fills the slot. A deleted (donated) Array has no ``_buffer`` and
+``_pending = DELETED``: reading ``_value`` raises. (Not ``__getattr__`` on the slot: NumPy probes every Array
+for ``__array_interface__`` and friends, and each miss would then run Python code.)
 """
 
 from __future__ import annotations
@@ -16,15 +22,30 @@ from transpiler.array_methods import ArrayMethods
 from transpiler.types import TensorType
 
 
+DELETED = "deleted"  # ``Array._pending`` of an Array whose buffer was donated
+
+
 class Array(ArrayMethods):
-    __slots__ = ("_value", "aval", "_device", "__weakref__")
+    __slots__ = ("_buffer", "aval", "_device", "_pending", "__weakref__")
 
     def __init__(self, value: np.ndarray, weak_type: bool = False, device: Any = None):
         value = np.asarray(value)
         value.flags.writeable = False
-        self._value = value
+        self._buffer = value
         self.aval = TensorType(value.dtype, value.shape, weak_type)
         self._device = device
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The buffer: waits for a pending Array's computation, raises for a deleted Array."""
+        try:
+            return self._buffer
+        except AttributeError:  # (a try costs nothing unless it raises)
+            return _resolve(self)
+
+    @_value.setter
+    def _value(self, value: np.ndarray) -> None:
+        self._buffer = value
 
     # -- attributes ------------------------------------------------------------------------------------
     @property
@@ -41,19 +62,19 @@ class Array(ArrayMethods):
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return len(self.aval.shape)
 
     @property
     def size(self) -> int:
-        return self._value.size
+        return self.aval.size
 
     @property
     def itemsize(self) -> int:
-        return self._value.itemsize
+        return self.aval.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._value.nbytes
+        return self.aval.size * self.aval.dtype.itemsize
 
     @property
     def device(self):
@@ -80,10 +101,25 @@ class Array(ArrayMethods):
 
     # -- host interop ----------------------------------------------------------------------------------
     def block_until_ready(self) -> Array:
+        _ = self._value  # (waits if pending; raises what its computation raised)
         return self
 
     def is_ready(self) -> bool:
-        return True
+        pending = _pending_of(self)
+        return pending is None or pending is DELETED or pending[0].done()
+
+    def is_deleted(self) -> bool:
+        return _pending_of(self) is DELETED
+
+    def delete(self) -> None:
+        """Free the buffer; any later use of this Array raises ``RuntimeError``."""
+        if _pending_of(self) is DELETED:
+            return
+        try:
+            del self._buffer
+        except AttributeError:  # pending: the job keeps its own reference to the buffer
+            pass
+        self._pending = DELETED
 
     def __array__(self, dtype=None, copy=None):
         if copy:
@@ -159,6 +195,8 @@ class Array(ArrayMethods):
         )
 
     def __repr__(self) -> str:
+        if self.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
         prefix = "Array("
         dtype_text = f"dtype={self.dtype.name}" + (", weak_type=True)" if self.weak_type else ")")
         width = np.get_printoptions()["linewidth"]
@@ -179,6 +217,32 @@ class Array(ArrayMethods):
         if self.ndim == 0:
             return format(self._value[()], spec)
         return format(self._value, spec)
+
+
+def _pending_of(x: Array) -> Any:
+    """``x._pending``: None for a ready Array, ``(job, index)`` for a pending one, or ``DELETED``."""
+    try:
+        return x._pending
+    except AttributeError:
+        return None
+
+
+def _resolve(x: Array) -> np.ndarray:
+    """The buffer of a pending Array once its computation ran (stored, so later reads are plain slot reads)."""
+    pending = _pending_of(x)
+    if pending is None:
+        raise AttributeError("'Array' object has no attribute '_value' (it is not initialised)")
+    if pending is DELETED:
+        raise RuntimeError(
+            f"Array has been deleted with shape={x.aval}: it was donated to a jit-compiled function "
+            "(donate_argnums) or deleted with .delete(), and cannot be used any more"
+        )
+    job, index = pending
+    value = job.result(index)  # (raises what the computation raised)
+    value.setflags(write=False)
+    x._buffer = value
+    x._pending = None
+    return value
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

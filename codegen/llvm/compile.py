@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import llvmlite.ir as ir
 import numpy as np
 
 from codegen.llvm import blas, engine, kernels
 from codegen.llvm.fusion import Gemm, Nest, Plan, Unsupported, plan_function
+from codegen.llvm.host import HostCalls
 from codegen.llvm.layout import Buffer
 from codegen.llvm.kernels import (
     I32,
@@ -84,7 +85,7 @@ class EntryEmitter:
             from codegen.llvm.control import ControlEmitter
 
             ControlEmitter(self.module, self.plan.fn, self.name, blas.gemm_dtypes()).emit()
-            if OFFSETS is None:
+            if OFFSETS is None or not self.python_entry:
                 return [self.name]
             self.emit_tuple_entry(self.module.globals[self.name])
             return [self.name, self.name + ".py"]
@@ -125,8 +126,8 @@ class EntryEmitter:
 
     # -- nests ----------------------------------------------------------------------------------------------
     def nest(self, nest: Nest, name: str) -> None:
-        """Run one nest: serially, or split across threads along its outermost axis (a reduction over that
-        axis accumulates per thread into its own partial result, combined afterwards)."""
+        """Run one nest: serially, or in chunks of its outermost axis on the thread pool (a reduction over that
+        axis accumulates per chunk into its own partial result, combined afterwards)."""
         b = self.b
         body = collapse(instantiate(self.plan, nest))
         red = body.reduction
@@ -134,9 +135,11 @@ class EntryEmitter:
             if red is not None and red.target.size:
                 self.fill_identity(self.pointer(red.target), red.target.size, red)
             return
-        threads = 1
-        if body.shape and body.size * _cost(body) >= kernels.PARALLEL_MIN_WORK and body.shape[0] > 1:
-            threads = min(self.threads, body.shape[0])
+        threads = 1  # (the chunks srcjax_parallel runs, each with its slot: their count is fixed here)
+        work = body.size * _cost(body)
+        if self.threads > 1 and body.shape and body.shape[0] > 1 and work >= kernels.PARALLEL_MIN_WORK:
+            threads = min(self.threads * kernels.CHUNKS_PER_THREAD, body.shape[0])
+        count = threads + (kernels.PARALLEL_SMALL if work < kernels.WAKE_MIN_WORK else 0)
         partial = red is not None and threads > 1 and body.reduced[0]
         emitter = NestEmitter(self.module, body, name, partial_slots=partial)
         info = emitter.emit()
@@ -159,7 +162,7 @@ class EntryEmitter:
                 b.store(b.bitcast(arg, PTR), b.gep(array, [ir.Constant(I64, i)]))
             b.call(
                 parallel_function(self.module),
-                [self.module.globals[info.packed], array, ir.Constant(I64, body.shape[0]), ir.Constant(I64, threads)],
+                [self.module.globals[info.packed], array, ir.Constant(I64, body.shape[0]), ir.Constant(I64, count)],
             )
         if partial:
             self.combine_partials(red, pointers[id(red.target)], target, threads)
@@ -331,6 +334,8 @@ class Executable:
         self.result_dtypes = tuple(r.aval.dtype for r in self.fn.results)
         self.consts = tuple(data for _, data in self.plan.consts)
         work = sum(p.aval.size for p in self.fn.params) + sum(r.aval.size for r in self.fn.results)
+        self.work = work  # elements read and written: what the runtime weighs against the cost of dispatch
+        self._aliases: dict[int, int] | None = None
         if self.py_address is not None:
             # small calls keep the GIL (cheaper to enter); large ones release it like any ctypes call
             factory = ctypes.PYFUNCTYPE if work < 1 << 15 else ctypes.CFUNCTYPE
@@ -338,6 +343,13 @@ class Executable:
         else:
             self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
             self._call = self._call_with_pointers
+        if self.plan.host_ops:  # ops computed by NumPy from inside the native code (codegen/llvm/host.py)
+            self._host = HostCalls(self.plan.host_ops)
+            slot = engine.global_address(self.name + ".host")
+            if not slot:
+                raise RuntimeError(f"the JIT has no host-call slot for {self.name}")
+            ctypes.c_void_p.from_address(slot).value = self._host.address
+            self._call = self._host.checked(self._call)
 
     def _call_with_pointers(self, arrays: tuple) -> None:
         pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
@@ -349,6 +361,76 @@ class Executable:
         self._call(tuple(map(_contiguous, args, self.param_dtypes)) + self.consts + outs)
         return outs
 
+    def run(self, args: list, outs: tuple[np.ndarray, ...]) -> None:
+        """Compute into ``outs`` (C-contiguous arrays of the result types, allocated by the caller; one may be
+        an input's buffer, where ``aliases`` allows it)."""
+        self._call(tuple(map(_contiguous, args, self.param_dtypes)) + self.consts + outs)
+
+    def aliases(self) -> dict[int, int]:
+        """Input index -> output index: where the entry may write that output over that input's buffer (the
+        donated buffer of an argument). Only where it is plainly safe: a straight-line plan whose one nest
+        writing the output stores nothing else, reads the input only at the element it writes (so each
+        element is read before it is overwritten, by the same iteration), and no later step reads the input."""
+        if self._aliases is None:
+            self._aliases = self._find_aliases()
+        return self._aliases
+
+    def _find_aliases(self) -> dict[int, int]:
+        plan = self.plan
+        if plan.control or plan.host_ops:
+            return {}
+        bodies: dict[int, Any] = {}
+
+        def body(k: int):
+            if k not in bodies:
+                bodies[k] = instantiate(plan, plan.steps[k])
+            return bodies[k]
+
+        def reads(k: int, buffer: Buffer) -> bool:
+            step = plan.steps[k]
+            if isinstance(step, Gemm):
+                return buffer in (plan.buffers[id(step.lhs.base)], plan.buffers[id(step.rhs.base)])
+            return any(load.buffer is buffer for load in body(k).loads)
+
+        def writes(step, buffer: Buffer) -> bool:
+            if isinstance(step, Gemm):
+                return step.target is buffer
+            return step.target is buffer or any(b is buffer for _, b in step.stores)
+
+        found: dict[int, int] = {}
+        for j, out in enumerate(plan.outputs):
+            writers = [k for k, step in enumerate(plan.steps) if writes(step, out)]
+            if len(writers) != 1:
+                continue
+            (k,) = writers
+            nest = plan.steps[k]
+            if not isinstance(nest, Nest) or nest.combine or nest.product or nest.placement or len(nest.stores) != 1:
+                continue
+            store, shape = body(k).stores[0], nest.shape
+
+            def where(coeffs: list[int], offset: int, shape=shape) -> tuple[list[int], int]:
+                return [c for c, d in zip(coeffs, shape) if d != 1], offset  # (axes of size 1 do not move)
+
+            written = where(store.coeffs, store.offset)
+            result = self.fn.results[j].aval
+            for i, inp in enumerate(plan.inputs):
+                param = self.fn.params[i].aval
+                if i in found or (param.shape, param.dtype) != (result.shape, result.dtype):
+                    continue
+                loads = [load for load in body(k).loads if load.buffer is inp]
+                if any(where(load.coeffs, load.offset) != written for load in loads):
+                    continue
+                if any(reads(later, inp) for later in range(k + 1, len(plan.steps))):
+                    continue
+                found[i] = j
+                break
+        return found
+
+    def __repr__(self) -> str:
+        types = lambda values: ", ".join(str(v.aval) for v in values)  # noqa: E731
+        host = f", {len(self.plan.host_ops)} host calls" if self.plan.host_ops else ""
+        return f"Executable({self.name}: ({types(self.fn.params)}) -> ({types(self.fn.results)}){host})"
+
     def assembly(self) -> str:
         return engine.emit_assembly(self.llvm_ir)
 
@@ -359,16 +441,24 @@ class Executable:
         return describe(self.plan)
 
 
-def compile_function(fn: Function) -> Executable | None:
-    """Compile ``fn`` natively, or None when it uses something the backend does not lower yet."""
-    try:
-        plan = plan_function(fn, blas.gemm_dtypes())
-    except Unsupported:
-        return None
-    name = engine.unique_name(f"srcjax_{_safe(fn.name)}")
-    module = engine.new_module(name)
-    names = EntryEmitter(module, plan, name).emit()
-    compiled = engine.compile_module(module, names)
+def compile_function(fn: Function, plan: Plan | None = None, name: str | None = None,
+                     load: Callable[[Callable[[], tuple[ir.Module, list[str]]]], engine.CompiledModule] | None = None
+                     ) -> Executable | None:
+    """Compile ``fn`` natively, or None when it uses something the backend does not lower yet. The disk cache
+    passes the ``plan`` it keyed, the entry's symbol ``name`` and ``load(build)``, which returns the machine
+    code of its entry and calls ``build() -> (module, entry names)`` only when there is none."""
+    if plan is None:
+        try:
+            plan = plan_function(fn, blas.gemm_dtypes())
+        except Unsupported:
+            return None
+    name = name or engine.unique_name(f"srcjax_{_safe(fn.name)}")
+
+    def build() -> tuple[ir.Module, list[str]]:
+        module = engine.new_module(name)
+        return module, EntryEmitter(module, plan, name).emit()
+
+    compiled = load(build) if load is not None else engine.compile_module(*build())
     return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name], compiled.addresses.get(name + ".py"))
 
 
