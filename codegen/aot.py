@@ -168,7 +168,9 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
             names = ", ".join(sorted({f"'{op.name}'" for op in host}))
             raise Unsupported(f"{names} has no native lowering (the JIT calls back into Python for it)")
         module = engine.new_module(symbol)
-        EntryEmitter(module, plan, symbol, python_entry=False).emit()
+        emitter = EntryEmitter(module, plan, symbol, python_entry=False)
+        emitter.split_blas = False  # (the library's BLAS is bound by the loader, without its thread controls)
+        emitter.emit()
     except Unsupported as e:
         raise AotError(f"{where}: cannot be compiled ahead of time: {e}") from None
     found = blas.find_gemm()

@@ -204,7 +204,7 @@ def loop_compile_time(steps: int) -> float:
     import os
 
     def f(x):
-        for i in range(steps):
+        for _ in range(steps):
             x = x * 0.999 + jnp.sin(x) * 0.001
         return x
 

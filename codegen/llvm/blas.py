@@ -26,11 +26,24 @@ _CANDIDATES = [
 ]
 
 
+# OpenBLAS's thread-count controls, bound as ``srcjax_blas_set_threads``/``srcjax_blas_get_threads``
+_THREAD_CONTROLS = [
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+]
+SET_THREADS, GET_THREADS = "srcjax_blas_set_threads", "srcjax_blas_get_threads"
+
+
 @dataclass(frozen=True)
 class Gemm:
     int_bits: int  # width of M, N, K, lda, ... (64 for ILP64 builds)
     symbols: dict  # dtype -> our symbol name of its gemm (its syrk: the same with "syrk")
     origin: str
+    # whether SET_THREADS/GET_THREADS are bound: compiled code then runs BLAS on one thread per chunk of a
+    # product split across its own pool (two pools on the same cores stall each other)
+    thread_control: bool = False
 
 
 _found: list = []
@@ -68,8 +81,20 @@ def _search() -> Gemm | None:
                 for (t, routine), address in addresses.items():
                     engine.add_symbol(f"srcjax_{t}{routine}", address)
                 symbols = {np.dtype(np.float32): "srcjax_sgemm", np.dtype(np.float64): "srcjax_dgemm"}
-                return Gemm(bits, symbols, f"{path}:{symbol}")
+                return Gemm(bits, symbols, f"{path}:{symbol}", _bind_thread_control(lib))
     return None
+
+
+def _bind_thread_control(lib: ctypes.CDLL) -> bool:
+    for setter, getter in _THREAD_CONTROLS:
+        try:
+            addresses = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in (setter, getter)]
+        except AttributeError:
+            continue
+        engine.add_symbol(SET_THREADS, addresses[0])
+        engine.add_symbol(GET_THREADS, addresses[1])
+        return True
+    return False
 
 
 def gemm_dtypes() -> set[np.dtype]:

@@ -567,7 +567,8 @@ def lowers(op: Op) -> bool:
 
     if len(op.results) != 1 or op.regions:
         return False
-    if any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in (*op.operands, *op.results)):
+    values = (*op.operands, *op.results)
+    if any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in values):
         return False
     name = op.name
     if name == "pad":

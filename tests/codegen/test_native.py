@@ -7,7 +7,6 @@ import pytest
 import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
-from codegen.llvm.compile import compile_function
 from codegen.llvm import kernels
 from codegen.llvm.kernels import num_threads
 
@@ -320,3 +319,27 @@ def test_native_can_be_turned_off(monkeypatch):
     np.testing.assert_array_equal(np.asarray(f(np.ones(3, np.float32))), 2.0)
 
 
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_products_split_across_the_pool(monkeypatch, transposed):
+    """With SRCJAX_GEMM_SPLIT_MIN_WORK set, large products run as row blocks on the thread pool, each a
+    single-threaded BLAS call (batched products too), with the same results."""
+    from codegen.llvm import blas
+    from codegen.llvm import compile as native_compile
+
+    found = blas.find_gemm()
+    if found is None or not found.thread_control or num_threads() < 2:
+        pytest.skip("needs OpenBLAS's thread controls and two threads")
+    monkeypatch.setenv("SRCJAX_CACHE", "0")
+    monkeypatch.setattr(native_compile, "GEMM_SPLIT_MIN_WORK", 1)
+    a, b = _f32(40, 130), _f32(130, 70)
+    lhs = a.T.copy() if transposed else a
+    f = srcjax.jit((lambda x, y: jnp.tanh(x.T @ y)) if transposed else (lambda x, y: jnp.tanh(x @ y)))
+    got = np.asarray(f(lhs, b))
+    (compiled,) = f._cache.values()
+    assert ".gemm1" in compiled.native.llvm_ir, "the product was not split"
+    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+    xs, ys = _f32(3, 48, 20), _f32(3, 20, 30)
+    batched = srcjax.jit(lambda x, y: x @ y)
+    np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=1e-5, atol=1e-5)
