@@ -276,14 +276,16 @@ def _conv_shape(lhs: TensorType, rhs: TensorType, *, window_strides, padding, lh
 
 
 def _dilate_and_pad(x: np.ndarray, padding, lhs_dilation) -> np.ndarray:
-    """Insert holes between input elements, then pad (a negative pad crops) the spatial axes."""
+    """Insert holes between input elements, then pad (a negative pad crops) the spatial axes of a
+    channels-last ``x`` (N, *spatial, C)."""
+    spatial = x.shape[1:-1]
     if any(d > 1 for d in lhs_dilation):
-        big = np.zeros(x.shape[:2] + tuple(_dilated(n, d) for n, d in zip(x.shape[2:], lhs_dilation)), x.dtype)
-        big[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in lhs_dilation)] = x
+        big = np.zeros((x.shape[0], *(_dilated(n, d) for n, d in zip(spatial, lhs_dilation)), x.shape[-1]), x.dtype)
+        big[(slice(None),) + tuple(slice(None, None, d) for d in lhs_dilation)] = x
         x = big
-    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[2:], padding))
-    x = x[(slice(None), slice(None)) + crop]
-    grow = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[1:-1], padding))
+    x = x[(slice(None),) + crop]
+    grow = [(0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding] + [(0, 0)]
     return np.pad(x, grow) if any(p != (0, 0) for p in grow) else x
 
 
@@ -293,10 +295,11 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     lspec, rspec, ospec = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = _compute_dtype(out_dtype)
-    x = np.transpose(lhs, lspec).astype(compute, copy=False)  # (N, C, *spatial)
+    # channels last (N, *spatial, C): each kernel tap then copies runs of contiguous features (NHWC input)
+    x = np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])).astype(compute, copy=False)
     w = np.transpose(rhs, rspec).astype(compute, copy=False)  # (O, C / groups, *kernel)
     kernel = w.shape[2:]
-    out_sizes = conv_output_spatial(x.shape[2:], kernel, window_strides, padding, lhs_dilation, rhs_dilation)
+    out_sizes = conv_output_spatial(x.shape[1:-1], kernel, window_strides, padding, lhs_dilation, rhs_dilation)
     groups = feature_group_count * batch_group_count  # at most one of them exceeds 1
     nb, out_features = x.shape[0] // batch_group_count, w.shape[0]
     canonical = (nb, out_features, *out_sizes)
@@ -305,19 +308,20 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     else:
         # im2col: every (dilated) kernel window of the padded input, sampled at the strides
         x = _dilate_and_pad(x, padding, lhs_dilation)
-        spatial = tuple(range(2, x.ndim))
+        spatial = tuple(range(1, x.ndim - 1))
         patches = sliding_window_view(x, [_dilated(k, d) for k, d in zip(kernel, rhs_dilation)], axis=spatial)
-        patches = patches[(slice(None), slice(None)) + tuple(slice(None, n * s, s) for n, s in
-                                                           zip(out_sizes, window_strides))
-                          + tuple(slice(None, None, d) for d in rhs_dilation)]
-        positions, taps = int(np.prod(out_sizes)), int(np.prod(kernel))
+        patches = patches[(slice(None),) + tuple(slice(None, n * s, s) for n, s in zip(out_sizes, window_strides))
+                          + (slice(None),) + tuple(slice(None, None, d) for d in rhs_dilation)]
+        positions, taps, rank = int(np.prod(out_sizes)), int(np.prod(kernel)), len(kernel)
         cin = w.shape[1]
-        # groups are major on the split axis: lhs batch (batch groups) or lhs features (feature groups)
-        # (B, Nb, G, C/G, P, K) -> (B*G, Nb*P, C/G*K)
-        p = patches.reshape(batch_group_count, nb, feature_group_count, cin, positions, taps)
-        p = p.transpose(0, 2, 1, 4, 3, 5).reshape(groups, nb * positions, cin * taps)
-        k = w.reshape(groups, out_features // groups, cin * taps).transpose(0, 2, 1)
-        out = np.matmul(p, k)  # (groups, Nb*P, O/groups)
+        # (N, *out, C, *kernel) -> (N, *out, *kernel, C), a view; splitting N = (B, Nb) and C = (G, C/G) keeps
+        # it one, and the reshape to (B*G, Nb*P, K*C/G) is then the only copy. Groups are major on the split
+        # axis: lhs batch (batch groups) or lhs features (feature groups)
+        p = patches.transpose(0, *range(1, rank + 1), *range(rank + 2, 2 * rank + 2), rank + 1)
+        p = p.reshape(batch_group_count, nb, positions, taps, feature_group_count, cin)
+        p = p.transpose(0, 4, 1, 2, 3, 5).reshape(groups, nb * positions, taps * cin)
+        k = w.reshape(groups, out_features // groups, cin, taps).transpose(0, 3, 2, 1)
+        out = np.matmul(p, k.reshape(groups, taps * cin, out_features // groups))  # (groups, Nb*P, O/groups)
         out = out.reshape(groups, nb, positions, out_features // groups).transpose(1, 0, 3, 2)
         out = out.reshape(canonical).astype(out_dtype, copy=False)
     return np.transpose(out, np.argsort(ospec))

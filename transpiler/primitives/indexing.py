@@ -398,8 +398,12 @@ def _window_index_arrays(shape, batch_shape, indices, index_map, operand_batchin
 
 def _in_bounds(indices, shape, index_map, sizes) -> np.ndarray:
     """Mask over the batch: every start of the index vector lets its window fit (0 <= s <= size - window)."""
-    upper = np.array([shape[a] - sizes[a] for a in index_map], np.int64)
-    return np.all((indices >= 0) & (indices <= upper), axis=-1)
+    # one index component at a time: NumPy reduces a short last axis slowly (one inner call per vector)
+    keep = np.ones(indices.shape[:-1], bool)
+    for j, a in enumerate(index_map):
+        start = indices[..., j]
+        keep &= (start >= 0) & (start <= shape[a] - sizes[a])
+    return keep
 
 
 # -- gather and scatter: the inverse pairs their derivatives use ------------------------------------------
@@ -670,6 +674,10 @@ def _scatter_impl(combine: Callable | None):
         out = np.array(x, copy=True, order="C")  # C order: reshape(-1) must be a view (x may be a broadcast)
         if combine is None:
             out.reshape(-1)[flat] = updates
+        elif combine == np.add.at and out.dtype.kind == "f" and out.dtype.itemsize <= 8 and flat.size:
+            # a histogram of the updates sums them several times faster than ``np.add.at`` (in float64)
+            sums = np.bincount(flat.reshape(-1), weights=np.reshape(updates, -1), minlength=out.size)
+            out.reshape(-1)[...] += sums.astype(out.dtype)
         else:
             combine(out.reshape(-1), flat, updates)
         return out

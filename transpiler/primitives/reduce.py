@@ -476,6 +476,11 @@ def _window_output_shape(name: str, x: TensorType, window_dimensions, window_str
     return tuple(shape)
 
 
+# window reductions whose combine is a NumPy ufunc that propagates NaN as ``np.max``/``np.min`` do
+_ELEMENTWISE = {"max": np.maximum, "min": np.minimum}
+_SMALL_WINDOW = 64  # up to this many window elements, one pass per element beats a sliding-window view
+
+
 def window_reduction(name: str, op: str, reducer: Callable[..., np.ndarray], kinds: str) -> Primitive:
     """``reduce_window_<op>``: ``op`` over every (strided, dilated) window of the padded operand.
 
@@ -497,6 +502,14 @@ def window_reduction(name: str, op: str, reducer: Callable[..., np.ndarray], kin
         config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation, strict=True))
         padded = _pad_impl(x, np.asarray(identity, x.dtype), padding_config=config)
         extent = tuple((w - 1) * d + 1 for w, d in zip(window_dimensions, window_dilation, strict=True))
+        if op in _ELEMENTWISE and np.prod(window_dimensions, dtype=np.int64) <= _SMALL_WINDOW:
+            # a small window (pooling): combine one strided slice per window offset, each a vectorised pass
+            out = None
+            for offset in np.ndindex(*window_dimensions):
+                part = padded[tuple(slice(k * d, k * d + (n - 1) * s + 1, s) for k, d, n, s in
+                                    zip(offset, window_dilation, out_shape, window_strides, strict=True))]
+                out = np.array(part) if out is None else _ELEMENTWISE[op](out, part, out=out)
+            return out.astype(x.dtype, copy=False)
         windows = np.lib.stride_tricks.sliding_window_view(padded, extent)
         # every stride-th window start, every dilation-th element inside a window
         starts = tuple(slice(None, None, s) for s in window_strides)
