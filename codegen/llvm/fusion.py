@@ -49,11 +49,24 @@ REDUCTIONS = {f"reduce_{name}": combine for name, combine in
                ("xor", "xor")]}  # fmt: skip
 
 
+# elementwise primitives with several results: result j is the elementwise rule "<name>.<j>"
+MULTI_RESULT_ELEMENTWISE = frozenset({"threefry2x32"})
+
+
+@dataclass(frozen=True)
+class ResultOf:
+    """Stands for an op in an ``Expr``: result ``j`` of a multi-result elementwise op, named "<op>.<j>"."""
+
+    name: str
+    operands: list
+    params: dict
+
+
 @dataclass(frozen=True)
 class Expr:
     """An unmaterialised value: ``op`` applied elementwise, or (``operand``, ``index_map``) remapping axes."""
 
-    op: Op | None = None
+    op: "Op | ResultOf | None" = None
     operand: Value | None = None
     index_map: IndexMap = ()
 
@@ -218,6 +231,10 @@ class Planner:
         from codegen.llvm.rules import ELEMENTWISE
 
         name = op.name
+        if name in MULTI_RESULT_ELEMENTWISE:
+            for j, r in enumerate(op.results):
+                self.sources[id(r)] = Expr(op=ResultOf(f"{name}.{j}", op.operands, op.params))
+            return
         (result,) = op.results if len(op.results) == 1 else (None,)
         if result is None:
             raise Unsupported(f"'{name}' has several results")
@@ -565,12 +582,16 @@ def lowers(op: Op) -> bool:
     regions runs as a host call (``control.ControlEmitter.emit_host``)."""
     from codegen.llvm.rules import ELEMENTWISE
 
-    if len(op.results) != 1 or op.regions:
-        return False
     values = (*op.operands, *op.results)
-    if any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in values):
+    if op.regions or any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in values):
         return False
     name = op.name
+    if name in MULTI_RESULT_ELEMENTWISE:
+        return True
+    if len(op.results) != 1:
+        return False
+    if name == "bitcast_convert_type":
+        return op.operands[0].aval.dtype.itemsize == op.results[0].aval.dtype.itemsize
     if name == "pad":
         return all(int(c) >= 0 for dims in op.params["padding_config"] for c in dims)
     if op.prim is dot_general_p:

@@ -305,7 +305,39 @@ def _pow(cx, ts, out, params, x, y):
     return convert(cx, cx.intrinsic("pow", xd, yd, overload=[double]), np.dtype(np.float64), out)
 
 
+def _bitcast(cx, ts, out, params, x):
+    """The same bits as another dtype of the same width (bool has none: the planner leaves it to the host)."""
+    if ts[0] == out:
+        return x
+    return cx.b.bitcast(x, ltype(out))
+
+
+def _threefry_word(word: int) -> Rule:
+    """Word ``word`` of threefry2x32(k0, k1, x0, x1), as the primitive's implementation computes it; the two
+    words are two rules (the planner has one result per value), and LLVM shares their common rounds."""
+    from transpiler.primitives.random import KEY_PARITY, ROTATIONS
+
+    def rule(cx, ts, out, params, k0, k1, x0, x1):
+        b = cx.b
+        u32 = ir.IntType(32)
+        schedule = (k0, k1, b.xor(b.xor(k0, k1), ir.Constant(u32, KEY_PARITY)))
+        x0, x1 = b.add(x0, schedule[0]), b.add(x1, schedule[1])
+        for group in range(5):
+            for r in ROTATIONS[group % 2]:
+                x0 = b.add(x0, x1)
+                rotated = b.or_(b.shl(x1, ir.Constant(u32, r)), b.lshr(x1, ir.Constant(u32, 32 - r)))
+                x1 = b.xor(rotated, x0)
+            x0 = b.add(x0, schedule[(group + 1) % 3])
+            x1 = b.add(b.add(x1, schedule[(group + 2) % 3]), ir.Constant(u32, group + 1))
+        return (x0, x1)[word]
+
+    return rule
+
+
 ELEMENTWISE: dict[str, Rule] = {
+    "bitcast_convert_type": _bitcast,
+    "threefry2x32.0": _threefry_word(0),
+    "threefry2x32.1": _threefry_word(1),
     "neg": _neg,
     "add": _arith("add", "fadd"),
     "sub": _arith("sub", "fsub"),

@@ -8,11 +8,11 @@ import pytest
 
 import transpiler.primitives  # noqa: F401 - registers every family
 from codegen.llvm.control import BETWEEN, CONTROL, CUSTOM
-from codegen.llvm.fusion import IDENTITIES, REDUCTIONS, VIEW_OPS
+from codegen.llvm.fusion import IDENTITIES, MULTI_RESULT_ELEMENTWISE, REDUCTIONS, VIEW_OPS
 from codegen.llvm.rules import ELEMENTWISE
 from transpiler.primitives.core import PRIMITIVES
 
-NATIVE = set(ELEMENTWISE) | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
+NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
     "dot_general", "concatenate", "pad", "iota"}
 
 LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
@@ -28,7 +28,6 @@ HOST = {
     "scatter_add": LATER, "scatter_mul": LATER, "scatter_min": LATER, "scatter_max": LATER,
     "argmax": LATER, "argmin": LATER, "cumsum": LATER, "cumprod": LATER, "cummax": LATER, "cummin": LATER,
     "cumlogsumexp": LATER, "reduce_window_sum": LATER, "reduce_window_max": LATER, "reduce_window_min": LATER,
-    "threefry2x32": "two results per element (the nests have one)", "bitcast_convert_type": LATER,
     "polygamma": LATER,
     "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
     "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",
