@@ -583,6 +583,30 @@ def _chosen_positions(choice, dtype, *, window_dimensions, window_strides, windo
     return _stack_last(coordinates)
 
 
+_SMALL_WINDOW_JVP = 16  # windows up to this size pick their element offset by offset (no gather)
+
+
+def _chosen_by_offsets(padded, spread, out, *, window_dimensions, window_strides, window_dilation):
+    """The same choice as the gather below, for small windows, in elementwise ops and strided slices (which
+    fuse, and transpose to pads): for each window offset in row-major order, the windows whose element at
+    that offset equals their extremum (or is NaN, which the extremum then is) and that no earlier offset
+    claimed take the tangent at that offset."""
+    out_shape = aval_of(out).shape
+    found = tangent = None
+    for offset in np.ndindex(*window_dimensions):
+        starts = tuple(o * d for o, d in zip(offset, window_dilation))
+        limits = tuple(s + (n - 1) * st + 1 for s, n, st in zip(starts, out_shape, window_strides))
+        at = dict(start_indices=starts, limit_indices=limits, strides=tuple(window_strides))
+        x = slice_p.bind(padded, **at)
+        hit = ew.or_p.bind(ew.eq_p.bind(x, out), ew.ne_p.bind(x, x))
+        pick = hit if found is None else ew.and_p.bind(hit, ew.not_p.bind(found))
+        found = hit if found is None else ew.or_p.bind(found, hit)
+        t = slice_p.bind(spread, **at)
+        term = ew.select_n_p.bind(pick, _constant(0, aval_of(t)), t)
+        tangent = term if tangent is None else ew.add_p.bind(tangent, term)
+    return tangent
+
+
 def _window_chooser_jvp(prim: Primitive, arg_prim: Primitive, op: str) -> None:
     """The tangent of each window's first extremum: the element JAX's select-and-gather-add picks, ties going
     to the first in row-major order. Not that formulation (no such primitive here), but the same choice:
@@ -603,12 +627,14 @@ def _window_chooser_jvp(prim: Primitive, arg_prim: Primitive, op: str) -> None:
                       window_dilation=window_dilation)
         config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation, strict=True))
         padded = sh.pad_p.bind(x, np.asarray(_identity(op, aval_of(x).dtype)), padding_config=config)
+        spread = sh.pad_p.bind(g, np.zeros((), aval_of(g).dtype), padding_config=config)
+        if int(np.prod(window_dimensions, dtype=np.int64)) <= _SMALL_WINDOW_JVP:
+            return out, _chosen_by_offsets(padded, spread, out, **window)
         positions = _window_positions(out_shape, aval_of(padded).shape, **window)
         windows = sh.reshape_p.bind(_gather_points(padded, positions), dimensions=None,
                                     new_sizes=out_shape + (int(np.prod(window_dimensions, dtype=np.int64)),))
         choice = arg_prim.bind(windows, axes=(ndim,), index_dtype=np.dtype(np.int32))
         chosen = _chosen_positions(choice, aval_of(positions).dtype, **window)
-        spread = sh.pad_p.bind(g, np.zeros((), aval_of(g).dtype), padding_config=config)
         return out, _gather_points(spread, chosen)
 
     prim.def_jvp(rule)
