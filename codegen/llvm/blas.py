@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,7 @@ class Gemm:
 
 
 _found: list = []
+_search_lock = threading.Lock()
 
 
 def _library_dirs() -> list[str]:
@@ -58,11 +60,10 @@ def find_gemm() -> Gemm | None:
     """The process's GEMM, loaded and bound on first use (None when there is none or it is turned off)."""
     if _found:
         return _found[0]
-    result = None
-    if os.environ.get("SRCJAX_BLAS", "1") != "0":
-        result = _search()
-    _found.append(result)
-    return result
+    with _search_lock:
+        if not _found:
+            _found.append(_search() if os.environ.get("SRCJAX_BLAS", "1") != "0" else None)
+    return _found[0]
 
 
 def _search() -> Gemm | None:

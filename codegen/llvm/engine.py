@@ -19,11 +19,18 @@ from typing import Sequence
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-_lock = threading.Lock()  # MCJIT is not thread-safe: one compilation at a time
+_lock = threading.RLock()  # LLVM's context and MCJIT are not thread-safe: one user at a time (re-entered)
 _state: dict[str, object] = {}
 
 
 def _init() -> dict[str, object]:
+    if _state:
+        return _state
+    with _lock:
+        return _init_locked()
+
+
+def _init_locked() -> dict[str, object]:
     if not _state:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
@@ -43,14 +50,19 @@ def target_machine(pic: bool = False) -> llvm.TargetMachine:
     """The host's target machine: the JIT's, or (``pic``) one emitting position-independent code for shared
     libraries (same CPU and features)."""
     state = _init()
-    if pic and "pic_machine" not in state:
-        target = llvm.Target.from_default_triple()
-        machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=state["features"], opt=3, reloc="pic", codemodel="default"
-        )
-        machine.set_asm_verbosity(False)
-        state["pic_machine"] = machine
+    with _lock:
+        if pic and "pic_machine" not in state:
+            _add_pic_machine(state)
     return state["pic_machine" if pic else "machine"]  # type: ignore[return-value]
+
+
+def _add_pic_machine(state: dict) -> None:
+    target = llvm.Target.from_default_triple()
+    machine = target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=state["features"], opt=3, reloc="pic", codemodel="default"
+    )
+    machine.set_asm_verbosity(False)
+    state["pic_machine"] = machine
 
 
 def host_description() -> str:
@@ -158,8 +170,9 @@ def unique_name(prefix: str) -> str:
 
 def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
     """The host assembly of ``module`` (already-optimised IR is not optimised again)."""
-    ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
-    return target_machine().emit_assembly(ref)
+    with _lock:
+        ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
+        return target_machine().emit_assembly(ref)
 
 
 def global_address(name: str) -> int:
@@ -170,10 +183,12 @@ def global_address(name: str) -> int:
 
 def add_symbol(name: str, address: int) -> None:
     """Make ``name`` resolve to ``address`` in modules compiled later (e.g. a BLAS routine found by ctypes)."""
-    llvm.add_symbol(name, address)
+    with _lock:
+        llvm.add_symbol(name, address)
 
 
 def symbol_address(name: str) -> int:
     """The address of a symbol of the process (libc, libm, symbols added with ``add_symbol``), or 0."""
     _init()
-    return llvm.address_of_symbol(name) or 0
+    with _lock:
+        return llvm.address_of_symbol(name) or 0

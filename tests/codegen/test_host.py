@@ -101,19 +101,27 @@ def test_host_call_exception_reaches_the_caller(monkeypatch):
 
 
 def test_host_calls_from_several_threads():
+    """Several threads call one function for the first time at once: each traces with its own interpreter
+    stack, none sees another's compilation."""
     f = srcjax.jit(lambda x: jnp.sort(x * 2.0, axis=1).sum(axis=1))
     inputs = [RNG.normal(size=(64, 300)).astype(np.float32) for _ in range(8)]
     results = [None] * len(inputs)
 
+    errors = []
+
     def work(i):
-        for _ in range(20):
-            results[i] = np.asarray(f(inputs[i]))
+        try:
+            for _ in range(20):
+                results[i] = np.asarray(f(inputs[i]))
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert not errors, errors
     for x, r in zip(inputs, results):
         np.testing.assert_allclose(r, np.sort(x * 2.0, axis=1).sum(axis=1), rtol=1e-5, atol=1e-4)
 

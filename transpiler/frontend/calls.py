@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 import functools
 import inspect
 import os
@@ -50,21 +51,23 @@ class Trace:
         self.jnp = numpy_api()
 
 
-_active: list[Trace] = []
+_traces = threading.local()  # per thread: the compilations in progress, innermost last
 
 
 @contextlib.contextmanager
 def active(trace: Trace) -> Iterator[Trace]:
-    _active.append(trace)
+    stack = _traces.__dict__.setdefault("stack", [])
+    stack.append(trace)
     try:
         yield trace
     finally:
-        _active.pop()
+        stack.pop()
 
 
 def current_trace() -> Trace:
-    if _active:
-        return _active[-1]
+    stack = getattr(_traces, "stack", None)
+    if stack:
+        return stack[-1]
     return Trace(Builder("eager"))  # not installed as interpreter: every bind runs eagerly
 
 

@@ -10,6 +10,7 @@ concrete arrays and inside a compiled function alike.
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from transpiler.types import TensorType
@@ -124,7 +125,11 @@ class ImplInterpreter(Interpreter):
 
 
 _base: list[Interpreter] = [ImplInterpreter()]
-_stack: list[Interpreter] = []
+# Each thread has its own stack of interpreters (a function compiled in one thread must not see another
+# thread's binds); ``_in_use`` holds every thread's, so "is anything compiled anywhere?" is one cheap test.
+_stacks = threading.local()
+_in_use: list[Interpreter] = []
+_in_use_lock = threading.Lock()
 
 
 def set_base_interpreter(interpreter: Interpreter) -> None:
@@ -133,8 +138,9 @@ def set_base_interpreter(interpreter: Interpreter) -> None:
 
 
 def interpreters_in_use() -> list[Interpreter]:
-    """The interpreters above the base (empty while nothing is compiled or transformed)."""
-    return _stack
+    """The interpreters above the base in every thread: the live list, empty while nothing is compiled or
+    transformed anywhere (when it is not, ``current_interpreter`` says what this thread's binds go to)."""
+    return _in_use
 
 
 def base_interpreter() -> Interpreter:
@@ -142,16 +148,25 @@ def base_interpreter() -> Interpreter:
 
 
 def current_interpreter() -> Interpreter:
-    return _stack[-1] if _stack else _base[0]
+    stack = getattr(_stacks, "stack", None)
+    return stack[-1] if stack else _base[0]
 
 
 @contextlib.contextmanager
 def interpreting(interpreter: Interpreter) -> Iterator[Interpreter]:
-    _stack.append(interpreter)
+    stack = _stacks.__dict__.setdefault("stack", [])
+    stack.append(interpreter)
+    with _in_use_lock:
+        _in_use.append(interpreter)
     try:
         yield interpreter
     finally:
-        _stack.pop()
+        stack.pop()
+        with _in_use_lock:
+            for i in range(len(_in_use) - 1, -1, -1):  # (by identity: interpreters may define __eq__)
+                if _in_use[i] is interpreter:
+                    del _in_use[i]
+                    break
 
 
 # -- the registry --------------------------------------------------------------------------------------
