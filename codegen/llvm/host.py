@@ -21,13 +21,24 @@ from transpiler.ir import Literal, Op
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 
 
-def _array(address: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """The buffer at ``address`` as a writable NumPy array (no copy)."""
-    count = int(np.prod(shape, dtype=np.int64))
-    if count == 0:
-        return np.empty(shape, dtype)
-    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(address)
-    return np.frombuffer(raw, dtype).reshape(shape)
+class _Slot:
+    """How one array operand or result of a host op is read from its buffer: a ctypes type of its bytes, made
+    once, so a call costs one ``from_address`` and one ``frombuffer`` per array."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype):
+        self.shape, self.dtype = shape, dtype
+        count = int(np.prod(shape, dtype=np.int64))
+        self.raw = ctypes.c_char * (count * dtype.itemsize) if count else None
+
+    def array(self, address: int) -> np.ndarray:
+        """The buffer at ``address`` as a writable NumPy array (no copy)."""
+        if self.raw is None:
+            return np.empty(self.shape, self.dtype)
+        return np.frombuffer(self.raw.from_address(address), self.dtype).reshape(self.shape)
+
+
+def _operand(v):
+    return np.asarray(v.value, v.aval.dtype) if isinstance(v, Literal) else _Slot(v.aval.shape, np.dtype(v.aval.dtype))
 
 
 class HostCalls:
@@ -35,6 +46,12 @@ class HostCalls:
 
     def __init__(self, ops: list[Op]):
         self.ops = ops
+        # per op: its primitive, params, operands (a literal's value or a _Slot) and result slots
+        self._plans = [
+            (op.prim, op.params, [_operand(v) for v in op.operands],
+             [_Slot(r.aval.shape, np.dtype(r.aval.dtype)) for r in op.results])
+            for op in ops
+        ]
         self._errors = threading.local()  # per calling thread: calls may run concurrently
         self._callback = CALLBACK(self._run)  # (kept alive as long as the executable)
         self.address = ctypes.cast(self._callback, ctypes.c_void_p).value
@@ -43,20 +60,19 @@ class HostCalls:
         if getattr(self._errors, "error", None) is not None:
             return  # an earlier host call of this run failed: its results are garbage anyway
         try:
-            op = self.ops[index]
+            prim, params, operand_slots, result_slots = self._plans[index]
             operands, k = [], 0
-            for v in op.operands:
-                if isinstance(v, Literal):
-                    operands.append(np.asarray(v.value, v.aval.dtype))
-                else:
-                    operands.append(_array(pointers[k], v.aval.shape, np.dtype(v.aval.dtype)))
+            for slot in operand_slots:
+                if isinstance(slot, _Slot):
+                    operands.append(slot.array(pointers[k]))
                     k += 1
+                else:
+                    operands.append(slot)
             with np.errstate(all="ignore"):
-                outs = op.prim.impl(*operands, **op.params)
-            outs = outs if op.prim.multiple_results else [outs]
-            for r, out in zip(op.results, outs, strict=True):
-                target = _array(pointers[k], r.aval.shape, np.dtype(r.aval.dtype))
-                target[...] = np.asarray(out).astype(target.dtype, copy=False).reshape(target.shape)
+                outs = prim.impl(*operands, **params)
+            for slot, out in zip(result_slots, outs if prim.multiple_results else [outs], strict=True):
+                target = slot.array(pointers[k])
+                target[...] = np.asarray(out).astype(slot.dtype, copy=False).reshape(slot.shape)
                 k += 1
         except BaseException as e:  # noqa: BLE001 - re-raised by ``checked`` once native code has returned
             self._errors.error = e
