@@ -85,8 +85,8 @@ def _keep_freed_memory() -> None:
     except (OSError, AttributeError):  # not glibc
         return
     m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 64 << 20)
-    mallopt(m_trim_threshold, 256 << 20)
+    mallopt(m_mmap_threshold, 256 << 20)  # (jit(x*x + x*2.0) on 5000x5000: 19 ms -> 10 ms, NumPy's 48 -> 30)
+    mallopt(m_trim_threshold, 512 << 20)
 
 
 _keep_freed_memory()
