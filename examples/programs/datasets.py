@@ -1,4 +1,5 @@
-"""Synthetic stand-ins for MNIST, from a fixed NumPy seed, with NumPy only (so JAX and srcjax see the same data).
+"""Synthetic stand-ins for MNIST, from a fixed NumPy seed, with NumPy only (so JAX and srcjax see the same data),
+and the programs' backend switch.
 
 Images are 28x28 intensities in [0, 1] with structure: a logistic function of a 16-dimensional Gaussian
 latent through a fixed random basis, so a VAE has something to model. Labels come from a fixed random linear
@@ -8,6 +9,16 @@ teacher on the centred pixels (the argmax of ten scores), so a classifier can le
 import numpy as np
 
 LATENT, CLASSES, SIDE = 16, 10, 28
+
+
+def backend(argv: list[str]) -> str:
+    """``--backend jax|srcjax`` (default srcjax): which library the program imports as ``jax``."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--backend="):
+            return arg.split("=", 1)[1]
+        if arg == "--backend" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "srcjax"
 
 
 def _teacher(rng: np.random.RandomState) -> tuple[np.ndarray, np.ndarray]:

@@ -9,18 +9,9 @@ Run: python differentially_private_sgd.py --backend srcjax --epochs 2 --num-trai
 # ruff: noqa: E402 - the program proper imports after the backend switch
 import sys
 
+from datasets import backend
 
-def _backend(argv: list[str]) -> str:
-    """``--backend jax|srcjax`` (default srcjax): which library the program imports as ``jax``."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--backend="):
-            return arg.split("=", 1)[1]
-        if arg == "--backend" and i + 1 < len(argv):
-            return argv[i + 1]
-    return "srcjax"
-
-
-if _backend(sys.argv) == "jax":
+if backend(sys.argv) == "jax":
     import jax
     import jax.numpy as jnp
     from jax import grad, jit, random, vmap

@@ -7,18 +7,9 @@ Run: python mnist_classifier.py --backend srcjax --epochs 3 --num-train 60000
 # ruff: noqa: E402 - the program proper imports after the backend switch
 import sys
 
+from datasets import backend
 
-def _backend(argv: list[str]) -> str:
-    """``--backend jax|srcjax`` (default srcjax): which library the program imports as ``jax``."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--backend="):
-            return arg.split("=", 1)[1]
-        if arg == "--backend" and i + 1 < len(argv):
-            return argv[i + 1]
-    return "srcjax"
-
-
-if _backend(sys.argv) == "jax":
+if backend(sys.argv) == "jax":
     import jax
     import jax.numpy as jnp
     from jax import grad, jit, random

@@ -51,7 +51,7 @@ def test_backend_switch_is_the_only_difference():
     """The programs select their library with one import block; the rest is what a JAX user writes."""
     for path in sorted(PROGRAMS.glob("*.py")):
         text = path.read_text()
-        if "_backend(sys.argv)" not in text:
+        if "backend(sys.argv)" not in text:
             continue
         body = text[text.index("# ---- from here on: a plain JAX program ----"):]
         body = "\n".join(line for line in body.splitlines() if '"--backend"' not in line)  # (the flag's help)
