@@ -156,6 +156,7 @@ class Planner:
         self.consts: list[tuple[Buffer, np.ndarray]] = []
         self.current = 0  # index of the op being visited
         self.pending_outputs: dict[int, tuple[Nest, Buffer]] = {}  # result id -> the nest storing it
+        self.users: dict[int, list[Op]] = {}  # value id -> the live ops that read it
 
     # -- sources ----------------------------------------------------------------------------------------
     def source(self, v: Value) -> Source:
@@ -208,7 +209,11 @@ class Planner:
             buffer = Buffer("const", i, v.aval.dtype, v.aval.size)
             self.consts.append((buffer, np.ascontiguousarray(data, v.aval.dtype)))
             self._root(v, buffer)
-        for index, op in enumerate(_live_ops(fn)):
+        live = _live_ops(fn)
+        for op in live:
+            for v in op.operands:
+                self.users.setdefault(id(v), []).append(op)
+        for index, op in enumerate(live):
             self.current = index
             if op.regions:
                 raise Unsupported(f"control flow ('{op.name}') is not compiled natively yet")
@@ -389,6 +394,19 @@ class Planner:
         buffer = self._temp(result)
         same = lhs.aval.dtype == rhs.aval.dtype == out_dtype
         if same and out_dtype in self.gemm_dtypes and lhs.aval.size and rhs.aval.size:
+            if self._read_transposed(result, len(lb), len(lf), len(rf)):
+                # out^T = rhs^T @ lhs^T: the buffer holds (batch, rhs free, lhs free), which its readers want
+                self.steps.append(self._gemm(rhs, lhs, rc, lc, rb, lb, rf, lf, buffer, order))
+                shape = result.aval.shape
+                nb, nlf = len(lb), len(lf)
+                held = tuple(range(nb)) + tuple(range(nb + nlf, len(shape))) + tuple(range(nb, nb + nlf))
+                held_strides = contiguous_strides(tuple(shape[a] for a in held))
+                strides = [0] * len(shape)
+                for position, a in enumerate(held):
+                    strides[a] = held_strides[position]
+                self.buffers[id(result)] = buffer
+                self.sources[id(result)] = View(result, shape, tuple(strides))
+                return
             self.steps.append(self._gemm(lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order))
             self._root(result, buffer)
             return
@@ -429,6 +447,17 @@ class Planner:
             )
         )
         self._root(result, buffer)
+
+    def _read_transposed(self, result: Value, nb: int, nlf: int, nrf: int) -> bool:
+        """Whether every reader of a product's (batch, lhs free, rhs free) result transposes it to (batch, rhs
+        free, lhs free), as reverse mode does with weight gradients: then the product is computed transposed."""
+        if any(r is result for r in self.fn.results) or not nlf or not nrf:
+            return False
+        swapped = list(range(nb)) + list(range(nb + nlf, nb + nlf + nrf)) + list(range(nb, nb + nlf))
+        readers = self.users.get(id(result), [])
+        return bool(readers) and all(
+            op.name == "transpose" and [int(p) for p in op.params["permutation"]] == swapped for op in readers
+        )
 
     def _gemm(self, lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order) -> Gemm:
         """A BLAS call; an operand whose (batch, rows, columns) stack BLAS cannot read in place (no unit

@@ -270,6 +270,28 @@ def test_fusion_plans():
     ]
 
 
+def test_a_product_read_only_transposed_is_computed_transposed():
+    # reverse mode's weight gradient: dot_general(g, x) contracting the batch, then transposed
+    def weight_step(w, x, g):
+        return w - 0.1 * lax.transpose(lax.dot_general(g, x, (((0,), (0,)), ((), ()))), (1, 0))
+
+    w, x, g = _f32(5, 3), _f32(7, 5), _f32(7, 3)
+    assert _plan(weight_step, w, x, g).splitlines() == ["gemm 1x[5,7]@[7,3] -> temp", "map (5, 3) -> output"]
+    want = w.astype(np.float64) - 0.1 * (g.astype(np.float64).T @ x).T
+    np.testing.assert_allclose(np.asarray(srcjax.jit(weight_step)(w, x, g)), want, rtol=1e-5, atol=1e-5)
+
+    def batched(a, b):  # (batch, lhs free, rhs free) read as (batch, rhs free, lhs free)
+        return jnp.exp(lax.transpose(lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))), (0, 2, 1)))
+
+    a, b = _f32(3, 4, 6, low=-1, high=1), _f32(3, 6, 2, low=-1, high=1)
+    assert _plan(batched, a, b).splitlines()[0] == "gemm 3x[2,6]@[6,4] -> temp"
+    want = np.exp(np.einsum("bik,bkj->bji", a.astype(np.float64), b))
+    np.testing.assert_allclose(np.asarray(srcjax.jit(batched)(a, b)), want, rtol=1e-5)
+    # a product that is also read as it is keeps its layout
+    both = lambda a, b: (a @ b, (a @ b).T)  # noqa: E731
+    assert _plan(both, _f32(4, 6), _f32(6, 2)).splitlines()[0] == "gemm 1x[4,6]@[6,2] -> output"
+
+
 def test_packed_avx_in_fused_loop():
     executable = srcjax.jit(lambda x: x * x + x * 2.0).lower(_f32(4096)).compile().native
     assembly = executable.assembly()
