@@ -167,7 +167,7 @@ class EntryEmitter:
                 self.fill_identity(self.pointer(red.target), red.target.size, red)
             return
         threads = 1  # (the chunks srcjax_parallel runs, each with its slot: their count is fixed here)
-        work = body.size * _cost(body)
+        work = body.size * body.cost()
         if self.threads > 1 and body.shape and body.shape[0] > 1 and work >= kernels.PARALLEL_MIN_WORK:
             threads = min(self.threads * kernels.CHUNKS_PER_THREAD, body.shape[0])
         count = threads + (kernels.PARALLEL_SMALL if work < kernels.WAKE_MIN_WORK else 0)
@@ -382,24 +382,6 @@ class EntryEmitter:
         b.ret_void()
 
 
-def _cost(body) -> int:
-    """Rough work per element of a nest: 1, plus 1 per op, 10 per transcendental function."""
-    from codegen.llvm.fusion import EXPENSIVE
-    from codegen.llvm.nodes import Apply
-
-    seen: set[int] = set()
-    total = 1
-    stack = [s.node for s in body.stores] + ([body.reduction.node] if body.reduction else [])
-    while stack:
-        node = stack.pop()
-        if id(node) in seen or not isinstance(node, Apply):
-            continue
-        seen.add(id(node))
-        total += 10 if node.name in EXPENSIVE else 1
-        stack.extend(node.operands)
-    return total
-
-
 @dataclass
 class Executable:
     """A compiled function: call it with NumPy arrays or scalars (converted to the parameters' dtypes and
@@ -452,9 +434,9 @@ class Executable:
 
     def aliases(self) -> dict[int, int]:
         """Input index -> output index: where the entry may write that output over that input's buffer (the
-        donated buffer of an argument). Only where it is plainly safe: a straight-line plan whose one nest
-        writing the output stores nothing else, reads the input only at the element it writes (so each
-        element is read before it is overwritten, by the same iteration), and no later step reads the input."""
+        donated buffer of an argument). Only where it is plainly safe: a straight-line plan whose one map nest
+        writing the output reads the input only at the element it writes (each iteration computes all its
+        values before it stores any), and no later step reads the input."""
         if self._aliases is None:
             self._aliases = self._find_aliases()
         return self._aliases
@@ -488,9 +470,11 @@ class Executable:
                 continue
             (k,) = writers
             nest = plan.steps[k]
-            if not isinstance(nest, Nest) or nest.combine or nest.product or nest.placement or len(nest.stores) != 1:
+            if not isinstance(nest, Nest) or nest.combine or nest.product or nest.placement:
                 continue
-            store, shape = body(k).stores[0], nest.shape
+            # (a nest computes all its values before it stores any: only the store into ``out`` matters)
+            (store,) = [s for s in body(k).stores if s.buffer is out]
+            shape = nest.shape
 
             def where(coeffs: list[int], offset: int, shape=shape) -> tuple[list[int], int]:
                 return [c for c, d in zip(coeffs, shape) if d != 1], offset  # (axes of size 1 do not move)

@@ -39,9 +39,10 @@ SUPPORTED_DTYPES = {
 # work per element, for deciding what to materialise: transcendental functions, then divisions and roots
 EXPENSIVE = frozenset(
     "exp exp2 log log1p expm1 tanh logistic sin cos erf tan asin acos atan atan2 sinh cosh asinh acosh atanh "
-    "cbrt erfc pow nextafter".split()
+    "cbrt erfc erf_inv lgamma digamma pow nextafter".split()
 )
 MODERATE = frozenset("div rem sqrt rsqrt".split())
+MERGE_MAX_COST = 9  # map nests with no more work per element than this are bound by memory: worth merging
 IDENTITIES = frozenset({"stop_gradient"})  # the value itself (they only matter to transformations)
 VIEW_OPS = frozenset("broadcast_in_dim reshape transpose squeeze expand_dims slice rev".split())
 REDUCTIONS = {f"reduce_{name}": combine for name, combine in
@@ -226,7 +227,9 @@ class Planner:
         outputs = self._bind_outputs()
         self._share_expensive()
         self.steps.sort(key=lambda s: s.order)
-        return Plan(fn, self.sources, self.buffers, self.steps, self.inputs, self.consts, outputs, self.temps)
+        plan = Plan(fn, self.sources, self.buffers, self.steps, self.inputs, self.consts, outputs, self.temps)
+        plan.steps = _merge_maps(plan)
+        return plan
 
     def _check_type(self, v: Value) -> None:
         if not isinstance(v.aval, TensorType) or v.aval.dtype not in SUPPORTED_DTYPES:
@@ -604,6 +607,31 @@ class Planner:
                     step.target = new
             elif step.target is old:
                 step.target = new
+
+
+def _merge_maps(plan: Plan) -> list[Step]:
+    """Neighbouring map nests over one shape become one nest with several stores when they are cheap (bound
+    by memory, not arithmetic), read a buffer in common, and the later one reads nothing the earlier one
+    writes: one pass over their common operands (an optimizer's new velocity and new parameters both read
+    the gradient and the old velocity; the expression they share is computed once)."""
+    from codegen.llvm.nodes import instantiate
+
+    def plain_map(step: Step) -> bool:
+        return isinstance(step, Nest) and step.combine is None and step.placement is None
+
+    merged: list[Step] = []
+    for step in plan.steps:
+        last = merged[-1] if merged else None
+        if plain_map(step) and last is not None and plain_map(last) and last.shape == step.shape:
+            first, then = instantiate(plan, last), instantiate(plan, step)
+            written = {id(b) for _, b in last.stores}
+            read = {id(load.buffer) for load in then.loads}
+            shared = read & {id(load.buffer) for load in first.loads}
+            if shared and not read & written and first.cost() <= MERGE_MAX_COST >= then.cost():
+                merged[-1] = Nest(last.shape, stores=last.stores + step.stores, order=last.order)
+                continue
+        merged.append(step)
+    return merged
 
 
 def lowers(op: Op) -> bool:

@@ -245,8 +245,9 @@ class NestEmitter:
     def element(self, index: list[ir.Value]) -> None:
         b = self.b
         values: dict[int, ir.Value] = {}
-        for store in self.body.stores:
-            value = self.value(store.node, index, values)
+        # every value first, then the stores: an output may overwrite (donation) what another store reads
+        computed = [self.value(store.node, index, values) for store in self.body.stores]
+        for store, value in zip(self.body.stores, computed):
             address = affine(b, store.coeffs, store.offset, index)
             store_value(b, value, b.gep(self.pointers[id(store.buffer)], [address]), store.buffer.dtype)
         red = self.body.reduction

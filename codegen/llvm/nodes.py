@@ -78,6 +78,22 @@ class NestBody:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def cost(self) -> int:
+        """Rough work per element: 1, plus 1 per op, 10 per transcendental function."""
+        from codegen.llvm.fusion import EXPENSIVE
+
+        seen: set[int] = set()
+        total = 1
+        stack = [s.node for s in self.stores] + ([self.reduction.node] if self.reduction else [])
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or not isinstance(node, Apply):
+                continue
+            seen.add(id(node))
+            total += 10 if node.name in EXPENSIVE else 1
+            stack.extend(node.operands)
+        return total
+
     def buffers(self) -> list[Buffer]:
         """Distinct buffers the nest touches, in a fixed order (its function's pointer arguments)."""
         seen: dict[int, Buffer] = {}

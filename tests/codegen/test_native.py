@@ -262,6 +262,10 @@ def test_fusion_plans():
         "map (5,) -> temp",
         "map (8, 5) -> output",
     ]
+    # cheap maps over one shape that read a buffer in common are one pass; expensive ones stay apart
+    assert _plan(lambda x, y: (x + y, x * y), _f32(8, 5), _f32(8, 5)) == "map (8, 5) -> output, output"
+    assert _plan(lambda x, y: (x + 1.0, y * 2.0), _f32(8, 5), _f32(8, 5)).count("map") == 2
+    assert _plan(lambda x: (jnp.exp(x), jnp.tanh(x)), _f32(8, 5)).count("map") == 2
     # a transposed operand is read by BLAS in place; an expression operand is computed first
     assert _plan(lambda a: a @ a.T, _f32(6, 4)) == "syrk 1x[6,4]@[4,6] -> output"  # half the work of gemm
     assert _plan(lambda a, b: jnp.exp(a) @ b, _f32(6, 4), _f32(4, 2)).splitlines() == [
@@ -361,7 +365,8 @@ def test_products_split_across_the_pool(monkeypatch, transposed):
     got = np.asarray(f(lhs, b))
     (compiled,) = f._cache.values()
     assert ".gemm1" in compiled.native.llvm_ir, "the product was not split"
-    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+    # (sums of 130 float32 products of size up to 9: a few 1e-5 absolute before the tanh)
+    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-5, atol=1e-4)
     xs, ys = _f32(3, 48, 20), _f32(3, 20, 30)
     batched = srcjax.jit(lambda x, y: x @ y)
     np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=1e-5, atol=1e-5)

@@ -389,6 +389,19 @@ def test_donated_buffer_shared_with_numpy_or_another_array_is_not_reused():
     np.testing.assert_array_equal(np.asarray(base)[::2] * 2 + 1, want)  # the base is intact
 
 
+def test_donated_buffers_of_a_merged_nest_are_each_reused():
+    # momentum: both results are stored by one nest (one pass over v, g and x), each over its own input
+    step = srcjax.jit(lambda x, v, g: (x - 0.1 * (0.9 * v + g), 0.9 * v + g), donate_argnums=(0, 1))
+    xv, vv, gv = _f32(6, 5), _f32(6, 5), _f32(6, 5)
+    x, v = srcjax.device_put(xv), srcjax.device_put(vv)
+    assert step.lower(x, v, gv).compile().native.steps == "map (6, 5) -> output, output"
+    where = _pointer(x), _pointer(v)
+    new_x, new_v = step(x, v, gv)
+    assert (_pointer(new_x), _pointer(new_v)) == where
+    np.testing.assert_allclose(np.asarray(new_v), 0.9 * vv + gv, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(new_x), xv - 0.1 * (0.9 * vv + gv), rtol=1e-6)
+
+
 def test_donation_where_in_place_writing_is_unsafe_keeps_results_right():
     xv = _f32(7)
     cases = [
