@@ -109,7 +109,7 @@ _DONATED_REFS = 4
 
 def _host_inputs(leaves: Sequence[Any]) -> tuple[list[Any], bool] | None:
     """What native code reads for the dynamic arguments: an Array's NumPy buffer, a NumPy array or a scalar
-    (the executable converts them to the parameters' dtypes), or ``(job, index)`` for an Array whose
+    (the executable converts them to the parameters' dtypes), or the ``dispatch.Pending`` of an Array whose
     computation is queued (or failed: the call then fails the same way, when its results are read); and
     whether there is such a pending one. None if some leaf is not concrete data (a value of a transformation
     in progress), which only the interpreter can handle."""
@@ -122,7 +122,7 @@ def _host_inputs(leaves: Sequence[Any]) -> tuple[list[Any], bool] | None:
             except AttributeError:
                 pass
             state = _pending_of(leaf)
-            if state is None or state is DELETED or (state[0].done() and state[0].error is None):
+            if state is None or state is DELETED or (state.job.done() and state.job.error is None):
                 inputs.append(leaf._value)  # (raises for a deleted Array)
             else:
                 inputs.append(state)
@@ -142,9 +142,9 @@ def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
     return out
 
 
-def _pending_result(job: dispatch.Job, index: int, aval: TensorType) -> Array:
+def _pending_result(pending: dispatch.Pending, aval: TensorType) -> Array:
     out = _new_array(Array)
-    out.aval, out._device, out._pending = aval, None, (job, index)
+    out.aval, out._device, out._pending = aval, None, pending
     return out
 
 
@@ -246,8 +246,8 @@ class Compiled:
         outs = self._donatable(native, leaves, inputs) if self.donated else [None] * len(self._result_avals)
         if pending or native.work >= dispatch.ASYNC_MIN_WORK:
             job = dispatch.Job(native.run, inputs, outs, self._result_types)
+            results = list(map(_pending_result, job.results(), self._result_avals))
             dispatch.submit(job)
-            results = [_pending_result(job, j, aval) for j, aval in enumerate(self._result_avals)]
         else:
             outs = tuple(_empty(*t) if o is None else o for o, t in zip(outs, self._result_types))
             native.run(inputs, outs)
@@ -436,6 +436,56 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
     return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+
+
+HOT_CALLS = 3  # eager calls of one specialisation after which a ``compiled_when_hot`` function compiles it
+
+
+def compiled_when_hot(*static_argnums: int, flags: Callable[[], Any] = lambda: None):
+    """For library functions made of many primitives (the random samplers): called eagerly with the same
+    shapes, dtypes and static arguments ``HOT_CALLS`` times, they run as one compiled call from then on.
+    Each primitive run eagerly costs microseconds of Python, a compiled call a few in all; compiling only
+    what is called again keeps one-off calls (and the test suite) free of compile time. ``flags`` reads
+    the configuration the function's trace depends on; each value gets its own compiled versions."""
+
+    def spec(x: Any) -> Any:
+        if isinstance(x, Array):
+            return x.shape, x.dtype, x.weak_type
+        if isinstance(x, (np.ndarray, np.generic)):
+            return x.shape, x.dtype
+        if isinstance(x, (bool, int, float, complex)):
+            return type(x)
+        raise TypeError  # (a traced value, or something the compiler would not take as an argument)
+
+    def wrap(fn: Callable) -> Callable:
+        calls: dict[Any, int] = {}
+        specialised: dict[Any, Compiled] = {}  # by (flags, x64, the arguments' specs and static values)
+        jitted: dict[Any, Jitted] = {}  # by the flags' value
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            if core.current_interpreter() is not core.base_interpreter() or config.jax_disable_jit:
+                return fn(*args)
+            try:
+                flag = flags()
+                key = (flag, _flags["jax_enable_x64"],
+                       tuple((type(a), a) if i in static_argnums else spec(a) for i, a in enumerate(args)))
+                compiled = specialised.get(key)
+            except TypeError:  # an unhashable static argument or an argument of no known type
+                return fn(*args)
+            if compiled is None:
+                calls[key] = count = calls.get(key, 0) + 1
+                if count < HOT_CALLS:
+                    return fn(*args)
+                if flag not in jitted:
+                    jitted[flag] = Jitted(fn, static_argnums, (), ())
+                compiled = specialised[key] = jitted[flag]._specialise(args, {})[0]
+            return compiled(*[a for i, a in enumerate(args) if i not in static_argnums])
+
+        call.specialised = specialised  # (what has been compiled: for tests)
+        return call
+
+    return wrap
 
 
 class ClosedJaxpr:

@@ -5,7 +5,7 @@ The buffer is a read-only NumPy array on the host (CPU devices). Operators and m
 ``srcjax.numpy``, which binds primitives.
 
 The ``_buffer`` slot holds the buffer; ``_value`` reads it. A compiled call that runs asynchronously returns
-Arrays whose ``_buffer`` is unset and whose ``_pending`` holds ``(job, index)`` (``runtime/dispatch.py``): reading
+Arrays whose ``_buffer`` is unset and whose ``_pending`` holds a ``dispatch.Pending`` result: reading
 ``_value`` waits for the job, then fills the slot. A deleted (donated) Array has no ``_buffer`` and
 ``_pending = DELETED``: reading ``_value`` raises. (Not ``__getattr__`` on the slot: NumPy probes every Array
 for ``__array_interface__`` and friends, and each miss would then run Python code.)
@@ -106,7 +106,7 @@ class Array(ArrayMethods):
 
     def is_ready(self) -> bool:
         pending = _pending_of(self)
-        return pending is None or pending is DELETED or pending[0].done()
+        return pending is None or pending is DELETED or pending.job.done()
 
     def is_deleted(self) -> bool:
         return _pending_of(self) is DELETED
@@ -220,7 +220,7 @@ class Array(ArrayMethods):
 
 
 def _pending_of(x: Array) -> Any:
-    """``x._pending``: None for a ready Array, ``(job, index)`` for a pending one, or ``DELETED``."""
+    """``x._pending``: None for a ready Array, a ``dispatch.Pending`` for a pending one, or ``DELETED``."""
     try:
         return x._pending
     except AttributeError:
@@ -231,14 +231,17 @@ def _resolve(x: Array) -> np.ndarray:
     """The buffer of a pending Array once its computation ran (stored, so later reads are plain slot reads)."""
     pending = _pending_of(x)
     if pending is None:
-        raise AttributeError("'Array' object has no attribute '_value' (it is not initialised)")
+        try:
+            return x._buffer  # (resolved meanwhile, by another thread)
+        except AttributeError:
+            raise AttributeError("'Array' object has no attribute '_value' (it is not initialised)") from None
     if pending is DELETED:
         raise RuntimeError(
             f"Array has been deleted with shape={x.aval}: it was donated to a jit-compiled function "
             "(donate_argnums) or deleted with .delete(), and cannot be used any more"
         )
-    job, index = pending
-    value = job.result(index)  # (raises what the computation raised)
+    pending.job.wait()  # (raises what the computation raised)
+    value = pending.buffer
     value.setflags(write=False)
     x._buffer = value
     x._pending = None

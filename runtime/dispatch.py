@@ -1,7 +1,10 @@
 """Asynchronous dispatch: the one worker thread that runs large compiled calls in program order.
 
 A compiled call whose work pays for the hand-off is queued as a ``Job`` and returns at once with Arrays whose
-buffers are *pending* (``Array._pending`` holds ``(job, index)``; reading ``_value`` waits for the job). The
+buffers are *pending* (``Array._pending`` holds a ``Pending``, one per result; reading ``_value`` waits for the
+job). A finished job hands each result buffer to its ``Pending`` if something still holds that (an Array, a
+queued job that reads it) and keeps none itself: a result nobody reads is freed at once, not kept alive by
+its siblings (a training loop that keeps every step's loss must not keep every step's parameters). The
 worker is a daemon thread fed by a FIFO queue, so jobs run in the order they were submitted: a job whose
 inputs are outputs of earlier jobs finds them finished, and reads their buffers without blocking the caller.
 A job that raises (a host callback can) keeps the exception; every read of its results, and of the results
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -42,6 +46,15 @@ _count = [0, 0]
 _running = threading.local()  # ``.job``: the job this thread is running (host callbacks run inside it)
 
 
+class Pending:
+    """One result of a queued job: ``buffer`` is set when the job has run (unless it raised)."""
+
+    __slots__ = ("job", "buffer", "__weakref__")
+
+    def __init__(self, job: Job):
+        self.job, self.buffer = job, None
+
+
 class Job:
     """One queued call: ``run(inputs, outs)`` with pending inputs resolved to their buffers first. ``outs``
     holds a buffer or None per result; None is allocated (``np.empty`` of ``types[j]``, a (shape, dtype)) when
@@ -52,24 +65,35 @@ class Job:
     for its results while every earlier job has finished and the worker has not started it (the waiter would
     otherwise sleep while the worker wakes up: running it itself costs no more than a synchronous call)."""
 
-    __slots__ = ("run", "inputs", "outs", "types", "error", "number", "claimed", "_done")
+    __slots__ = ("run", "inputs", "outs", "types", "error", "number", "claimed", "_done", "_results")
 
     def __init__(self, run: Callable[[list, tuple], None], inputs: list, outs: list, types: Sequence[tuple]):
         self.run, self.inputs, self.outs, self.types, self.error = run, inputs, outs, types, None
         self.number, self.claimed = -1, False
         self._done = threading.Lock()
         self._done.acquire()  # released when the job has run
+        self._results: list[weakref.ref] = []
+
+    def results(self) -> list[Pending]:
+        """A ``Pending`` per result (made before the job is submitted; the job holds them weakly)."""
+        pending = [Pending(self) for _ in self.types]
+        self._results = [weakref.ref(p) for p in pending]
+        return pending
 
     def execute(self) -> None:
         inputs = self.inputs
         for i, item in enumerate(inputs):
-            if type(item) is tuple:  # (producer job, output index): finished, as every earlier job is
-                producer, index = item
-                if producer.error is not None:
-                    raise producer.error
-                inputs[i] = producer.outs[index]
-        self.outs = tuple(np.empty(*t) if o is None else o for o, t in zip(self.outs, self.types))
-        self.run(inputs, self.outs)
+            if type(item) is Pending:  # a result of an earlier job: finished, as every earlier job is
+                if item.job.error is not None:
+                    raise item.job.error
+                inputs[i] = item.buffer
+        outs = tuple(np.empty(*t) if o is None else o for o, t in zip(self.outs, self.types))
+        self.outs = None
+        self.run(inputs, outs)
+        for ref, buffer in zip(self._results, outs):
+            pending = ref()
+            if pending is not None:
+                pending.buffer = buffer
 
     def done(self) -> bool:
         return not self._done.locked()
@@ -87,10 +111,6 @@ class Job:
                 self._done.release()
         if self.error is not None:
             raise self.error
-
-    def result(self, index: int) -> Any:
-        self.wait()
-        return self.outs[index]
 
 
 def _claim(job: Job, waiting: bool) -> bool:

@@ -12,6 +12,8 @@ by ``config.jax_threefry_partitionable`` (see ``shared/notes/PRNG.md``):
 Samplers turn bits into values with JAX's algorithms and key usage, through lax/jnp only, so they run
 eagerly and inside compiled functions alike. Internally keys carry leading batch axes (``uint32[b..., 2]``):
 the rejection samplers (gamma) run one key per element in lockstep, as JAX's vmapped loop does.
+The hash, split, fold_in and the uniform and normal draws, called eagerly again and again with one signature
+(a training loop's ``rng, key = split(rng)``), run compiled (``api.compiled_when_hot``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 import runtime.numpy as jnp
 from runtime import dtypes, lax, tree_util
+from runtime.api import compiled_when_hot
 from runtime.array import Array
 from runtime.config import config
 from runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike
@@ -322,6 +325,7 @@ def _partitionable() -> bool:
     return bool(config.jax_threefry_partitionable)
 
 
+@compiled_when_hot(1, flags=_partitionable)
 def _split(keys: Any, shape: tuple[int, ...]) -> Any:
     """``shape`` new keys from each key: uint32[b + shape + (2,)]."""
     batch = aval(keys).shape[:-1]
@@ -346,12 +350,14 @@ def _split_list(keys: Any, n: int) -> list[Any]:
     ]
 
 
+@compiled_when_hot(flags=_partitionable)
 def _fold_in(keys: Any, data: Any) -> Any:
     # Both layouts: hash(key, [0, data]) = threefry(key, 0, data).
     y0, y1 = _threefry(keys, _full((), 0, UINT32), data)
     return _stack_words(y0, y1)
 
 
+@compiled_when_hot(1, 2, flags=_partitionable)
 def _random_bits(keys: Any, width: int, shape: tuple[int, ...]) -> Any:
     """Uniform random bits uint{width}[b + shape] from each key."""
     batch = aval(keys).shape[:-1]
@@ -505,6 +511,7 @@ _FLOAT_LAYOUT = {"float16": (16, 10, 0x3C00), "bfloat16": (16, 7, 0x3F80), "floa
                  "float64": (64, 52, 0x3FF0000000000000)}
 
 
+@compiled_when_hot(1, 2, flags=_partitionable)
 def _uniform01(keys: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Floats in [0, 1): random mantissa bits under the exponent of 1.0, minus 1."""
     nbits, nmant, one = _FLOAT_LAYOUT[np.dtype(dtype).name]
@@ -588,6 +595,7 @@ def _normal_real(keys: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return lax.mul(lax.erf_inv(u), float(np.array(np.sqrt(2), dtype)))
 
 
+@compiled_when_hot(1, 2, flags=_partitionable)
 def _normal(keys: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     if dtype.kind != "c":
         return _normal_real(keys, shape, dtype)

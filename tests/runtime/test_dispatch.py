@@ -322,6 +322,33 @@ def test_a_forked_child_has_its_own_worker():
     assert "child 0 parent 15.0" in done.stdout
 
 
+def test_a_queued_result_nobody_holds_is_freed_when_its_job_has_run():
+    """A loop that keeps each step's small result (a loss) must not keep each step's large sibling result (the
+    parameters) alive: a finished job hands its buffers to the results still held and keeps none itself."""
+    import tracemalloc
+
+    step = srcjax.jit(lambda w: (w * 0.5 + 1.0, jnp.sum(w)))
+    start = _f32(BIG)
+    w = srcjax.device_put(start)
+    step.lower(w).compile()  # (compiled before memory is traced)
+    losses = []
+    tracemalloc.start()
+    try:
+        for _ in range(40):
+            w, loss = step(w)
+            losses.append(loss)
+        w.block_until_ready()  # (every job has run; the losses are not read yet)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 8 * BIG * 4, f"{held} bytes still held after 40 steps of {BIG * 4}-byte parameters"
+    want = start.astype(np.float64)
+    for loss in losses:
+        np.testing.assert_allclose(float(loss), want.sum(), rtol=1e-4)
+        want = want * 0.5 + 1.0
+    np.testing.assert_allclose(np.asarray(w), want, rtol=1e-5)
+
+
 # -- donation -------------------------------------------------------------------------------------------------
 def test_donated_buffer_is_reused_for_an_elementwise_result():
     f = srcjax.jit(lambda x: x * 2 + 1, donate_argnums=0)

@@ -632,6 +632,36 @@ SPLIT_0 = {
 }
 
 
+HOT_CASES = ["split_3", "split_typed", "fold_in_4", "bits_u16_5", "bits_u64", "uniform_f32", "uniform_f64",
+             "normal_9", "normal_complex", "normal_f16", "bernoulli", "exponential", "gumbel"]
+
+
+@pytest.mark.parametrize("partitionable", [False, True], ids=["original", "partitionable"])
+def test_repeated_eager_calls_run_compiled_with_the_same_bits(partitionable):
+    """Eager calls repeated with one signature compile (``api.compiled_when_hot``): every repetition, before
+    and after, gives JAX's values, under each threefry layout (the layout is part of the compiled key)."""
+    from runtime import api
+    from runtime import random as runtime_random
+
+    compiled_before = sum(len(f.specialised) for f in (runtime_random._split, runtime_random._uniform01))
+    for case_id, x64, kind, call in [c for c in CASES if c[0] in HOT_CASES]:
+        dtype_name, shape, values = EXPECTED[partitionable][case_id]
+        want = _expected(dtype_name, shape, values)
+        for _ in range(api.HOT_CALLS + 1):
+            with flags(partitionable, x64):
+                got = np.asarray(call(random, jnp))
+            assert got.dtype == want.dtype and got.shape == want.shape, case_id
+            if kind == EXACT:
+                np.testing.assert_array_equal(got, want, err_msg=case_id)
+            else:
+                np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-7, err_msg=case_id)
+    assert sum(len(f.specialised) for f in (runtime_random._split, runtime_random._uniform01)) > compiled_before
+    inside = srcjax.jit(lambda k: random.normal(random.split(k)[1], (9,)))  # traced calls are not counted
+    key = random.PRNGKey(0)
+    with flags(partitionable):
+        np.testing.assert_array_equal(np.asarray(inside(key)), np.asarray(random.normal(random.split(key)[1], (9,))))
+
+
 @pytest.mark.parametrize("partitionable", [False, True])
 def test_notes_vectors(partitionable):
     with flags(partitionable):
