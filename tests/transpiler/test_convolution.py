@@ -152,6 +152,16 @@ CONVS = [  # (label, lhs shape, rhs shape, strides, padding, lhs dilation, rhs d
     ("kernel larger than input", (2, 3, 2), (4, 3, 5), (1,), ((0, 0),), (1,), (1,), ("NCH", "OIH", "NCH"), 1, 1),
     ("empty batch", (0, 3, 7), (4, 3, 3), (1,), ((0, 0),), (1,), (1,), ("NCH", "OIH", "NCH"), 1, 1),
     ("no spatial axes", (2, 3), (4, 3), (), (), (), (), ("NC", "OI", "NC"), 1, 1),
+    # unit strides with input dilation (transposed convolutions): computed phase by phase
+    ("transposed 1-d", (2, 3, 7), (4, 3, 3), (1,), ((2, 1),), (2,), (1,), ("NCH", "OIH", "NCH"), 1, 1),
+    ("transposed 2-d, negative padding", (2, 5, 4, 3), (4, 2, 3, 4), (1, 1), ((-1, 3), (2, 0)), (3, 2), (1, 1),
+     ("NHWC", "HWIO", "NHWC"), 1, 1),
+    ("transposed, kernel shorter than the dilation", (2, 3, 6), (4, 3, 2), (1,), ((1, 1),), (3,), (1,),
+     ("NCH", "OIH", "NCH"), 1, 1),
+    ("transposed, feature groups", (2, 7, 6, 4), (3, 2, 2, 6), (1, 1), ((1, 2), (2, 1)), (2, 2), (1, 1),
+     ("NHWC", "HWIO", "NCHW"), 2, 1),
+    ("transposed, batch groups", (4, 7, 6, 3), (3, 2, 3, 6), (1, 1), ((1, 1), (0, 1)), (2, 1), (1, 1),
+     ("NHWC", "HWIO", "NHWC"), 1, 2),
 ]
 
 

@@ -298,33 +298,76 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     # channels last (N, *spatial, C): each kernel tap then copies runs of contiguous features (NHWC input)
     x = np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])).astype(compute, copy=False)
     w = np.transpose(rhs, rspec).astype(compute, copy=False)  # (O, C / groups, *kernel)
+    window = (tuple(window_strides), tuple(padding), tuple(lhs_dilation), tuple(rhs_dilation))
+    out = _conv_channels_last(x, w, window, feature_group_count, batch_group_count)
+    return np.transpose(out.astype(out_dtype, copy=False), np.argsort(ospec))
+
+
+def _conv_channels_last(x: np.ndarray, w: np.ndarray, window: tuple, feature_group_count: int,
+                        batch_group_count: int) -> np.ndarray:
+    """The convolution of x (N, *spatial, C) with w (O, C / groups, *kernel): (N / batch groups, O, *out)."""
+    window_strides, padding, lhs_dilation, rhs_dilation = window
     kernel = w.shape[2:]
     out_sizes = conv_output_spatial(x.shape[1:-1], kernel, window_strides, padding, lhs_dilation, rhs_dilation)
     groups = feature_group_count * batch_group_count  # at most one of them exceeds 1
     nb, out_features = x.shape[0] // batch_group_count, w.shape[0]
     canonical = (nb, out_features, *out_sizes)
     if 0 in canonical or 0 in w.shape[1:]:
-        out = np.zeros(canonical, out_dtype)
-    else:
-        # im2col: every (dilated) kernel window of the padded input, sampled at the strides
-        x = _dilate_and_pad(x, padding, lhs_dilation)
-        spatial = tuple(range(1, x.ndim - 1))
-        patches = sliding_window_view(x, [_dilated(k, d) for k, d in zip(kernel, rhs_dilation)], axis=spatial)
-        patches = patches[(slice(None),) + tuple(slice(None, n * s, s) for n, s in zip(out_sizes, window_strides))
-                          + (slice(None),) + tuple(slice(None, None, d) for d in rhs_dilation)]
-        positions, taps, rank = int(np.prod(out_sizes)), int(np.prod(kernel)), len(kernel)
-        cin = w.shape[1]
-        # (N, *out, C, *kernel) -> (N, *out, *kernel, C), a view; splitting N = (B, Nb) and C = (G, C/G) keeps
-        # it one, and the reshape to (B*G, Nb*P, K*C/G) is then the only copy. Groups are major on the split
-        # axis: lhs batch (batch groups) or lhs features (feature groups)
-        p = patches.transpose(0, *range(1, rank + 1), *range(rank + 2, 2 * rank + 2), rank + 1)
-        p = p.reshape(batch_group_count, nb, positions, taps, feature_group_count, cin)
-        p = p.transpose(0, 4, 1, 2, 3, 5).reshape(groups, nb * positions, taps * cin)
-        k = w.reshape(groups, out_features // groups, cin, taps).transpose(0, 3, 2, 1)
-        out = np.matmul(p, k.reshape(groups, taps * cin, out_features // groups))  # (groups, Nb*P, O/groups)
-        out = out.reshape(groups, nb, positions, out_features // groups).transpose(1, 0, 3, 2)
-        out = out.reshape(canonical).astype(out_dtype, copy=False)
-    return np.transpose(out, np.argsort(ospec))
+        return np.zeros(canonical, x.dtype)
+    if any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) and all(d == 1 for d in rhs_dilation):
+        return _conv_by_phases(x, w, padding, lhs_dilation, out_sizes, feature_group_count, batch_group_count)
+    # im2col: every (dilated) kernel window of the padded input, sampled at the strides
+    x = _dilate_and_pad(x, padding, lhs_dilation)
+    spatial = tuple(range(1, x.ndim - 1))
+    patches = sliding_window_view(x, [_dilated(k, d) for k, d in zip(kernel, rhs_dilation)], axis=spatial)
+    patches = patches[(slice(None),) + tuple(slice(None, n * s, s) for n, s in zip(out_sizes, window_strides))
+                      + (slice(None),) + tuple(slice(None, None, d) for d in rhs_dilation)]
+    positions, taps, rank = int(np.prod(out_sizes)), int(np.prod(kernel)), len(kernel)
+    cin = w.shape[1]
+    # (N, *out, C, *kernel) -> (N, *out, *kernel, C), a view; splitting N = (B, Nb) and C = (G, C/G) keeps
+    # it one, and the reshape to (B*G, Nb*P, K*C/G) is then the only copy. Groups are major on the split
+    # axis: lhs batch (batch groups) or lhs features (feature groups)
+    p = patches.transpose(0, *range(1, rank + 1), *range(rank + 2, 2 * rank + 2), rank + 1)
+    p = p.reshape(batch_group_count, nb, positions, taps, feature_group_count, cin)
+    p = p.transpose(0, 4, 1, 2, 3, 5).reshape(groups, nb * positions, taps * cin)
+    k = w.reshape(groups, out_features // groups, cin, taps).transpose(0, 3, 2, 1)
+    k = k.reshape(groups, taps * cin, out_features // groups)
+    if groups == 1:  # (1, N*P, O): (N, O, *out) is a view of it, and so is channels-last (N, *out, O)
+        out = np.matmul(p, k).reshape(groups, nb, positions, out_features // groups).transpose(1, 0, 3, 2)
+    else:  # (G, O/G, Nb*P): with the groups major, (Nb, G, O/G, P) -> (Nb, O, *out) is a view, not a copy
+        out = np.matmul(k.transpose(0, 2, 1), p.transpose(0, 2, 1))
+        out = out.reshape(groups, out_features // groups, nb, positions).transpose(2, 0, 1, 3)
+    return out.reshape(canonical)
+
+
+def _conv_by_phases(x: np.ndarray, w: np.ndarray, padding, lhs_dilation, out_sizes, feature_group_count: int,
+                    batch_group_count: int) -> np.ndarray:
+    """A unit-stride convolution of an input dilated by d (a transposed convolution: the input gradient of a
+    strided one) without the holes: on each axis, the outputs o = p + d*q of one phase p read only the taps
+    k = k0 + d*t with k0 = (lo - p) mod d, at input q + t + c, c = (p + k0 - lo) / d. So each phase is a
+    plain convolution of x with every d-th tap, padded by -c, and d^rank of them do 1/d^rank of the work each
+    instead of multiplying the holes."""
+    import itertools
+
+    out = np.zeros((x.shape[0] // batch_group_count, w.shape[0], *out_sizes), x.dtype)
+    kernel = w.shape[2:]
+    for phase in itertools.product(*(range(min(d, n)) for d, n in zip(lhs_dilation, out_sizes))):
+        taps, pads = [], []
+        for p, d, (lo, _), n, size, count in zip(phase, lhs_dilation, padding, x.shape[1:-1], kernel, out_sizes):
+            k0 = (lo - p) % d
+            t = len(range(k0, size, d))
+            c = (p + k0 - lo) // d
+            q = len(range(p, count, d))
+            taps.append(slice(k0, None, d))
+            pads.append((-c, q + t - 1 - n + c) if t else None)
+        if None in pads:  # no tap of the kernel meets an input on this phase: its outputs stay 0
+            continue
+        rank = len(kernel)
+        window = ((1,) * rank, tuple(pads), (1,) * rank, (1,) * rank)
+        part = _conv_channels_last(x, w[(slice(None), slice(None), *taps)], window, feature_group_count,
+                                   batch_group_count)
+        out[(slice(None), slice(None), *(slice(p, None, d) for p, d in zip(phase, lhs_dilation)))] = part
+    return out
 
 
 defjvp(conv_general_dilated_p,
