@@ -14,6 +14,7 @@ None: index 0). Broadcasts and transposes of expressions compose maps, so they c
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -50,13 +51,30 @@ REDUCTIONS = {f"reduce_{name}": combine for name, combine in
                ("xor", "xor")]}  # fmt: skip
 
 
+# window reductions with at most WINDOW_MAX_ELEMENTS elements (no padding, no base dilation) are the combination
+# of that many strided views of the operand: one fused nest (max pooling)
+WINDOWS = {"reduce_window_max": "max", "reduce_window_min": "min", "reduce_window_sum": "add"}
+WINDOW_MAX_ELEMENTS = 16
+
+
+def small_window(op: Op) -> bool:
+    p = op.params
+    return (
+        op.name in WINDOWS
+        and int(np.prod([int(d) for d in p["window_dimensions"]], dtype=np.int64)) <= WINDOW_MAX_ELEMENTS
+        and all(int(lo) == 0 and int(hi) == 0 for lo, hi in p["padding"])
+        and all(int(b) == 1 for b in p["base_dilation"])
+    )
+
+
 # elementwise primitives with several results: result j is the elementwise rule "<name>.<j>"
 MULTI_RESULT_ELEMENTWISE = frozenset({"threefry2x32"})
 
 
 @dataclass(frozen=True)
 class ResultOf:
-    """Stands for an op in an ``Expr``: result ``j`` of a multi-result elementwise op, named "<op>.<j>"."""
+    """Stands for an op in an ``Expr``: result ``j`` of a multi-result elementwise op, named "<op>.<j>", or an
+    elementwise op the planner makes itself (the combination of a window's views)."""
 
     name: str
     operands: list
@@ -275,6 +293,8 @@ class Planner:
             self._dot(op, result)
         elif name in ("concatenate", "pad"):
             self._assemble(op, result)
+        elif small_window(op):
+            self._window(op, result)
         else:
             raise Unsupported(f"'{name}' has no native CPU lowering yet")
 
@@ -384,6 +404,23 @@ class Planner:
             offset = sum(lo * st for (lo, _, _), st in zip(config, strides))
             place(x, tuple(st * (interior + 1) for (_, _, interior), st in zip(config, strides)), offset)
         self._root(result, buffer)
+
+    def _window(self, op: Op, result: Value) -> None:
+        """A small window reduction: its operand seen through one strided view per window offset (the
+        window's strides and dilation scale the operand's), combined elementwise."""
+        (x,) = op.operands
+        view = self.materialise(x)
+        p = op.params
+        strides = tuple(st * int(s) for st, s in zip(view.strides, p["window_strides"]))
+        acc: Value | None = None
+        for offset in itertools.product(*(range(int(d)) for d in p["window_dimensions"])):
+            start = view.offset + sum(o * int(d) * st for o, d, st in zip(offset, p["window_dilation"], view.strides))
+            part = self._holder(result, View(view.base, result.aval.shape, strides, start), "window")
+            if acc is not None:
+                part = self._holder(result, Expr(op=ResultOf(WINDOWS[op.name], [acc, part], {})), "window")
+            acc = part
+        assert acc is not None  # (a window has at least one element)
+        self.sources[id(result)] = self.sources[id(acc)]
 
     # -- matrix products --------------------------------------------------------------------------------
     def _dot(self, op: Op, result: Value) -> None:
@@ -651,6 +688,8 @@ def lowers(op: Op) -> bool:
         return op.operands[0].aval.dtype.itemsize == op.results[0].aval.dtype.itemsize
     if name == "pad":
         return all(int(c) >= 0 for dims in op.params["padding_config"] for c in dims)
+    if name in WINDOWS:
+        return small_window(op)
     if op.prim is dot_general_p:
         return op.results[0].aval.dtype.kind != "b"
     return (

@@ -18,6 +18,7 @@ NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | s
 LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 FFT = "NumPy's pocketfft"
 LATER = "not lowered natively yet"
+WINDOWS = "fused when the window has at most 16 elements and no padding; larger windows through NumPy"
 HOST = {
     "cholesky": LAPACK, "eig": LAPACK, "eigh": LAPACK, "lu": LAPACK, "qr": LAPACK, "svd": LAPACK,
     "triangular_solve": LAPACK, "lu_pivots_to_permutation": LATER, "fft": FFT,
@@ -27,7 +28,7 @@ HOST = {
     "conv_general_dilated": "im2col and a NumPy matrix product", "gather": LATER, "scatter": LATER,
     "scatter_add": LATER, "scatter_mul": LATER, "scatter_min": LATER, "scatter_max": LATER,
     "argmax": LATER, "argmin": LATER, "cumsum": LATER, "cumprod": LATER, "cummax": LATER, "cummin": LATER,
-    "cumlogsumexp": LATER, "reduce_window_sum": LATER, "reduce_window_max": LATER, "reduce_window_min": LATER,
+    "cumlogsumexp": LATER, "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
     "polygamma": LATER,
     "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
     "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",

@@ -296,6 +296,46 @@ def test_a_product_read_only_transposed_is_computed_transposed():
     assert _plan(both, _f32(4, 6), _f32(6, 2)).splitlines()[0] == "gemm 1x[4,6]@[6,2] -> output"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_small_window_reductions_are_fused_views(dtype):
+    """Windows of up to 16 elements without padding (max pooling) are one nest over strided views of the
+    operand, with the eager results; larger or padded ones stay host calls."""
+    x = _f32(3, 9, 8, 2) if dtype == np.float32 else _i32(3, 9, 8, 2)
+    low, high = (-np.inf, np.inf) if dtype == np.float32 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    cases = [  # (function, natively fused)
+        (lambda x: lax.reduce_window(x, low, lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "VALID"), True),
+        (lambda x: lax.reduce_window(x, high, lax.min, (1, 3, 2, 1), (1, 2, 3, 1), "VALID"), True),
+        (lambda x: lax.reduce_window(x, dtype(0), lax.add, (1, 2, 2, 1), (2, 2, 2, 1), "VALID",
+                                     window_dilation=(1, 2, 1, 1)), True),
+        (lambda x: lax.reduce_window(x, low, lax.max, (1, 1, 1, 1), (1, 3, 1, 1), "VALID"), True),  # one element
+        (lambda x: lax.reduce_window(x, low, lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "SAME"), False),  # padded
+        (lambda x: lax.reduce_window(x, low, lax.max, (1, 5, 4, 1), (1, 1, 1, 1), "VALID"), False),  # 20 elements
+    ]
+    for fn, fused in cases:
+        compiled = srcjax.jit(fn).lower(x).compile().native
+        assert [op.name for op in compiled.plan.host_ops] == ([] if fused else ["reduce_window_max"])
+        if fused:
+            assert compiled.steps.count("map") == 1 and "reduce" not in compiled.steps
+        want = np.asarray(fn(jnp.asarray(x)))
+        got = np.asarray(srcjax.jit(fn)(x))
+        if dtype == np.float32:
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_max_pool_gradient_compiles_without_host_calls():
+    from srcjax.example_libraries import stax
+
+    _, apply = stax.MaxPool((2, 2), (1, 1))
+    loss = lambda x: jnp.sum(apply((), x) ** 2)  # noqa: E731
+    x = _f32(2, 6, 5, 3)
+    compiled = srcjax.jit(srcjax.grad(loss)).lower(x).compile().native
+    assert compiled.plan.host_ops == []
+    np.testing.assert_allclose(np.asarray(srcjax.jit(srcjax.grad(loss))(x)), np.asarray(srcjax.grad(loss)(x)),
+                               rtol=1e-6)
+
+
 def test_packed_avx_in_fused_loop():
     executable = srcjax.jit(lambda x: x * x + x * 2.0).lower(_f32(4096)).compile().native
     assembly = executable.assembly()
