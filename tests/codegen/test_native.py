@@ -336,6 +336,16 @@ def test_max_pool_gradient_compiles_without_host_calls():
                                rtol=1e-6)
 
 
+def test_only_reduction_loops_are_unrolled():
+    """LLVM unrolls the loops of reductions (partial sums in flight), not those of maps (bound by memory; unrolled
+    they multiply the compile time of large functions)."""
+    x = _f32(4096)
+    map_ir = srcjax.jit(selu).lower(x).compile().native.llvm_ir
+    reduction_ir = srcjax.jit(sum_logistic).lower(x).compile().native.llvm_ir
+    assert "llvm.loop.unroll.disable" in map_ir
+    assert "llvm.loop.unroll.disable" not in reduction_ir
+
+
 def test_packed_avx_in_fused_loop():
     executable = srcjax.jit(lambda x: x * x + x * 2.0).lower(_f32(4096)).compile().native
     assembly = executable.assembly()
