@@ -4,6 +4,8 @@ per-epoch times (first epoch, with compilation, apart) and the last epoch's metr
 Run with a Python that has jax installed and srcjax on the path:
     PYTHONPATH=/work/main /work/jaxenv/bin/python compare_backends.py [--rounds 2] [PROGRAM ...]
 JAX_THREEFRY_PARTITIONABLE=1 is set for both, so they draw the same random numbers (JAX 0.5+ defaults to it).
+srcjax's disk cache is off (SRCJAX_CACHE=0): the first epoch includes compilation for both, as JAX's has no
+persistent cache by default.
 """
 
 import argparse
@@ -23,7 +25,7 @@ RUNS = {
 
 
 def run(program: str, backend: str, args: list[str]) -> tuple[list[float], str]:
-    env = dict(os.environ, JAX_THREEFRY_PARTITIONABLE="1")
+    env = dict(os.environ, JAX_THREEFRY_PARTITIONABLE="1", SRCJAX_CACHE="0")
     here = os.path.dirname(os.path.abspath(__file__))
     out = subprocess.run([sys.executable, os.path.join(here, program + ".py"), "--backend", backend, *args],
                          capture_output=True, text=True, env=env, cwd=here)
