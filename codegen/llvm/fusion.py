@@ -441,11 +441,9 @@ class Planner:
                 nb, nlf = len(lb), len(lf)
                 held = tuple(range(nb)) + tuple(range(nb + nlf, len(shape))) + tuple(range(nb, nb + nlf))
                 held_strides = contiguous_strides(tuple(shape[a] for a in held))
-                strides = [0] * len(shape)
-                for position, a in enumerate(held):
-                    strides[a] = held_strides[position]
+                strides = tuple(held_strides[position] for position in np.argsort(held))
                 self.buffers[id(result)] = buffer
-                self.sources[id(result)] = View(result, shape, tuple(strides))
+                self.sources[id(result)] = View(result, shape, strides)
                 return
             self.steps.append(self._gemm(lhs, rhs, lc, rc, lb, rb, lf, rf, buffer, order))
             self._root(result, buffer)

@@ -13,6 +13,7 @@ roles of batch and features exchanged), as JAX computes them.
 from __future__ import annotations
 
 import enum
+import itertools
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -347,8 +348,6 @@ def _conv_by_phases(x: np.ndarray, w: np.ndarray, padding, lhs_dilation, out_siz
     k = k0 + d*t with k0 = (lo - p) mod d, at input q + t + c, c = (p + k0 - lo) / d. So each phase is a
     plain convolution of x with every d-th tap, padded by -c, and d^rank of them do 1/d^rank of the work each
     instead of multiplying the holes."""
-    import itertools
-
     out = np.zeros((x.shape[0] // batch_group_count, w.shape[0], *out_sizes), x.dtype)
     kernel = w.shape[2:]
     for phase in itertools.product(*(range(min(d, n)) for d, n in zip(lhs_dilation, out_sizes))):
