@@ -40,7 +40,7 @@ from codegen.llvm.kernels import (
     parallel_function,
     store_value,
 )
-from codegen.llvm.nodes import collapse, instantiate
+from codegen.llvm.nodes import GatherLoad, collapse, instantiate
 from codegen.llvm.rules import Lowering, convert, mtype
 from transpiler.ir import Function
 
@@ -168,7 +168,9 @@ class EntryEmitter:
             return
         threads = 1  # (the chunks srcjax_parallel runs, each with its slot: their count is fixed here)
         work = body.size * body.cost()
-        if self.threads > 1 and body.shape and body.shape[0] > 1 and work >= kernels.PARALLEL_MIN_WORK:
+        # (a scatter runs in order: repeated indices; a scan's running axis cannot be split)
+        serial = any(s.starts is not None for s in body.stores) or (red is not None and red.scan and body.reduced[:1] == [True])
+        if self.threads > 1 and body.shape and body.shape[0] > 1 and work >= kernels.PARALLEL_MIN_WORK and not serial:
             threads = min(self.threads * kernels.CHUNKS_PER_THREAD, body.shape[0])
         count = threads + (kernels.PARALLEL_SMALL if work < kernels.WAKE_MIN_WORK else 0)
         partial = red is not None and threads > 1 and body.reduced[0]

@@ -70,6 +70,13 @@ def small_window(op: Op) -> bool:
 # elementwise primitives with several results: result j is the elementwise rule "<name>.<j>"
 MULTI_RESULT_ELEMENTWISE = frozenset({"threefry2x32"})
 
+# scatters: how each update element combines with the operand element it lands on (None: replaces it)
+SCATTERS = {"scatter": None, "scatter_add": "add", "scatter_mul": "mul", "scatter_min": "min", "scatter_max": "max"}
+# arg-reductions: the extremum they look for
+ARG_REDUCTIONS = {"argmax": "max", "argmin": "min"}
+# cumulative scans: the running combination
+SCANS = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min", "cumlogsumexp": "logaddexp"}
+
 
 @dataclass(frozen=True)
 class ResultOf:
@@ -88,6 +95,40 @@ class Expr:
     op: "Op | ResultOf | None" = None
     operand: Value | None = None
     index_map: IndexMap = ()
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """Stands for a gather in an ``Expr``: each element reads ``view`` at an address that is affine in the
+    element's index (``strides``, per result axis) plus, per component of the index vector, the component
+    (clamped to [0, largest start]) times an operand stride. ``operands`` are the components: values over
+    the indices' batch axes, which follow the result axes ``batch_axes``. With ``fill`` (FILL_OR_DROP), an
+    element whose window does not fit is ``fill``."""
+
+    operands: list
+    view: View
+    strides: tuple[int, ...]
+    starts: tuple[tuple[int, int], ...]  # per component: (operand stride, largest start)
+    batch_axes: tuple[int, ...]
+    fill: object = None
+    name: str = "gather"
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class Scattered:
+    """What makes a map nest over the updates a scatter: each update element lands at an address affine in
+    its index (``strides``) plus, per index component (``components``, over the updates' ``batch_axes``),
+    the component times an operand stride. Windows that do not fit are clamped into place (``clip``) or
+    dropped; ``combine`` says how an update meets the element it lands on (None: replaces it). The nest
+    runs serially, in order, so repeated indices combine (or the last one wins) as in NumPy."""
+
+    combine: str | None
+    components: list
+    strides: tuple[int, ...]
+    starts: tuple[tuple[int, int], ...]
+    batch_axes: tuple[int, ...]
+    clip: bool
 
 
 Source = Union[View, Expr, Literal]
@@ -109,6 +150,9 @@ class Nest:
     order: float = 0  # program position of the root: nests run in this order
     # where map nests store, as (strides, offset) in the buffer; None: contiguous over ``shape``
     placement: tuple[tuple[int, ...], int] | None = None
+    scatter: Scattered | None = None  # a map nest over a scatter's updates, storing them at their indices
+    reverse: bool = False  # a scan (``combine`` over the one axis in ``axes``, every prefix stored) from the end
+    scan: bool = False
 
 
 @dataclass
@@ -191,8 +235,11 @@ class Planner:
         return buffer
 
     def _holder(self, v: Value, src: Source, name: str) -> Value:
-        """A fresh value standing for ``src`` (what a nest stores; ``v`` itself may become a view)."""
-        holder = Value(v.aval, name=name)
+        """A fresh value of ``v``'s type standing for ``src`` (what a nest stores; ``v`` may become a view)."""
+        return self._new(v.aval, src, name)
+
+    def _new(self, aval: TensorType, src: Source, name: str) -> Value:
+        holder = Value(aval, name=name)
         self.sources[id(holder)] = src
         return holder
 
@@ -295,6 +342,14 @@ class Planner:
             self._assemble(op, result)
         elif small_window(op):
             self._window(op, result)
+        elif name == "gather":
+            self._gather(op, result)
+        elif name in SCATTERS:
+            self._scatter(op, result)
+        elif name in ARG_REDUCTIONS:
+            self._arg_reduction(op, result)
+        elif name in SCANS:
+            self._scan(op, result)
         else:
             raise Unsupported(f"'{name}' has no native CPU lowering yet")
 
@@ -421,6 +476,108 @@ class Planner:
             acc = part
         assert acc is not None  # (a window has at least one element)
         self.sources[id(result)] = self.sources[id(acc)]
+
+    # -- indexing ---------------------------------------------------------------------------------------
+    def _index_components(self, indices: Value) -> list[Value]:
+        """The components of the indices' index vector (their last axis): views over the batch axes."""
+        view = self.materialise(indices)
+        batch = indices.aval.shape[:-1]
+        aval = TensorType(indices.aval.dtype, batch)
+        return [
+            self._new(aval, View(view.base, batch, view.strides[:-1], view.offset + k * view.strides[-1]), "index")
+            for k in range(indices.aval.shape[-1])
+        ]
+
+    def _gather(self, op: Op, result: Value) -> None:
+        """A gather is an expression: each element loads from the operand at an address the indices shift."""
+        from transpiler.primitives.indexing import GatherScatterMode, default_fill_value
+
+        x, indices = op.operands
+        p, view = op.params, self.materialise(x)
+        dn, sizes = p["dimension_numbers"], [int(k) for k in p["slice_sizes"]]
+        batch_axes = tuple(a for a in range(result.aval.ndim) if a not in dn.offset_dims)
+        windowed = [a for a in range(x.aval.ndim) if a not in dn.collapsed_slice_dims + dn.operand_batching_dims]
+        strides = [0] * result.aval.ndim
+        for a, o in zip(windowed, dn.offset_dims):
+            strides[o] += view.strides[a]
+        for a, j in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+            strides[batch_axes[j]] += view.strides[a]
+        fill = None
+        if p.get("mode") == GatherScatterMode.FILL_OR_DROP:
+            fill = default_fill_value(x.aval.dtype) if p.get("fill_value") is None else p["fill_value"]
+        starts = tuple((view.strides[a], x.aval.shape[a] - sizes[a]) for a in dn.start_index_map)
+        gathered = Gathered(self._index_components(indices), view, tuple(strides), starts, batch_axes, fill)
+        self.sources[id(result)] = Expr(op=gathered)
+
+    def _scatter(self, op: Op, result: Value) -> None:
+        """The operand copied into the result's buffer, then a serial nest over the updates that stores (or
+        combines) each one where its indices say."""
+        from transpiler.primitives.indexing import GatherScatterMode
+
+        x, indices, updates = op.operands
+        dn, order = op.params["dimension_numbers"], self.position[id(result)]
+        components = self._index_components(indices)
+        buffer = self._temp(result)
+        operand = self._holder(x, Expr(operand=x, index_map=tuple(range(x.aval.ndim))), "operand")
+        self.steps.append(Nest(x.aval.shape, stores=[(operand, buffer)], order=order))
+        strides_of = contiguous_strides(x.aval.shape)
+        windowed = [a for a in range(x.aval.ndim) if a not in dn.inserted_window_dims + dn.operand_batching_dims]
+        batch_axes = tuple(i for i in range(updates.aval.ndim) if i not in dn.update_window_dims)
+        sizes = [1] * x.aval.ndim
+        strides = [0] * updates.aval.ndim
+        for a, u in zip(windowed, dn.update_window_dims):
+            sizes[a] = updates.aval.shape[u]
+            strides[u] += strides_of[a]
+        for a, j in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
+            strides[batch_axes[j]] += strides_of[a]
+        starts = tuple((strides_of[a], x.aval.shape[a] - sizes[a]) for a in dn.scatter_dims_to_operand_dims)
+        combine = SCATTERS[op.name]
+        if x.aval.dtype.kind == "b" and combine in ("add", "mul"):
+            combine = "or" if combine == "add" else "and"  # (NumPy's add and multiply on booleans)
+        clip = op.params.get("mode") == GatherScatterMode.CLIP
+        scattered = Scattered(combine, components, tuple(strides), starts, batch_axes, clip)
+        self.steps.append(Nest(updates.aval.shape, stores=[(updates, buffer)], order=order, scatter=scattered))
+        self._root(result, buffer)
+
+    def _arg_reduction(self, op: Op, result: Value) -> None:
+        """argmax (argmin) as two reductions: the extremum along the axis, then the smallest index where the
+        operand equals it (or is NaN: a NaN is the extremum, and the first one wins, as in NumPy and XLA)."""
+        (x,) = op.operands
+        (axis,) = (int(a) for a in op.params["axes"])
+        index_dtype, order = np.dtype(op.params["index_dtype"]), self.position[id(result)]
+        kept = result.aval.shape
+        extremum = Value(TensorType(x.aval.dtype, kept), name="extremum")
+        buffer = self._temp(extremum)
+        combine = ARG_REDUCTIONS[op.name]
+        self.steps.append(Nest(x.aval.shape, combine=combine, operand=x, axes=(axis,), target=buffer, order=order))
+        self._root(extremum, buffer)
+        shape = x.aval.shape
+        flags, indices = TensorType(np.dtype(bool), shape), TensorType(index_dtype, shape)
+
+        def expr(aval, name, *operands, **params):
+            return self._new(aval, Expr(op=ResultOf(name, list(operands), params)), "arg")
+
+        spread = self._new(
+            x.aval, Expr(operand=extremum, index_map=tuple(a + (a >= axis) for a in range(len(kept)))), "arg"
+        )
+        hit = expr(flags, "eq", x, spread)
+        if x.aval.dtype.kind == "f":
+            hit = expr(flags, "or", hit, expr(flags, "ne", x, x))
+        position = expr(indices, "iota", dimension=axis)
+        last = Literal(shape[axis] - 1, TensorType(index_dtype, ()))
+        chosen = expr(indices, "select_n", hit, last, position)
+        target = self._temp(result)
+        self.steps.append(Nest(shape, combine="min", operand=chosen, axes=(axis,), target=target, order=order))
+        self._root(result, target)
+
+    def _scan(self, op: Op, result: Value) -> None:
+        (x,) = op.operands
+        buffer = self._temp(result)
+        self.steps.append(
+            Nest(x.aval.shape, combine=SCANS[op.name], operand=x, axes=(int(op.params["axis"]),), target=buffer,
+                 order=self.position[id(result)], scan=True, reverse=bool(op.params.get("reverse", False)))
+        )
+        self._root(result, buffer)
 
     # -- matrix products --------------------------------------------------------------------------------
     def _dot(self, op: Op, result: Value) -> None:
@@ -652,7 +809,7 @@ def _merge_maps(plan: Plan) -> list[Step]:
     from codegen.llvm.nodes import instantiate
 
     def plain_map(step: Step) -> bool:
-        return isinstance(step, Nest) and step.combine is None and step.placement is None
+        return isinstance(step, Nest) and step.combine is None and step.placement is None and step.scatter is None
 
     merged: list[Step] = []
     for step in plan.steps:
@@ -692,7 +849,7 @@ def lowers(op: Op) -> bool:
         return op.results[0].aval.dtype.kind != "b"
     return (
         name in ELEMENTWISE or name == "iota" or name in VIEW_OPS or name in IDENTITIES or name in REDUCTIONS
-        or name == "concatenate"
+        or name in ("concatenate", "gather") or name in SCATTERS or name in ARG_REDUCTIONS or name in SCANS
     )
 
 
@@ -716,8 +873,13 @@ def describe(plan: Plan) -> str:
         if isinstance(step, Gemm):
             routine = "syrk" if step.symmetric else "gemm"
             lines.append(f"{routine} {step.batch}x[{step.m},{step.k}]@[{step.k},{step.n}] -> {step.target.kind}")
+        elif step.scan:
+            lines.append(f"scan[{step.combine}] {step.shape} axis={step.axes[0]} -> {step.target.kind}")
         elif step.combine is not None:
             lines.append(f"reduce[{step.combine}] {step.shape} axes={step.axes} -> {step.target.kind}")
+        elif step.scatter is not None:
+            how = step.scatter.combine or "set"
+            lines.append(f"scatter[{how}] {step.shape} -> {', '.join(b.kind for _, b in step.stores)}")
         else:
             lines.append(f"map {step.shape} -> {', '.join(b.kind for _, b in step.stores)}")
     return "\n".join(lines)

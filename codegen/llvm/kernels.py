@@ -19,7 +19,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from codegen.llvm import engine
-from codegen.llvm.nodes import Apply, Const, Iota, Load, NestBody
+from codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody
 from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -51,6 +51,8 @@ def num_threads() -> int:
 # -- reductions -------------------------------------------------------------------------------------------
 def identity(combine: str, dtype: np.dtype):
     dtype = np.dtype(dtype)
+    if combine == "logaddexp":
+        return -np.inf
     if combine in ("add", "or", "xor"):
         return 0
     if combine == "mul":
@@ -79,7 +81,22 @@ def combine_values(cx: Lowering, combine: str, dtype: np.dtype, x: ir.Value, y: 
         return (b.add if combine == "add" else b.mul)(x, y)
     if combine in ("and", "or", "xor"):
         return {"and": b.and_, "or": b.or_, "xor": b.xor}[combine](x, y)
+    if combine == "logaddexp":
+        return _logaddexp(cx, np.dtype(dtype), x, y)
     return ELEMENTWISE[combine](cx, [np.dtype(dtype)] * 2, np.dtype(dtype), {}, x, y)
+
+
+def _logaddexp(cx: Lowering, dtype: np.dtype, x: ir.Value, y: ir.Value) -> ir.Value:
+    """log(exp(x) + exp(y)) as NumPy computes it: max + log1p(exp(-|x - y|)), or x + y where x - y is NaN
+    (a NaN, or infinities of one sign)."""
+    one, two = [dtype], [dtype, dtype]
+    delta = ELEMENTWISE["sub"](cx, two, dtype, {}, x, y)
+    spread = ELEMENTWISE["abs"](cx, one, dtype, {}, delta)
+    spread = ELEMENTWISE["exp"](cx, one, dtype, {}, ELEMENTWISE["neg"](cx, one, dtype, {}, spread))
+    spread = ELEMENTWISE["log1p"](cx, one, dtype, {}, spread)
+    larger = ELEMENTWISE["max"](cx, two, dtype, {}, x, y)
+    unordered = cx.b.fcmp_unordered("uno", delta, delta)
+    return cx.b.select(unordered, cx.b.fadd(x, y), cx.b.fadd(larger, spread))
 
 
 # -- loops ------------------------------------------------------------------------------------------------
@@ -191,6 +208,8 @@ class NestEmitter:
 
     def accumulates_in_memory(self) -> bool:
         """Whether the reduction adds into its target (which must then start at the identity)."""
+        if self.body.reduction is not None and self.body.reduction.scan:
+            return False
         k = self.suffix_start()
         return k == len(self.body.shape) or any(self.body.reduced[:k])
 
@@ -198,6 +217,14 @@ class NestEmitter:
         body, b = self.body, self.b
         red = body.reduction
         if red is not None and depth == self.suffix_start() and depth < len(body.shape):
+            if red.scan:  # the running value, in the operand's dtype (as NumPy's); -0.0 + x is x, even for -0.0
+                acc = self.alloca(ltype(red.dtype))
+                start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else identity(red.combine, red.dtype)
+                b.store(self.cx.const(red.dtype, start), acc)
+                self.acc = (acc, red.dtype)
+                self._loop_level(depth, index, lo, hi)
+                self.acc = None
+                return
             acc_dtype = accumulator_dtype(red.combine, red.dtype)
             acc = self.alloca(ltype(acc_dtype))
             b.store(self.cx.const(acc_dtype, identity(red.combine, red.dtype)), acc)
@@ -216,6 +243,11 @@ class NestEmitter:
             return
         start = lo if depth == 0 else ir.Constant(I64, 0)
         stop = hi if depth == 0 else ir.Constant(I64, body.shape[depth])
+        red = body.reduction
+        if red is not None and red.scan and red.reverse and body.reduced[depth]:  # (the scan's axis, never split)
+            last = ir.Constant(I64, body.shape[depth] - 1)
+            for_range(self.b, start, stop, lambda i: self.loops(depth + 1, [*index, self.b.sub(last, i)], lo, hi))
+            return
         if depth == len(body.shape) - 1 and self.acc is not None and self.acc[1] != body.reduction.dtype:
             self._blocked_innermost(index, start, stop)
             return
@@ -263,12 +295,23 @@ class NestEmitter:
         # every value first, then the stores: an output may overwrite (donation) what another store reads
         computed = [self.value(store.node, index, values) for store in self.body.stores]
         for store, value in zip(self.body.stores, computed):
+            if store.starts is not None:
+                self.scatter(store, value, index, values)
+                continue
             address = affine(b, store.coeffs, store.offset, index)
             store_value(b, value, b.gep(self.pointers[id(store.buffer)], [address]), store.buffer.dtype)
         red = self.body.reduction
         if red is None:
             return
         value = self.value(red.node, index, values)
+        if red.scan:  # combine into the running value (none when the axis has one element) and store it
+            if self.acc is not None:
+                acc = self.acc[0]
+                value = combine_values(self.cx, red.combine, red.dtype, b.load(acc), value)
+                b.store(value, acc)
+            ptr = b.gep(self.pointers[id(red.target)], [affine(b, red.coeffs, 0, index)])
+            store_value(b, value, ptr, red.dtype)
+            return
         if self.acc is not None:
             acc, acc_dtype = self.acc
             wide = convert(self.cx, value, red.dtype, acc_dtype)
@@ -276,12 +319,54 @@ class NestEmitter:
         else:
             self.accumulate_memory(value, index, into=True)
 
+    def shifted(self, address: ir.Value, starts, clip: bool, check: bool, index, values):
+        """``address`` plus each start (clamped into [0, largest] when ``clip``) times its stride, and (when
+        ``check``) whether every start was in range before clamping, else None."""
+        b, cx = self.b, self.cx
+        zero, inside = ir.Constant(I64, 0), None
+        for node, stride, top in starts:
+            start = convert(cx, self.value(node, index, values), node.dtype, np.dtype(np.int64))
+            largest = ir.Constant(I64, top)
+            if check:
+                fits = b.and_(b.icmp_signed(">=", start, zero), b.icmp_signed("<=", start, largest))
+                inside = fits if inside is None else b.and_(inside, fits)
+            if clip:
+                start = cx.intrinsic("smax", cx.intrinsic("smin", start, largest), zero)
+            address = b.add(address, b.mul(start, ir.Constant(I64, stride)))
+        return address, inside
+
+    def scatter(self, store, value: ir.Value, index, values) -> None:
+        """One update element of a scatter, stored (or combined) where its starts put it, or dropped."""
+        b = self.b
+        address, inside = self.shifted(affine(b, store.coeffs, store.offset, index), store.starts, store.clip,
+                                       not store.clip, index, values)
+        dtype = store.buffer.dtype
+
+        def write():
+            ptr = b.gep(self.pointers[id(store.buffer)], [address])
+            update = value
+            if store.combine is not None:
+                update = combine_values(self.cx, store.combine, dtype, load_value(b, ptr, dtype), value)
+            store_value(b, update, ptr, dtype)
+
+        if inside is None:
+            write()
+        else:
+            with b.if_then(inside):
+                write()
+
     # -- nodes ----------------------------------------------------------------------------------------------
     def value(self, node, index: list[ir.Value], values: dict[int, ir.Value]) -> ir.Value:
         if id(node) in values:
             return values[id(node)]
         b = self.b
-        if isinstance(node, Load):
+        if isinstance(node, GatherLoad):  # (clamped; a window that does not fit reads as the fill value)
+            address, inside = self.shifted(affine(b, node.coeffs, node.offset, index), node.starts, True,
+                                           node.fill is not None, index, values)
+            out = load_value(b, b.gep(self.pointers[id(node.buffer)], [address]), node.dtype)
+            if inside is not None:
+                out = b.select(inside, out, self.cx.const(node.dtype, node.fill))
+        elif isinstance(node, Load):
             ptr = b.gep(self.pointers[id(node.buffer)], [affine(b, node.coeffs, node.offset, index)])
             out = load_value(b, ptr, node.dtype)
         elif isinstance(node, Const):

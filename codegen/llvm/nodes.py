@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.llvm.fusion import Expr, IndexMap, Nest, Plan
+from codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan
 from codegen.llvm.layout import Buffer, View, contiguous_strides
 from transpiler.ir import Literal, Value
 
@@ -25,6 +25,15 @@ class Load:
     dtype: np.dtype
     coeffs: list[int]
     offset: int
+
+
+@dataclass(eq=False)
+class GatherLoad(Load):
+    """A load at an address shifted by run-time index values: per start, (node, stride, largest start). Starts
+    are clamped to [0, largest]; with ``fill``, an element any of whose starts is out of range is ``fill``."""
+
+    starts: list[tuple[Any, int, int]] = field(default_factory=list)
+    fill: Any = None
 
 
 @dataclass(eq=False)
@@ -54,15 +63,22 @@ class Store:
     coeffs: list[int]
     node: Any
     offset: int = 0
+    # a scatter's store: per start, (node, stride, largest start); ``combine`` with the element there (None:
+    # replace it); starts out of range are clamped (``clip``) or the element is dropped
+    starts: list[tuple[Any, int, int]] | None = None
+    combine: str | None = None
+    clip: bool = False
 
 
 @dataclass(eq=False)
 class Reduction:
-    combine: str  # add, mul, max, min, and, or, xor
+    combine: str  # add, mul, max, min, and, or, xor (scans also logaddexp)
     node: Any
     target: Buffer
-    coeffs: list[int]  # into the target; 0 on reduced axes
+    coeffs: list[int]  # into the target; 0 on reduced axes (a scan's target has every axis)
     dtype: np.dtype
+    scan: bool = False  # every prefix is stored: the one reduced axis is the innermost
+    reverse: bool = False  # a scan from the end of its axis
 
 
 @dataclass
@@ -123,6 +139,18 @@ class Instantiator:
         self.loads.append(load)
         return load
 
+    def gather_load(self, gathered: Gathered, index_map: IndexMap, dtype: np.dtype) -> GatherLoad:
+        coeffs = [0] * self.rank
+        for axis, stride in zip(index_map, gathered.strides):
+            if axis is not None:
+                coeffs[axis] += stride
+        inner = tuple(index_map[a] for a in gathered.batch_axes)
+        starts = [(self.node(c, inner), stride, top) for c, (stride, top) in zip(gathered.operands, gathered.starts)]
+        view = gathered.view
+        load = GatherLoad(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset, starts, gathered.fill)
+        self.loads.append(load)
+        return load
+
     def node(self, v: Value, index_map: IndexMap) -> Any:
         if isinstance(v, Literal):
             return Const(v.aval.dtype, v.value)
@@ -132,6 +160,8 @@ class Instantiator:
         src = self.plan.source(v)
         if isinstance(src, View):
             out: Any = self.view_load(src, index_map, v.aval.dtype)
+        elif isinstance(src, Expr) and isinstance(src.op, Gathered):
+            out = self.gather_load(src.op, index_map, v.aval.dtype)
         elif isinstance(src, Expr) and src.op is not None:
             op = src.op
             if op.name == "iota":
@@ -154,7 +184,24 @@ def instantiate(plan: Plan, nest: Nest) -> NestBody:
     identity = tuple(range(rank))
     inst = Instantiator(plan, rank)
     body = NestBody(list(nest.shape), [a in nest.axes for a in range(rank)])
-    if nest.combine is None:
+    if nest.scatter is not None:
+        sc = nest.scatter
+        ((v, buffer),) = nest.stores
+        inner = tuple(sc.batch_axes)
+        starts = [(inst.node(c, inner), stride, top) for c, (stride, top) in zip(sc.components, sc.starts)]
+        body.stores.append(Store(buffer, list(sc.strides), inst.node(v, identity), 0, starts, sc.combine, sc.clip))
+    elif nest.scan:
+        # the scanned axis innermost: one running value along it per element of the other axes
+        (axis,) = nest.axes
+        order = [a for a in range(rank) if a != axis] + [axis]
+        position = tuple(order.index(a) for a in range(rank))
+        body = NestBody([nest.shape[a] for a in order], [a == axis for a in order])
+        strides = contiguous_strides(nest.shape)
+        node = inst.node(nest.operand, position)
+        coeffs = [strides[a] for a in order]
+        dtype = np.dtype(nest.operand.aval.dtype)
+        body.reduction = Reduction(nest.combine, node, nest.target, coeffs, dtype, scan=True, reverse=nest.reverse)
+    elif nest.combine is None:
         strides, offset = nest.placement or (contiguous_strides(nest.shape), 0)
         for v, buffer in nest.stores:
             body.stores.append(Store(buffer, list(strides), inst.node(v, identity), offset))

@@ -8,12 +8,13 @@ import pytest
 
 import transpiler.primitives  # noqa: F401 - registers every family
 from codegen.llvm.control import BETWEEN, CONTROL, CUSTOM
-from codegen.llvm.fusion import IDENTITIES, MULTI_RESULT_ELEMENTWISE, REDUCTIONS, VIEW_OPS
+from codegen.llvm.fusion import (
+    ARG_REDUCTIONS, IDENTITIES, MULTI_RESULT_ELEMENTWISE, REDUCTIONS, SCANS, SCATTERS, VIEW_OPS)
 from codegen.llvm.rules import ELEMENTWISE
 from transpiler.primitives.core import PRIMITIVES
 
 NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
-    "dot_general", "concatenate", "pad", "iota"}
+    "dot_general", "concatenate", "pad", "iota", "gather"} | set(SCATTERS) | set(ARG_REDUCTIONS) | set(SCANS)
 
 LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 FFT = "NumPy's pocketfft"
@@ -25,10 +26,7 @@ HOST = {
     "sort": "NumPy's sorts", "top_k": "NumPy's partial sort",
     "complex": "complex numbers are not in the nests' dtypes", "conj": "complex numbers", "real": "complex numbers",
     "imag": "complex numbers",
-    "conv_general_dilated": "im2col and a NumPy matrix product", "gather": LATER, "scatter": LATER,
-    "scatter_add": LATER, "scatter_mul": LATER, "scatter_min": LATER, "scatter_max": LATER,
-    "argmax": LATER, "argmin": LATER, "cumsum": LATER, "cumprod": LATER, "cummax": LATER, "cummin": LATER,
-    "cumlogsumexp": LATER, "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
+    "conv_general_dilated": "im2col and a NumPy matrix product", "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
     "polygamma": LATER,
     "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
     "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",
