@@ -115,6 +115,22 @@ class Gathered:
     params: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Windowed:
+    """Stands for a convolution's patches (im2col) in an ``Expr``: each element reads ``view`` at an address
+    affine in the element's index (``strides``, per value axis) plus, per spatial axis, the input position
+    u // dilation times the input's stride, where u is affine in the index: (coefficient per value axis,
+    offset, largest u, dilation, input stride). Where u falls in the padding or in a hole of the dilation the
+    element is 0."""
+
+    view: View
+    strides: tuple[int, ...]
+    spatial: tuple[tuple[tuple[int, ...], int, int, int, int], ...]
+    name: str = "patches"
+    operands: tuple = ()
+    params: dict = field(default_factory=dict)
+
+
 @dataclass
 class Scattered:
     """What makes a map nest over the updates a scatter: each update element lands at an address affine in
@@ -350,6 +366,8 @@ class Planner:
             self._arg_reduction(op, result)
         elif name in SCANS:
             self._scan(op, result)
+        elif name == "conv_general_dilated" and self._conv_in_blas(op):
+            self._conv(op, result)
         else:
             raise Unsupported(f"'{name}' has no native CPU lowering yet")
 
@@ -579,11 +597,79 @@ class Planner:
         )
         self._root(result, buffer)
 
+    # -- convolutions -----------------------------------------------------------------------------------
+    def _conv_in_blas(self, op: Op) -> bool:
+        return all(v.aval.dtype == op.results[0].aval.dtype for v in op.operands) and (
+            op.results[0].aval.dtype in self.gemm_dtypes
+        )
+
+    def _conv(self, op: Op, result: Value) -> None:
+        """im2col: the patches (G, N/bg, *out, *kernel, C/fg) of the padded, dilated input as one map nest (0 in
+        padding and holes), then one product per group with the kernel, as BLAS calls. With groups, the
+        product is computed transposed, (G, O/G, N/bg, *out), so the result is a view either way."""
+        x, w = op.operands
+        p = op.params
+        lspec, rspec, ospec = p["dimension_numbers"]
+        fg, bg = int(p.get("feature_group_count") or 1), int(p.get("batch_group_count") or 1)
+        groups, rank = fg * bg, x.aval.ndim - 2
+        xs, ws = x.aval.shape, w.aval.shape
+        batch, out_features, cin = xs[lspec[0]] // bg, ws[rspec[0]], ws[rspec[1]]
+        kernel = [ws[a] for a in rspec[2:]]
+        out_sizes = [result.aval.shape[a] for a in ospec[2:]]
+        view = self.materialise(x)
+        st = view.strides
+        # the patches: axes (group, batch, *out, *kernel, channel)
+        shape = (groups, batch, *out_sizes, *kernel, cin)
+        strides = [0] * len(shape)
+        strides[0] = st[lspec[0]] * batch if bg > 1 else st[lspec[1]] * cin
+        strides[1], strides[-1] = st[lspec[0]], st[lspec[1]]
+        spatial = []
+        for a in range(rank):
+            coeffs = [0] * len(shape)
+            coeffs[2 + a] = int(p["window_strides"][a])
+            coeffs[2 + rank + a] = int(p["rhs_dilation"][a])
+            low, dilation = int(p["padding"][a][0]), int(p["lhs_dilation"][a])
+            top = (xs[lspec[2 + a]] - 1) * dilation
+            spatial.append((tuple(coeffs), -low, top, dilation, st[lspec[2 + a]]))
+        dtype = result.aval.dtype
+        patches = self._new(TensorType(dtype, shape), Expr(op=Windowed(view, tuple(strides), tuple(spatial))), "patches")
+        # the kernel as (G, O/G, C/fg, *kernel)
+        wview = self.materialise(w)
+        permuted = View(wview.base, tuple(ws[a] for a in rspec), tuple(wview.strides[a] for a in rspec), wview.offset)
+        kernel_view = reshape_view(permuted, (groups, out_features // groups, cin, *kernel))
+        assert kernel_view is not None  # (splitting the leading axis is always a view)
+        weights = self._new(TensorType(dtype, kernel_view.shape), kernel_view, "kernel")
+        pc = (*range(2 + rank, 2 + 2 * rank), 2 + 2 * rank)  # the patches' (kernel, channel) axes
+        wc = (*range(3, 3 + rank), 2)
+        positions = int(np.prod(out_sizes, dtype=np.int64))
+        self.position[id(patches)] = self.position[id(weights)] = self.position[id(result)]
+        if groups == 1:  # (1, N, *out, O): canonical (N, O, *out) is a view of it
+            held = self._new(TensorType(dtype, (1, batch, *out_sizes, out_features)), None, "conv")
+            self.position[id(held)] = self.position[id(result)]
+            self._contract(patches, weights, pc, wc, (0,), (0,), held)
+            canonical = [positions * out_features, 1] + list(contiguous_strides((*out_sizes, out_features))[:-1])
+        else:  # (G, O/G, N, *out): canonical (N, O, *out), O being (G, O/G), is a view of it
+            held = self._new(TensorType(dtype, (groups, out_features // groups, batch, *out_sizes)), None, "conv")
+            self.position[id(held)] = self.position[id(result)]
+            self._contract(weights, patches, wc, pc, (0,), (0,), held)
+            canonical = [positions, batch * positions] + list(contiguous_strides(tuple(out_sizes)))
+        out_strides = [0] * len(canonical)
+        for i, axis in enumerate(ospec):
+            out_strides[axis] = canonical[i]
+        if tuple(out_strides) == contiguous_strides(result.aval.shape) or not result.aval.size:
+            self._root(result, self.buffers[id(held)])  # (a result written by the product itself)
+        else:
+            self.sources[id(result)] = View(held, result.aval.shape, tuple(out_strides))
+
     # -- matrix products --------------------------------------------------------------------------------
     def _dot(self, op: Op, result: Value) -> None:
         lhs, rhs = op.operands
         (lc, rc), (lb, rb) = op.params["dimension_numbers"]
-        lc, rc, lb, rb = (tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb))
+        self._contract(lhs, rhs, *(tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb)), result)
+
+    def _contract(self, lhs: Value, rhs: Value, lc, rc, lb, rb, result: Value) -> None:
+        """``result`` = the product of ``lhs`` and ``rhs`` contracting lc with rc, batched over lb with rb (XLA's
+        dot_general, result axes batch, lhs free, rhs free): BLAS, or a loop nest."""
         lf = tuple(a for a in range(lhs.aval.ndim) if a not in lc + lb)
         rf = tuple(a for a in range(rhs.aval.ndim) if a not in rc + rb)
         out_dtype = result.aval.dtype
@@ -847,6 +933,8 @@ def lowers(op: Op) -> bool:
         return small_window(op)
     if op.prim is dot_general_p:
         return op.results[0].aval.dtype.kind != "b"
+    if name == "conv_general_dilated":  # (in BLAS's dtypes: float32 and float64)
+        return all(v.aval.dtype == op.results[0].aval.dtype for v in op.operands) and op.results[0].aval.dtype.kind == "f"
     return (
         name in ELEMENTWISE or name == "iota" or name in VIEW_OPS or name in IDENTITIES or name in REDUCTIONS
         or name in ("concatenate", "gather") or name in SCATTERS or name in ARG_REDUCTIONS or name in SCANS

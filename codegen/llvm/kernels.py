@@ -19,7 +19,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from codegen.llvm import engine
-from codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody
+from codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
 from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -355,6 +355,23 @@ class NestEmitter:
             with b.if_then(inside):
                 write()
 
+    def window_load(self, node: WindowLoad, index: list[ir.Value]) -> ir.Value:
+        """A patch element: the input at u // dilation on each spatial axis, or 0 in the padding and holes."""
+        b, cx = self.b, self.cx
+        address, inside, zero = affine(b, node.coeffs, node.offset, index), None, ir.Constant(I64, 0)
+        for coeffs, offset, top, dilation, stride in node.spatial:
+            u = affine(b, coeffs, offset, index)
+            fits = b.and_(b.icmp_signed(">=", u, zero), b.icmp_signed("<=", u, ir.Constant(I64, top)))
+            u = cx.intrinsic("smax", cx.intrinsic("smin", u, ir.Constant(I64, top)), zero)
+            if dilation > 1:
+                d = ir.Constant(I64, dilation)
+                fits = b.and_(fits, b.icmp_unsigned("==", b.urem(u, d), zero))
+                u = b.udiv(u, d)
+            address = b.add(address, b.mul(u, ir.Constant(I64, stride)))
+            inside = fits if inside is None else b.and_(inside, fits)
+        out = load_value(b, b.gep(self.pointers[id(node.buffer)], [address]), node.dtype)
+        return out if inside is None else b.select(inside, out, self.cx.const(node.dtype, 0))
+
     # -- nodes ----------------------------------------------------------------------------------------------
     def value(self, node, index: list[ir.Value], values: dict[int, ir.Value]) -> ir.Value:
         if id(node) in values:
@@ -366,6 +383,8 @@ class NestEmitter:
             out = load_value(b, b.gep(self.pointers[id(node.buffer)], [address]), node.dtype)
             if inside is not None:
                 out = b.select(inside, out, self.cx.const(node.dtype, node.fill))
+        elif isinstance(node, WindowLoad):
+            out = self.window_load(node, index)
         elif isinstance(node, Load):
             ptr = b.gep(self.pointers[id(node.buffer)], [affine(b, node.coeffs, node.offset, index)])
             out = load_value(b, ptr, node.dtype)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan
+from codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan, Windowed
 from codegen.llvm.layout import Buffer, View, contiguous_strides
 from transpiler.ir import Literal, Value
 
@@ -34,6 +34,15 @@ class GatherLoad(Load):
 
     starts: list[tuple[Any, int, int]] = field(default_factory=list)
     fill: Any = None
+
+
+@dataclass(eq=False)
+class WindowLoad(Load):
+    """A convolution's patch element: per spatial axis (u coefficients, u offset, largest u, dilation, input
+    stride), the input position u // dilation adds its stride to the address; 0 where u is out of [0,
+    largest] or not a multiple of the dilation."""
+
+    spatial: list[tuple[list[int], int, int, int, int]] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -151,6 +160,25 @@ class Instantiator:
         self.loads.append(load)
         return load
 
+    def _coefficients(self, per_axis, index_map: IndexMap) -> list[int]:
+        """Coefficients per value axis as coefficients per iteration axis."""
+        coeffs = [0] * self.rank
+        for axis, c in zip(index_map, per_axis):
+            if axis is not None:
+                coeffs[axis] += c
+        return coeffs
+
+    def window_load(self, windowed: Windowed, index_map: IndexMap, dtype: np.dtype) -> WindowLoad:
+        spatial = [
+            (self._coefficients(u, index_map), offset, top, dilation, stride)
+            for u, offset, top, dilation, stride in windowed.spatial
+        ]
+        view = windowed.view
+        load = WindowLoad(self.plan.buffers[id(view.base)], np.dtype(dtype),
+                          self._coefficients(windowed.strides, index_map), view.offset, spatial)
+        self.loads.append(load)
+        return load
+
     def node(self, v: Value, index_map: IndexMap) -> Any:
         if isinstance(v, Literal):
             return Const(v.aval.dtype, v.value)
@@ -160,6 +188,8 @@ class Instantiator:
         src = self.plan.source(v)
         if isinstance(src, View):
             out: Any = self.view_load(src, index_map, v.aval.dtype)
+        elif isinstance(src, Expr) and isinstance(src.op, Windowed):
+            out = self.window_load(src.op, index_map, v.aval.dtype)
         elif isinstance(src, Expr) and isinstance(src.op, Gathered):
             out = self.gather_load(src.op, index_map, v.aval.dtype)
         elif isinstance(src, Expr) and src.op is not None:
@@ -237,6 +267,7 @@ def collapse(body: NestBody) -> NestBody:
     if 0 in body.shape:
         return body
     vectors = [load.coeffs for load in body.loads] + [s.coeffs for s in body.stores]
+    vectors += [u for load in body.loads if isinstance(load, WindowLoad) for u, *_ in load.spatial]
     if body.reduction is not None:
         vectors.append(body.reduction.coeffs)
     iota_axes = {i.axis for i in body.iotas if i.axis is not None}

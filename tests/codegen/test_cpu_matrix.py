@@ -14,7 +14,8 @@ from codegen.llvm.rules import ELEMENTWISE
 from transpiler.primitives.core import PRIMITIVES
 
 NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
-    "dot_general", "concatenate", "pad", "iota", "gather"} | set(SCATTERS) | set(ARG_REDUCTIONS) | set(SCANS)
+    "dot_general", "concatenate", "pad", "iota", "gather", "conv_general_dilated",  # (convolutions of floats)
+} | set(SCATTERS) | set(ARG_REDUCTIONS) | set(SCANS)
 
 LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 FFT = "NumPy's pocketfft"
@@ -26,7 +27,7 @@ HOST = {
     "sort": "NumPy's sorts", "top_k": "NumPy's partial sort",
     "complex": "complex numbers are not in the nests' dtypes", "conj": "complex numbers", "real": "complex numbers",
     "imag": "complex numbers",
-    "conv_general_dilated": "im2col and a NumPy matrix product", "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
+    "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
     "polygamma": LATER,
     "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
     "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",
