@@ -99,6 +99,10 @@ _keep_freed_memory()
 # under a load of 2.5 on 2 cores) and the split, whose chunks the caller can take over, does not.
 GEMM_SPLIT_MIN_WORK = int(os.environ.get("SRCJAX_GEMM_SPLIT_MIN_WORK") or 0) or None
 GEMM_MIN_ROWS = 16
+# A batch of products, each under BATCH_SPLIT_MAX_EACH multiply-adds (BLAS threads larger ones itself) and
+# together at least BATCH_SPLIT_MIN_WORK, is shared out across the pool by batch element.
+BATCH_SPLIT_MAX_EACH = 1 << 22
+BATCH_SPLIT_MIN_WORK = 1 << 20
 
 
 class EntryEmitter:
@@ -311,6 +315,10 @@ class EntryEmitter:
 
         if not (step.m and step.n):
             return
+        chunks = self.batch_chunks(step, found)
+        if chunks > 1:
+            self.split_gemm(step, chunks, lhs, rhs, out, gemm_rows, by_batch=True)
+            return
         chunks = self.gemm_chunks(step, found)
         if chunks <= 1:
             for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
@@ -327,9 +335,21 @@ class EntryEmitter:
             return 1
         return min(self.threads, step.m // GEMM_MIN_ROWS)
 
-    def split_gemm(self, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.Value, out: ir.Value, rows_call) -> None:
-        """The product's rows in ``chunks`` blocks on the thread pool, each block one single-threaded BLAS call
-        per batch element; BLAS's own thread count is 1 meanwhile and restored after."""
+    def batch_chunks(self, step: Gemm, found) -> int:
+        """Into how many runs of batch elements a batch of small products is split across the pool (1: not
+        split). BLAS runs a small product on one thread anyway (a convolution's per-group products, 256 of
+        about 200k multiply-adds each in DP-SGD's per-example gradients), so the pool's threads share them."""
+        if step.symmetric or step.batch < 2 or not found.thread_control or not self.split_blas or self.threads < 2:
+            return 1
+        each = step.m * step.n * step.k
+        if each >= BATCH_SPLIT_MAX_EACH or step.batch * each < BATCH_SPLIT_MIN_WORK:
+            return 1
+        return min(self.threads * kernels.CHUNKS_PER_THREAD, step.batch)
+
+    def split_gemm(self, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.Value, out: ir.Value, rows_call,
+                   by_batch: bool = False) -> None:
+        """The product's rows (or, ``by_batch``, its batch elements) in ``chunks`` blocks on the thread pool,
+        each block single-threaded BLAS calls; BLAS's own thread count is 1 meanwhile and restored after."""
         index = self.gemm_count = getattr(self, "gemm_count", 0) + 1
         fn = ir.Function(self.module, kernels.NEST_TYPE, name=f"{self.name}.gemm{index}")
         fn.linkage = "internal"
@@ -338,10 +358,11 @@ class EntryEmitter:
         kinds = [lhs.type, rhs.type, out.type]
         ptrs = [fb.bitcast(fb.load(fb.gep(buffers, [ir.Constant(I64, j)])), kind) for j, kind in enumerate(kinds)]
 
-        def element(i):
-            rows_call(i, lo, fb.sub(hi, lo), fb, *ptrs)
-
-        for_range(fb, ir.Constant(I64, 0), ir.Constant(I64, step.batch), element)
+        if by_batch:
+            for_range(fb, lo, hi, lambda i: rows_call(i, ir.Constant(I64, 0), ir.Constant(I64, step.m), fb, *ptrs))
+        else:
+            for_range(fb, ir.Constant(I64, 0), ir.Constant(I64, step.batch),
+                      lambda i: rows_call(i, lo, fb.sub(hi, lo), fb, *ptrs))
         fb.ret_void()
         b = self.b
         array = b.alloca(PTR, ir.Constant(I64, 3))
@@ -351,7 +372,8 @@ class EntryEmitter:
         set_ = self.cx.declare(blas.SET_THREADS, ir.VoidType(), [I32], pure=False)
         saved = b.call(get, [])
         b.call(set_, [ir.Constant(I32, 1)])
-        b.call(parallel_function(self.module), [fn, array, ir.Constant(I64, step.m), ir.Constant(I64, chunks)])
+        extent = ir.Constant(I64, step.batch if by_batch else step.m)
+        b.call(parallel_function(self.module), [fn, array, extent, ir.Constant(I64, chunks)])
         b.call(set_, [saved])
 
     def mirror_upper(self, c: ir.Value, n: int, dtype: np.dtype) -> None:

@@ -19,16 +19,15 @@ NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | s
 
 LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 FFT = "NumPy's pocketfft"
-LATER = "not lowered natively yet"
 WINDOWS = "fused when the window has at most 16 elements and no padding; larger windows through NumPy"
 HOST = {
     "cholesky": LAPACK, "eig": LAPACK, "eigh": LAPACK, "lu": LAPACK, "qr": LAPACK, "svd": LAPACK,
-    "triangular_solve": LAPACK, "lu_pivots_to_permutation": LATER, "fft": FFT,
+    "triangular_solve": LAPACK, "lu_pivots_to_permutation": "a short serial loop beside LAPACK's LU", "fft": FFT,
     "sort": "NumPy's sorts", "top_k": "NumPy's partial sort",
     "complex": "complex numbers are not in the nests' dtypes", "conj": "complex numbers", "real": "complex numbers",
     "imag": "complex numbers",
     "reduce_window_sum": WINDOWS, "reduce_window_max": WINDOWS, "reduce_window_min": WINDOWS,
-    "polygamma": LATER,
+    "polygamma": "rare; per order m, a recurrence and an asymptotic series in NumPy",
     "psum": "collectives run only under vmap or pmap", "pmean": "collectives", "pmax": "collectives",
     "pmin": "collectives", "all_gather": "collectives", "axis_index": "collectives",
 }

@@ -422,6 +422,26 @@ def test_products_split_across_the_pool(monkeypatch, transposed):
     np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=1e-5, atol=1e-5)
 
 
+def test_batches_of_small_products_shared_across_the_pool(monkeypatch):
+    """A batch of small products (each under BATCH_SPLIT_MAX_EACH, together over BATCH_SPLIT_MIN_WORK) runs as
+    runs of batch elements on the pool, each product one single-threaded BLAS call, with the same results."""
+    from codegen.llvm import blas
+
+    found = blas.find_gemm()
+    if found is None or not found.thread_control or num_threads() < 2:
+        pytest.skip("needs OpenBLAS's thread controls and two threads")
+    monkeypatch.setenv("SRCJAX_CACHE", "0")
+    xs, ys = _f32(70, 33, 40), _f32(70, 40, 25)  # 70 x 33k multiply-adds
+    from codegen.llvm import compile as native_compile
+
+    monkeypatch.setattr(native_compile, "BATCH_SPLIT_MIN_WORK", 1 << 16)
+    f = srcjax.jit(lambda x, y: jnp.tanh(x @ y))
+    got = np.asarray(f(xs, ys))
+    (compiled,) = f._cache.values()
+    assert ".gemm1" in compiled.native.llvm_ir, "the batch was not split"
+    np.testing.assert_allclose(got, np.tanh(xs.astype(np.float64) @ ys), rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("shape", [(), (2,), (1000,), (3, 5)], ids=str)
 def test_random_numbers_compile_natively_bit_for_bit(shape):
     """threefry2x32 (two results: two fused rules) and the bitcasts of the samplers run natively and give the
