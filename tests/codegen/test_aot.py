@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler
 SOURCE = """
 import numpy as np
 import srcjax.numpy as jnp
-from srcjax import aot, jit
+from srcjax import aot, jit, lax
 
 TABLE = np.linspace(0.5, 2.0, 40).astype(np.float32)
 
@@ -70,6 +70,19 @@ def newton_sqrt(x):
     return y, jnp.int32(3)
 
 
+@aot.signatures("f32[6,5], i32[4]")
+@jit
+def indexing(x, idx):  # gathers, scatters, arg-reductions and scans are native: no host call in the library
+    picked = x[idx]
+    return x.at[idx].add(picked * 2.0), jnp.argmax(x, axis=1), jnp.cumsum(x, axis=0)
+
+
+@aot.signatures("f32[2,9,8,3], f32[3,3,3,4]")
+@jit
+def conv(x, w):
+    return lax.conv_general_dilated(x, w, (2, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 @jit
 def not_declared(x):
     return x
@@ -84,6 +97,8 @@ CALLS = {
     "gram": [(rng.normal(size=(20, 30)),)],
     "iterate": [(rng.normal(size=16).astype(np.float32), 300)],
     "newton_sqrt": [(rng.uniform(1, 9, 5),), (rng.uniform(1, 9, 5).astype(np.float32),)],
+    "indexing": [(rng.normal(size=(6, 5)).astype(np.float32), np.array([5, 0, 5, -2], np.int32))],
+    "conv": [(rng.normal(size=(2, 9, 8, 3)).astype(np.float32), rng.normal(size=(3, 3, 3, 4)).astype(np.float32))],
 }
 
 # The loading process: srcjax, llvmlite, libcst and the repository's packages cannot be imported there.
