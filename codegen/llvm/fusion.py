@@ -366,7 +366,7 @@ class Planner:
             self._arg_reduction(op, result)
         elif name in SCANS:
             self._scan(op, result)
-        elif name == "conv_general_dilated" and self._conv_in_blas(op):
+        elif name == "conv_general_dilated" and lowers(op):
             self._conv(op, result)
         else:
             raise Unsupported(f"'{name}' has no native CPU lowering yet")
@@ -598,14 +598,9 @@ class Planner:
         self._root(result, buffer)
 
     # -- convolutions -----------------------------------------------------------------------------------
-    def _conv_in_blas(self, op: Op) -> bool:
-        return all(v.aval.dtype == op.results[0].aval.dtype for v in op.operands) and (
-            op.results[0].aval.dtype in self.gemm_dtypes
-        )
-
     def _conv(self, op: Op, result: Value) -> None:
         """im2col: the patches (G, N/bg, *out, *kernel, C/fg) of the padded, dilated input as one map nest (0 in
-        padding and holes), then one product per group with the kernel, as BLAS calls. With groups, the
+        padding and holes), then one product per group with the kernel (BLAS, or a loop nest). With groups, the
         product is computed transposed, (G, O/G, N/bg, *out), so the result is a view either way."""
         x, w = op.operands
         p = op.params
@@ -933,7 +928,7 @@ def lowers(op: Op) -> bool:
         return small_window(op)
     if op.prim is dot_general_p:
         return op.results[0].aval.dtype.kind != "b"
-    if name == "conv_general_dilated":  # (in BLAS's dtypes: float32 and float64)
+    if name == "conv_general_dilated":  # (floats, operands and result of one dtype)
         return all(v.aval.dtype == op.results[0].aval.dtype for v in op.operands) and op.results[0].aval.dtype.kind == "f"
     return (
         name in ELEMENTWISE or name == "iota" or name in VIEW_OPS or name in IDENTITIES or name in REDUCTIONS

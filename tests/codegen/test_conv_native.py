@@ -71,3 +71,21 @@ def test_integer_and_mixed_convs_stay_host_calls():
     got, plan = jitted(lambda a, b: C.conv_general_dilated_p.bind(a, b, **params), lhs, rhs)
     assert [op.name for op in plan.host_ops] == ["conv_general_dilated"]
     np.testing.assert_array_equal(np.asarray(got), [[[0, 0, 0, 0]]])
+
+
+def test_conv_without_blas_is_a_loop_nest(monkeypatch):
+    from codegen.llvm import blas
+    from codegen.llvm.fusion import Gemm
+
+    monkeypatch.setattr(blas, "gemm_dtypes", lambda: set())
+    monkeypatch.setenv("SRCJAX_CACHE", "0")
+    label, ls, rs, strides, padding, ld, rd, layouts, groups, batch_groups = CONVS[5]  # feature groups, dilations
+    lhs, rhs = RNG.standard_normal(ls).astype(np.float32), RNG.standard_normal(rs).astype(np.float32)
+    dn = dn_of(*layouts)
+    params = dict(window_strides=strides, padding=padding, lhs_dilation=ld, rhs_dilation=rd, dimension_numbers=dn,
+                  feature_group_count=groups, batch_group_count=batch_groups)
+    got, plan = jitted(lambda a, b: C.conv_general_dilated_p.bind(a, b, **params), lhs, rhs)
+    assert not plan.host_ops and not any(isinstance(step, Gemm) for step in plan.steps)
+    want = conv_oracle(lhs.astype(np.float64), rhs.astype(np.float64), strides, padding, ld, rd, dn, groups,
+                       batch_groups)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
