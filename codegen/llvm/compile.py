@@ -173,7 +173,8 @@ class EntryEmitter:
         threads = 1  # (the chunks srcjax_parallel runs, each with its slot: their count is fixed here)
         work = body.size * body.cost()
         # (a scatter runs in order: repeated indices; a scan's running axis cannot be split)
-        serial = any(s.starts is not None for s in body.stores) or (red is not None and red.scan and body.reduced[:1] == [True])
+        scanned_outermost = red is not None and red.scan and body.reduced[:1] == [True]
+        serial = scanned_outermost or any(s.starts is not None for s in body.stores)
         if self.threads > 1 and body.shape and body.shape[0] > 1 and work >= kernels.PARALLEL_MIN_WORK and not serial:
             threads = min(self.threads * kernels.CHUNKS_PER_THREAD, body.shape[0])
         count = threads + (kernels.PARALLEL_SMALL if work < kernels.WAKE_MIN_WORK else 0)
@@ -510,7 +511,8 @@ class Executable:
                 if i in found or (param.shape, param.dtype) != (result.shape, result.dtype):
                     continue
                 loads = [load for load in body(k).loads if load.buffer is inp]
-                if any(where(load.coeffs, load.offset) != written for load in loads):
+                # (a gather's load moves with its indices: never in place)
+                if any(where(load.coeffs, load.offset) != written or isinstance(load, GatherLoad) for load in loads):
                     continue
                 if any(reads(later, inp) for later in range(k + 1, len(plan.steps))):
                     continue

@@ -627,7 +627,8 @@ class Planner:
             top = (xs[lspec[2 + a]] - 1) * dilation
             spatial.append((tuple(coeffs), -low, top, dilation, st[lspec[2 + a]]))
         dtype = result.aval.dtype
-        patches = self._new(TensorType(dtype, shape), Expr(op=Windowed(view, tuple(strides), tuple(spatial))), "patches")
+        windowed = Windowed(view, tuple(strides), tuple(spatial))
+        patches = self._new(TensorType(dtype, shape), Expr(op=windowed), "patches")
         # the kernel as (G, O/G, C/fg, *kernel)
         wview = self.materialise(w)
         permuted = View(wview.base, tuple(ws[a] for a in rspec), tuple(wview.strides[a] for a in rspec), wview.offset)
@@ -929,7 +930,8 @@ def lowers(op: Op) -> bool:
     if op.prim is dot_general_p:
         return op.results[0].aval.dtype.kind != "b"
     if name == "conv_general_dilated":  # (floats, operands and result of one dtype)
-        return all(v.aval.dtype == op.results[0].aval.dtype for v in op.operands) and op.results[0].aval.dtype.kind == "f"
+        dtype = op.results[0].aval.dtype
+        return dtype.kind == "f" and all(v.aval.dtype == dtype for v in op.operands)
     return (
         name in ELEMENTWISE or name == "iota" or name in VIEW_OPS or name in IDENTITIES or name in REDUCTIONS
         or name in ("concatenate", "gather") or name in SCATTERS or name in ARG_REDUCTIONS or name in SCANS

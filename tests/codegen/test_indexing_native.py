@@ -105,7 +105,8 @@ def test_gather_result_not_written_over_a_donated_operand():
 def test_at_updates_compiled(index):
     values = RNG.integers(-9, 9, X[index].shape).astype(np.float32)
     for name in ["set", "add", "multiply", "min", "max"]:
-        got, want = native(lambda x, v: getattr(IndexUpdateHelper(x)[index], name)(v), X, values)
+        update = lambda x, v, name=name: getattr(IndexUpdateHelper(x)[index], name)(v)  # noqa: E731
+        got, want = native(update, X, values)
         agree(got, want)
 
 
@@ -125,7 +126,8 @@ def test_scatter_windows_clip_and_drop():
     idx = np.array([[4], [0], [2]], np.int32)
     ups = np.ones((3, 2), np.float32)
     for mode in ["clip", "fill"]:
-        got, want = native(lambda x, i, u: lax.scatter_add(x, i, u, sdn, mode=mode), np.zeros(5, np.float32), idx, ups)
+        add = lambda x, i, u, mode=mode: lax.scatter_add(x, i, u, sdn, mode=mode)  # noqa: E731
+        got, want = native(add, np.zeros(5, np.float32), idx, ups)
         agree(got, want)
 
 
