@@ -111,8 +111,7 @@ class Gathered:
     starts: tuple[tuple[int, int], ...]  # per component: (operand stride, largest start)
     batch_axes: tuple[int, ...]
     fill: object = None
-    name: str = "gather"
-    params: dict = field(default_factory=dict)
+    name: str = "gather"  # (what cost estimates read of an op)
 
 
 @dataclass(frozen=True)
@@ -127,8 +126,7 @@ class Windowed:
     strides: tuple[int, ...]
     spatial: tuple[tuple[tuple[int, ...], int, int, int, int], ...]
     name: str = "patches"
-    operands: tuple = ()
-    params: dict = field(default_factory=dict)
+    operands: tuple = ()  # (it reads no value through the expression walk)
 
 
 @dataclass
@@ -207,6 +205,21 @@ class Plan:
 
     def source(self, v: Value) -> Source:
         return v if isinstance(v, Literal) else self.sources[id(v)]
+
+
+def _indexed_address(operand_strides, operand_shape, sizes, windows, batching, batch_axes, index_map, rank):
+    """Where a gather reads (a scatter writes) an element of its operand, for each element of its result
+    (updates) of rank ``rank``: per axis, the operand stride it walks (``windows``: (operand axis, window
+    axis) pairs; ``batching``: (operand axis, indices batch axis) pairs, the latter following ``batch_axes``),
+    and per index component (operand axes ``index_map``), its operand stride and largest start (the window,
+    ``sizes``, must fit)."""
+    strides = [0] * rank
+    for a, axis in windows:
+        strides[axis] += operand_strides[a]
+    for a, j in batching:
+        strides[batch_axes[j]] += operand_strides[a]
+    starts = tuple((operand_strides[a], operand_shape[a] - sizes[a]) for a in index_map)
+    return tuple(strides), starts
 
 
 def _live_ops(fn: Function) -> list[Op]:
@@ -515,16 +528,15 @@ class Planner:
         dn, sizes = p["dimension_numbers"], [int(k) for k in p["slice_sizes"]]
         batch_axes = tuple(a for a in range(result.aval.ndim) if a not in dn.offset_dims)
         windowed = [a for a in range(x.aval.ndim) if a not in dn.collapsed_slice_dims + dn.operand_batching_dims]
-        strides = [0] * result.aval.ndim
-        for a, o in zip(windowed, dn.offset_dims):
-            strides[o] += view.strides[a]
-        for a, j in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
-            strides[batch_axes[j]] += view.strides[a]
+        strides, starts = _indexed_address(
+            view.strides, x.aval.shape, sizes, zip(windowed, dn.offset_dims),
+            zip(dn.operand_batching_dims, dn.start_indices_batching_dims), batch_axes, dn.start_index_map,
+            result.aval.ndim,
+        )
         fill = None
         if p.get("mode") == GatherScatterMode.FILL_OR_DROP:
             fill = default_fill_value(x.aval.dtype) if p.get("fill_value") is None else p["fill_value"]
-        starts = tuple((view.strides[a], x.aval.shape[a] - sizes[a]) for a in dn.start_index_map)
-        gathered = Gathered(self._index_components(indices), view, tuple(strides), starts, batch_axes, fill)
+        gathered = Gathered(self._index_components(indices), view, strides, starts, batch_axes, fill)
         self.sources[id(result)] = Expr(op=gathered)
 
     def _scatter(self, op: Op, result: Value) -> None:
@@ -538,22 +550,21 @@ class Planner:
         buffer = self._temp(result)
         operand = self._holder(x, Expr(operand=x, index_map=tuple(range(x.aval.ndim))), "operand")
         self.steps.append(Nest(x.aval.shape, stores=[(operand, buffer)], order=order))
-        strides_of = contiguous_strides(x.aval.shape)
         windowed = [a for a in range(x.aval.ndim) if a not in dn.inserted_window_dims + dn.operand_batching_dims]
         batch_axes = tuple(i for i in range(updates.aval.ndim) if i not in dn.update_window_dims)
         sizes = [1] * x.aval.ndim
-        strides = [0] * updates.aval.ndim
         for a, u in zip(windowed, dn.update_window_dims):
             sizes[a] = updates.aval.shape[u]
-            strides[u] += strides_of[a]
-        for a, j in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-            strides[batch_axes[j]] += strides_of[a]
-        starts = tuple((strides_of[a], x.aval.shape[a] - sizes[a]) for a in dn.scatter_dims_to_operand_dims)
+        strides, starts = _indexed_address(
+            contiguous_strides(x.aval.shape), x.aval.shape, sizes, zip(windowed, dn.update_window_dims),
+            zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims), batch_axes,
+            dn.scatter_dims_to_operand_dims, updates.aval.ndim,
+        )
         combine = SCATTERS[op.name]
         if x.aval.dtype.kind == "b" and combine in ("add", "mul"):
             combine = "or" if combine == "add" else "and"  # (NumPy's add and multiply on booleans)
         clip = op.params.get("mode") == GatherScatterMode.CLIP
-        scattered = Scattered(combine, components, tuple(strides), starts, batch_axes, clip)
+        scattered = Scattered(combine, components, strides, starts, batch_axes, clip)
         self.steps.append(Nest(updates.aval.shape, stores=[(updates, buffer)], order=order, scatter=scattered))
         self._root(result, buffer)
 
@@ -638,15 +649,16 @@ class Planner:
         pc = (*range(2 + rank, 2 + 2 * rank), 2 + 2 * rank)  # the patches' (kernel, channel) axes
         wc = (*range(3, 3 + rank), 2)
         positions = int(np.prod(out_sizes, dtype=np.int64))
-        self.position[id(patches)] = self.position[id(weights)] = self.position[id(result)]
-        if groups == 1:  # (1, N, *out, O): canonical (N, O, *out) is a view of it
-            held = self._new(TensorType(dtype, (1, batch, *out_sizes, out_features)), None, "conv")
-            self.position[id(held)] = self.position[id(result)]
+        # (1, N, *out, O), or with groups (G, O/G, N, *out): canonical (N, O, *out) is a view of either
+        held_shape = (1, batch, *out_sizes, out_features) if groups == 1 else (
+            groups, out_features // groups, batch, *out_sizes)
+        held = self._new(TensorType(dtype, held_shape), None, "conv")
+        # (the patches' nest and the product run where the convolution stands in the program)
+        self.position[id(patches)] = self.position[id(held)] = self.position[id(result)]
+        if groups == 1:
             self._contract(patches, weights, pc, wc, (0,), (0,), held)
             canonical = [positions * out_features, 1] + list(contiguous_strides((*out_sizes, out_features))[:-1])
-        else:  # (G, O/G, N, *out): canonical (N, O, *out), O being (G, O/G), is a view of it
-            held = self._new(TensorType(dtype, (groups, out_features // groups, batch, *out_sizes)), None, "conv")
-            self.position[id(held)] = self.position[id(result)]
+        else:
             self._contract(weights, patches, wc, pc, (0,), (0,), held)
             canonical = [positions, batch * positions] + list(contiguous_strides(tuple(out_sizes)))
         out_strides = [0] * len(canonical)

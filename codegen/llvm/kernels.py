@@ -217,19 +217,19 @@ class NestEmitter:
         body, b = self.body, self.b
         red = body.reduction
         if red is not None and depth == self.suffix_start() and depth < len(body.shape):
+            start = identity(red.combine, red.dtype)
             if red.scan:  # the running value, in the operand's dtype (as NumPy's); -0.0 + x is x, even for -0.0
-                acc = self.alloca(ltype(red.dtype))
-                start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else identity(red.combine, red.dtype)
-                b.store(self.cx.const(red.dtype, start), acc)
-                self.acc = (acc, red.dtype)
-                self._loop_level(depth, index, lo, hi)
-                self.acc = None
-                return
-            acc_dtype = accumulator_dtype(red.combine, red.dtype)
+                acc_dtype = red.dtype
+                start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else start
+            else:
+                acc_dtype = accumulator_dtype(red.combine, red.dtype)
             acc = self.alloca(ltype(acc_dtype))
-            b.store(self.cx.const(acc_dtype, identity(red.combine, red.dtype)), acc)
+            b.store(self.cx.const(acc_dtype, start), acc)
             self.acc = (acc, acc_dtype)
             self._loop_level(depth, index, lo, hi)
+            if red.scan:  # (each element stored its prefix)
+                self.acc = None
+                return
             total = convert(self.cx, b.load(acc), acc_dtype, red.dtype)
             self.accumulate_memory(total, index, into=any(body.reduced[:depth]))
             self.acc = None
@@ -322,18 +322,21 @@ class NestEmitter:
     def shifted(self, address: ir.Value, starts, clip: bool, check: bool, index, values):
         """``address`` plus each start (clamped into [0, largest] when ``clip``) times its stride, and (when
         ``check``) whether every start was in range before clamping, else None."""
-        b, cx = self.b, self.cx
-        zero, inside = ir.Constant(I64, 0), None
+        b, inside = self.b, None
         for node, stride, top in starts:
-            start = convert(cx, self.value(node, index, values), node.dtype, np.dtype(np.int64))
-            largest = ir.Constant(I64, top)
+            start = convert(self.cx, self.value(node, index, values), node.dtype, np.dtype(np.int64))
+            clamped, fits = self.clamp(start, top)
             if check:
-                fits = b.and_(b.icmp_signed(">=", start, zero), b.icmp_signed("<=", start, largest))
                 inside = fits if inside is None else b.and_(inside, fits)
-            if clip:
-                start = cx.intrinsic("smax", cx.intrinsic("smin", start, largest), zero)
-            address = b.add(address, b.mul(start, ir.Constant(I64, stride)))
+            address = b.add(address, b.mul(clamped if clip else start, ir.Constant(I64, stride)))
         return address, inside
+
+    def clamp(self, i: ir.Value, top: int) -> tuple[ir.Value, ir.Value]:
+        """``i`` (i64) clamped into [0, top], and whether it was in that range."""
+        b, cx = self.b, self.cx
+        zero, largest = ir.Constant(I64, 0), ir.Constant(I64, top)
+        fits = b.and_(b.icmp_signed(">=", i, zero), b.icmp_signed("<=", i, largest))
+        return cx.intrinsic("smax", cx.intrinsic("smin", i, largest), zero), fits
 
     def scatter(self, store, value: ir.Value, index, values) -> None:
         """One update element of a scatter, stored (or combined) where its starts put it, or dropped."""
@@ -357,15 +360,13 @@ class NestEmitter:
 
     def window_load(self, node: WindowLoad, index: list[ir.Value]) -> ir.Value:
         """A patch element: the input at u // dilation on each spatial axis, or 0 in the padding and holes."""
-        b, cx = self.b, self.cx
-        address, inside, zero = affine(b, node.coeffs, node.offset, index), None, ir.Constant(I64, 0)
+        b = self.b
+        address, inside = affine(b, node.coeffs, node.offset, index), None
         for coeffs, offset, top, dilation, stride in node.spatial:
-            u = affine(b, coeffs, offset, index)
-            fits = b.and_(b.icmp_signed(">=", u, zero), b.icmp_signed("<=", u, ir.Constant(I64, top)))
-            u = cx.intrinsic("smax", cx.intrinsic("smin", u, ir.Constant(I64, top)), zero)
+            u, fits = self.clamp(affine(b, coeffs, offset, index), top)
             if dilation > 1:
                 d = ir.Constant(I64, dilation)
-                fits = b.and_(fits, b.icmp_unsigned("==", b.urem(u, d), zero))
+                fits = b.and_(fits, b.icmp_unsigned("==", b.urem(u, d), ir.Constant(I64, 0)))
                 u = b.udiv(u, d)
             address = b.add(address, b.mul(u, ir.Constant(I64, stride)))
             inside = fits if inside is None else b.and_(inside, fits)

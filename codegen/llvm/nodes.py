@@ -139,45 +139,37 @@ class Instantiator:
         self.loads: list[Load] = []
         self.iotas: list[Iota] = []
 
-    def view_load(self, view: View, index_map: IndexMap, dtype: np.dtype) -> Load:
-        coeffs = [0] * self.rank
-        for axis, stride in zip(index_map, view.strides):
-            if axis is not None:
-                coeffs[axis] += stride
-        load = Load(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset)
-        self.loads.append(load)
-        return load
-
-    def gather_load(self, gathered: Gathered, index_map: IndexMap, dtype: np.dtype) -> GatherLoad:
-        coeffs = [0] * self.rank
-        for axis, stride in zip(index_map, gathered.strides):
-            if axis is not None:
-                coeffs[axis] += stride
-        inner = tuple(index_map[a] for a in gathered.batch_axes)
-        starts = [(self.node(c, inner), stride, top) for c, (stride, top) in zip(gathered.operands, gathered.starts)]
-        view = gathered.view
-        load = GatherLoad(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset, starts, gathered.fill)
-        self.loads.append(load)
-        return load
-
     def _coefficients(self, per_axis, index_map: IndexMap) -> list[int]:
-        """Coefficients per value axis as coefficients per iteration axis."""
+        """Coefficients per value axis (strides) as coefficients per iteration axis."""
         coeffs = [0] * self.rank
         for axis, c in zip(index_map, per_axis):
             if axis is not None:
                 coeffs[axis] += c
         return coeffs
 
+    def _add(self, load: Load) -> Load:
+        self.loads.append(load)
+        return load
+
+    def view_load(self, view: View, index_map: IndexMap, dtype: np.dtype) -> Load:
+        coeffs = self._coefficients(view.strides, index_map)
+        return self._add(Load(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset))
+
+    def gather_load(self, gathered: Gathered, index_map: IndexMap, dtype: np.dtype) -> GatherLoad:
+        inner = tuple(index_map[a] for a in gathered.batch_axes)
+        starts = [(self.node(c, inner), stride, top) for c, (stride, top) in zip(gathered.operands, gathered.starts)]
+        view, coeffs = gathered.view, self._coefficients(gathered.strides, index_map)
+        return self._add(
+            GatherLoad(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset, starts, gathered.fill)
+        )
+
     def window_load(self, windowed: Windowed, index_map: IndexMap, dtype: np.dtype) -> WindowLoad:
         spatial = [
             (self._coefficients(u, index_map), offset, top, dilation, stride)
             for u, offset, top, dilation, stride in windowed.spatial
         ]
-        view = windowed.view
-        load = WindowLoad(self.plan.buffers[id(view.base)], np.dtype(dtype),
-                          self._coefficients(windowed.strides, index_map), view.offset, spatial)
-        self.loads.append(load)
-        return load
+        view, coeffs = windowed.view, self._coefficients(windowed.strides, index_map)
+        return self._add(WindowLoad(self.plan.buffers[id(view.base)], np.dtype(dtype), coeffs, view.offset, spatial))
 
     def node(self, v: Value, index_map: IndexMap) -> Any:
         if isinstance(v, Literal):
