@@ -36,9 +36,9 @@ from typing import Any
 import llvmlite.ir as ir
 import numpy as np
 
-from transpiler.ir import Function
-from transpiler.trees import tree_unflatten
-from transpiler.types import TensorType
+from srcjax.transpiler.ir import Function
+from srcjax.transpiler.trees import tree_unflatten
+from srcjax.transpiler.types import TensorType
 
 
 class AotError(Exception):
@@ -148,9 +148,9 @@ _ADDRESS = re.compile(r"inttoptr \(i64 (\d{5,}) to")
 
 
 def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDLL]) -> _Entry:
-    from codegen.llvm import blas, engine, kernels
-    from codegen.llvm.compile import EntryEmitter
-    from codegen.llvm.fusion import Unsupported, plan_function
+    from srcjax.codegen.llvm import blas, engine, kernels
+    from srcjax.codegen.llvm.compile import EntryEmitter
+    from srcjax.codegen.llvm.fusion import Unsupported, plan_function
 
     where = f"{spec.function}({spec.signature})"
     meta = {
@@ -196,7 +196,7 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
 
 def _runtime_object() -> bytes:
     """The thread runtime ``srcjax_parallel``, emitted by codegen/llvm/kernels.py."""
-    from codegen.llvm import engine, kernels
+    from srcjax.codegen.llvm import engine, kernels
 
     module = engine.new_module("srcjax_aot_runtime")
     kernels._emit_parallel(module)
@@ -205,7 +205,7 @@ def _runtime_object() -> bytes:
 
 def _blas_object(routines: dict[str, ir.FunctionType]) -> bytes:
     """``srcjax_<routine>(...)``: a tail call through the pointer ``srcjax_<routine>_address``."""
-    from codegen.llvm import engine
+    from srcjax.codegen.llvm import engine
 
     module = engine.new_module("srcjax_aot_blas")
     for name, ftype in sorted(routines.items()):
@@ -226,8 +226,8 @@ def _call_object() -> bytes:
     of the ``count`` NumPy arrays in a Python tuple, read at the offsets the loader measured in its own
     interpreter (so the library does not depend on one); the loader falls back to building the pointer array
     itself (a few microseconds per array) where it cannot measure them."""
-    from codegen.llvm import engine
-    from codegen.llvm.kernels import I64, PTR, for_range
+    from srcjax.codegen.llvm import engine
+    from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 
     module = engine.new_module("srcjax_aot_call")
     entry_type = ir.FunctionType(ir.VoidType(), [PTR.as_pointer()])
@@ -286,7 +286,7 @@ def module_stem(source: str | os.PathLike) -> str:
 
 def build(specs: list[Specialisation], source: str | os.PathLike, directory: str | os.PathLike) -> Path:
     """Compile ``specs`` (of the file ``source``) into ``directory``; returns the loader's path."""
-    from codegen.llvm import kernels
+    from srcjax.codegen.llvm import kernels
 
     name = module_stem(source)
     clashes = sorted({s.function for s in specs} & reserved_names())
@@ -324,7 +324,7 @@ def build(specs: list[Specialisation], source: str | os.PathLike, directory: str
 
 def _metadata(name: str, entries: list[_Entry], routines: list[str]) -> dict:
     """What the loader needs besides the library: see ``codegen/aot_loader.py``."""
-    from codegen.llvm import blas, engine
+    from srcjax.codegen.llvm import blas, engine
 
     functions: dict[str, list[dict]] = {}
     for e in entries:
@@ -354,7 +354,7 @@ def _cpu_features() -> list[str]:
 def _blas_candidates(found) -> list[list[str]]:
     """(library file pattern, symbol format with {t} and {r}) of the CBLAS builds with the integer width the
     code was compiled for, the one found here first."""
-    from codegen.llvm import blas
+    from srcjax.codegen.llvm import blas
 
     candidates = [
         [pattern, symbol.replace("gemm", "{r}")] for pattern, symbol, bits in blas._CANDIDATES if bits == found.int_bits

@@ -82,7 +82,7 @@ def compiler_version() -> str:
 
 def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
     """SHA-256 of the IR text, the constants (dtype, shape, bytes), the compiler and the host."""
-    from codegen.llvm import blas, compile, engine, kernels
+    from srcjax.codegen.llvm import blas, compile, engine, kernels
 
     found = blas.find_gemm()
     h = hashlib.sha256()
@@ -178,10 +178,10 @@ def write_entry(path: Path, data: bytes) -> bool:
 def compile_function(fn, directory: str | os.PathLike | None = None):
     """``codegen.llvm.compile.compile_function`` through the disk cache: an entry made for this function,
     compiler and host is loaded; otherwise the function is compiled to object code, stored and loaded."""
-    from codegen.llvm import blas, engine
-    from codegen.llvm import compile as native
-    from codegen.llvm.fusion import Unsupported, plan_function
-    from transpiler.printer import print_function
+    from srcjax.codegen.llvm import blas, engine
+    from srcjax.codegen.llvm import compile as native
+    from srcjax.codegen.llvm.fusion import Unsupported, plan_function
+    from srcjax.transpiler.printer import print_function
 
     if not enabled():
         return native.compile_function(fn)
@@ -223,7 +223,7 @@ def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, dic
 
 def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[tuple[str, dict[str, int], str], bytes]:
     """Optimise and code-generate ``module`` once; load the object code and encode it as an entry."""
-    from codegen.llvm import engine
+    from srcjax.codegen.llvm import engine
 
     obj = engine.compile_to_object(module, speed_level)
     meta = {"name": entries[0], "entries": entries, "externals": obj.externals}
@@ -234,7 +234,7 @@ def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[
 def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int], str] | None:
     """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
     (LLVM's loader would abort the process on it)."""
-    from codegen.llvm import blas, engine, kernels
+    from srcjax.codegen.llvm import blas, engine, kernels
 
     meta, obj, llvm_ir = entry
     if kernels.PARALLEL in meta.get("externals", []):
@@ -252,7 +252,7 @@ def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int
 def _parallel_runtime(directory) -> None:
     """Bind ``srcjax_parallel`` (the thread runtime of codegen/llvm/kernels.py, compiled once per process)
     from its own entry, which saves its compilation (30 ms) in every process that runs parallel code."""
-    from codegen.llvm import engine, kernels
+    from srcjax.codegen.llvm import engine, kernels
 
     lock, runtime = getattr(kernels, "_runtime_lock", None), getattr(kernels, "_runtime", None)
     if lock is None or runtime is None or not hasattr(kernels, "_emit_parallel"):  # (kernels changed: no cache)

@@ -17,16 +17,16 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from runtime import dispatch, tree_util
-from runtime.array import DELETED, Array, _pending_of
-from runtime.config import config
-from runtime.eager import to_array
-from transpiler.builder import Builder
-from transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
-from transpiler.interpret import eval_function
-from transpiler.ir import Function, Value
-from transpiler.primitives import core
-from transpiler.types import TensorType
+from srcjax.runtime import dispatch, tree_util
+from srcjax.runtime.array import DELETED, Array, _pending_of
+from srcjax.runtime.config import config
+from srcjax.runtime.eager import to_array
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Function, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.types import TensorType
 
 
 def _is_dynamic(leaf: Any) -> bool:
@@ -194,6 +194,54 @@ def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
     return _NOT_QUICK
 
 
+class NativeFallbackWarning(RuntimeWarning):
+    """A jitted function runs in the IR interpreter because the native compiler does not handle something in it
+    (said once per function, with the reason)."""
+
+
+class InternalCompilerError(RuntimeError):
+    """The native compiler failed on a function it should handle: a bug in srcjax, never hidden by a fallback."""
+
+
+_warned: set[tuple] = set()  # the functions NativeFallbackWarning has named
+
+
+def _compile_native(ir: Function) -> Any:
+    """The native executable of ``ir`` (through the disk cache, which SRCJAX_CACHE=0 turns off), or None when the
+    native compiler does not handle something in it. Any other failure is an ``InternalCompilerError``."""
+    from srcjax.codegen.cache import compile_function
+
+    try:
+        return compile_function(ir, config.jax_compilation_cache_dir)
+    except Exception as e:
+        raise InternalCompilerError(
+            f"srcjax's native compiler failed on {_described(ir)}: {type(e).__name__}: {e}\n"
+            "This is a bug in srcjax; SRCJAX_NATIVE=0 runs jitted functions in the interpreter meanwhile."
+        ) from e
+
+
+def _described(ir: Function) -> str:
+    source = ir.source
+    if source is None:
+        return f"'{ir.name}'"
+    return f"'{source.function or ir.name}' ({source.file}:{source.line})"
+
+
+def _warn_interpreted(ir: Function, reason: str) -> None:
+    source = ir.source
+    key = (ir.name,) if source is None else (source.file, source.line, source.function)
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+
+    message = f"jit of {_described(ir)} runs in the interpreter, {reason}"
+    if source is None:
+        warnings.warn(message, NativeFallbackWarning, stacklevel=4)
+    else:  # (at the function's definition: what the reason is about)
+        warnings.warn_explicit(message, NativeFallbackWarning, source.file, source.line)
+
+
 class Compiled:
     """One specialisation: the IR and how to call it (natively when the CPU backend compiles it, else by
     interpreting the IR; ``native_error`` says why not, and ``SRCJAX_NATIVE=0`` turns native code off).
@@ -209,16 +257,12 @@ class Compiled:
         self.donated = tuple(donated)
         self.native, self.native_error = None, None
         if _native_enabled():
-            try:
-                from codegen.cache import compile_function
-                from codegen.llvm.compile import unsupported_reason
+            self.native = _compile_native(ir)
+            if self.native is None:
+                from srcjax.codegen.llvm.compile import unsupported_reason
 
-                # (through the disk cache, which SRCJAX_CACHE=0 turns off)
-                self.native = compile_function(ir, config.jax_compilation_cache_dir)
-                if self.native is None:
-                    self.native_error = f"not compiled natively: {unsupported_reason(ir)}"
-            except Exception as e:  # noqa: BLE001 - a native compilation failure must never break a call
-                self.native, self.native_error = None, f"native compilation failed: {type(e).__name__}: {e}"
+                self.native_error = f"not compiled natively: {unsupported_reason(ir)}"
+                _warn_interpreted(ir, self.native_error)
         self._result_avals = [r.aval for r in ir.results]
         self._result_types = tuple((aval.shape, aval.dtype) for aval in self._result_avals)
         self._single_result = tree_util.treedef_is_leaf(out_tree) and len(ir.results) == 1
@@ -323,7 +367,7 @@ class Compiled:
         return call_many
 
     def as_text(self) -> str:
-        from transpiler.printer import print_function
+        from srcjax.transpiler.printer import print_function
 
         return print_function(self.ir)
 
@@ -496,7 +540,7 @@ class ClosedJaxpr:
         self.jaxpr = ir
 
     def __str__(self) -> str:
-        from transpiler.printer import print_function
+        from srcjax.transpiler.printer import print_function
 
         return print_function(self.ir)
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from transpiler.array_methods import ArrayMethods
-from transpiler.types import TensorType
+from srcjax.transpiler.array_methods import ArrayMethods
+from srcjax.transpiler.types import TensorType
 
 
 DELETED = "deleted"  # ``Array._pending`` of an Array whose buffer was donated
@@ -78,7 +78,7 @@ class Array(ArrayMethods):
 
     @property
     def device(self):
-        from runtime import devices
+        from srcjax.runtime import devices
 
         return self._device or devices.default_device()
 
@@ -87,7 +87,7 @@ class Array(ArrayMethods):
 
     @property
     def sharding(self):
-        from runtime import devices
+        from srcjax.runtime import devices
 
         return devices.SingleDeviceSharding(self.device)
 

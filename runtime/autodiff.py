@@ -26,20 +26,20 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import dtypes, tree_util
-from runtime.api import Signature, _is_dynamic
-from runtime.config import config
-from transpiler.builder import Builder
-from transpiler.frontend import trace_function
-from transpiler.frontend.calls import InterpretedFunction, Trace, active, interpret, is_user_function
-from transpiler.interpret import eval_function
-from transpiler.ir import Block, Function, Op, Value
-from transpiler.primitives import core
-from transpiler.primitives.ad import Zero, aval_of, tangent_aval
-from transpiler.transforms.jvp import jvp_function
-from transpiler.transforms.vjp import vjp_function
-from transpiler.transforms.vmap import vmap_function
-from transpiler.types import TensorType
+from srcjax.runtime import dtypes, tree_util
+from srcjax.runtime.api import Signature, _is_dynamic
+from srcjax.runtime.config import config
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.frontend.calls import InterpretedFunction, Trace, active, interpret, is_user_function
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Block, Function, Op, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.ad import Zero, aval_of, tangent_aval
+from srcjax.transpiler.transforms.jvp import jvp_function
+from srcjax.transpiler.transforms.vjp import vjp_function
+from srcjax.transpiler.transforms.vmap import vmap_function
+from srcjax.transpiler.types import TensorType
 
 # JAX's dtype of the derivative of an integer input: a dtype with no values (``jax.dtypes.float0``)
 FLOAT0 = np.dtype([("float0", "V")])
@@ -304,7 +304,7 @@ def _weak_like(g: Any, aval: TensorType) -> Any:
     """The derivative of a weakly typed input is weakly typed too (JAX keeps the input's type)."""
     if not aval.weak_type or isinstance(g, np.ndarray) and g.dtype == FLOAT0:
         return g
-    from transpiler.primitives.elementwise import convert_element_type_p
+    from srcjax.transpiler.primitives.elementwise import convert_element_type_p
 
     return convert_element_type_p.bind(g, new_dtype=aval.dtype, weak_type=True)
 
@@ -375,7 +375,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 def _without_aux(ir: Function, n_main: int) -> Function:
     """``ir`` with every result after the first ``n_main`` made a constant of differentiation (``has_aux``)."""
-    from transpiler.primitives.custom import stop_gradient_p
+    from srcjax.transpiler.primitives.custom import stop_gradient_p
 
     if len(ir.results) == n_main:
         return ir
@@ -544,7 +544,7 @@ def _standard_basis(avals: Sequence[TensorType], dtypes: Sequence[np.dtype]) -> 
 
 def _inputs_last(rows: Any, in_shape: tuple, out_shape: tuple) -> Any:
     """Rows indexed by input coordinates, ``(size_in, *out_shape)``, as a block ``out_shape + in_shape``."""
-    import runtime.numpy as jnp
+    import srcjax.runtime.numpy as jnp
 
     block = jnp.reshape(rows, in_shape + out_shape)
     n_in = len(in_shape)
@@ -622,7 +622,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             if not diff[j]:
                 return _float0(out_shape + in_avals[j].shape)
             rows = grads[grad_index[j]][offsets[k]:offsets[k + 1]]  # (size_k, *in.shape)
-            import runtime.numpy as jnp
+            import srcjax.runtime.numpy as jnp
 
             return _weak_like(jnp.reshape(rows, out_shape + in_avals[j].shape), in_avals[j])
 
@@ -675,7 +675,7 @@ class custom_jvp:  # noqa: N801 - JAX's name
                     term = partial(t, out, *primals)
                     total = term if total is None else tree_util.tree_map(lambda a, b: a + b, total, term)
             if total is None:
-                import runtime.numpy as jnp
+                import srcjax.runtime.numpy as jnp
 
                 total = tree_util.tree_map(jnp.zeros_like, out)
             return out, total
@@ -764,12 +764,12 @@ class _Batched:
         raise TypeError("nested vmap of a custom_jvp/custom_vjp function is not supported")
 
     def _map(self, fn: Callable, in_axes: Sequence[int | None], *args: Any) -> Any:
-        from runtime.vmap import vmap
+        from srcjax.runtime.vmap import vmap
 
         return vmap(fn, in_axes=tuple(in_axes), axis_size=self.size)(*args)
 
     def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
-        from transpiler.primitives.ad import instantiate
+        from srcjax.transpiler.primitives.ad import instantiate
 
         n = len(primals)
         tangents = [instantiate(t) for t in tangents]
@@ -790,7 +790,7 @@ class _Batched:
         return out, res
 
     def backward(self, residuals: list[Any], cotangents: list[Any]) -> list[Any]:
-        import runtime.numpy as jnp
+        import srcjax.runtime.numpy as jnp
 
         n = len(residuals)
 
@@ -805,7 +805,7 @@ class _Batched:
 
 class _CustomJVPCall(_CustomCall):
     def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
-        from transpiler.primitives.ad import instantiate
+        from srcjax.transpiler.primitives.ad import instantiate
 
         rule = self.custom.jvp
         if rule is None:
@@ -905,7 +905,7 @@ class _CustomVJPCall(_CustomCall):
 def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
     """Run ``custom.fun``: directly when nothing is traced, else as a custom call op holding the function (as a
     region, interpreted from its source) and the rules (as a ``_CustomCall``)."""
-    from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
+    from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 
     interpreter = core.current_interpreter()
     builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
@@ -952,7 +952,7 @@ remat = checkpoint
 
 def stop_gradient(x: Any) -> Any:
     """``x`` as a constant of differentiation: its derivative is zero (integer leaves pass unchanged)."""
-    from transpiler.primitives.custom import stop_gradient_p
+    from srcjax.transpiler.primitives.custom import stop_gradient_p
 
     def stop(leaf):
         if isinstance(leaf, Value) or hasattr(leaf, "aval"):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime.config import config
+from srcjax.runtime.config import config
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def process_count() -> int:
 
 
 def _put_leaf(x: Any, device: Device | None):
-    from runtime.array import Array
-    from runtime.eager import to_array
+    from srcjax.runtime.array import Array
+    from srcjax.runtime.eager import to_array
 
     if device is not None and not isinstance(device, (Device, SingleDeviceSharding)):
         raise TypeError(f"device_put: expected a Device, got {type(device).__name__}")
@@ -95,20 +95,20 @@ def _put_leaf(x: Any, device: Device | None):
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: bool | None = None):
-    from runtime import tree_util
+    from srcjax.runtime import tree_util
 
     return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
 
 
 def device_get(x: Any):
-    from runtime import tree_util
-    from runtime.array import Array
+    from srcjax.runtime import tree_util
+    from srcjax.runtime.array import Array
 
     return tree_util.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
 
 
 def block_until_ready(x: Any):
-    from runtime import tree_util
+    from srcjax.runtime import tree_util
 
     tree_util.tree_map(lambda leaf: leaf.block_until_ready() if hasattr(leaf, "block_until_ready") else leaf, x)
     return x

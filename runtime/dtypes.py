@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime.config import config
-from transpiler.types import TensorType
+from srcjax.runtime.config import config
+from srcjax.transpiler.types import TensorType
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))

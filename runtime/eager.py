@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.array import Array
-from runtime.config import config
-from transpiler.primitives import core
-from transpiler.types import TensorType
+from srcjax.runtime import dtypes
+from srcjax.runtime.array import Array
+from srcjax.runtime.config import config
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.types import TensorType
 
 _SCALARS = (bool, int, float, complex, np.generic)
 

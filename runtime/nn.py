@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime import nn_initializers as initializers
-from runtime.numpy import _core
+from srcjax.runtime import dtypes
+from srcjax.runtime import nn_initializers as initializers
+from srcjax.runtime.numpy import _core
 
 __all__ = [
     "relu", "relu6", "sigmoid", "softplus", "sparse_plus", "sparse_sigmoid", "soft_sign", "silu", "swish",
@@ -25,13 +25,13 @@ __all__ = [
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 
 
 def _lax():
-    from runtime import lax
+    from srcjax.runtime import lax
 
     return lax
 

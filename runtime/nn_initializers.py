@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
+from srcjax.runtime import dtypes
 
 __all__ = [
     "Initializer", "zeros", "ones", "constant", "normal", "uniform", "truncated_normal", "variance_scaling",
@@ -27,13 +27,13 @@ _TRUNCATED_NORMAL_STDDEV = 0.87962566103423978
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 
 
 def _random():
-    from runtime import random
+    from srcjax.runtime import random
 
     return random
 

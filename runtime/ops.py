@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime.numpy import _core
+from srcjax.runtime.numpy import _core
 
 __all__ = [
     "index", "index_update", "index_add", "index_mul", "index_min", "index_max", "segment_sum", "segment_max",
@@ -16,7 +16,7 @@ __all__ = [
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 

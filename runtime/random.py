@@ -25,13 +25,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-import runtime.numpy as jnp
-from runtime import dtypes, lax, tree_util
-from runtime.api import compiled_when_hot
-from runtime.array import Array
-from runtime.config import config
-from runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike
-from transpiler.primitives.random import threefry2x32_p
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime import dtypes, lax, tree_util
+from srcjax.runtime.api import compiled_when_hot
+from srcjax.runtime.array import Array
+from srcjax.runtime.config import config
+from srcjax.runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike
+from srcjax.transpiler.primitives.random import threefry2x32_p
 
 __all__ = [
     "KeyArray", "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "split", "fold_in",
@@ -666,7 +666,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
 
 
 def _promote_inexact(*args: Any) -> list[Any]:
-    from runtime.numpy._core import promote_dtypes_inexact
+    from srcjax.runtime.numpy._core import promote_dtypes_inexact
 
     return promote_dtypes_inexact(*(_array(a) for a in args))
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from runtime import autodiff, tree_util
+from srcjax.runtime import autodiff, tree_util
 
 EPS = 1e-4
 _TOLERANCE = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 2e-2, np.dtype(np.float64): 1e-5,
@@ -36,7 +36,7 @@ def _random_like(rng: np.random.RandomState, tree: Any) -> Any:
 
 
 def _add(a: Any, b: Any, scale: float) -> Any:
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return tree_util.tree_map(
         lambda x, y: jnp.asarray(np.asarray(x) + scale * np.asarray(y, np.asarray(x).dtype)), a, b)
@@ -91,7 +91,7 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol=None, rtol
 def check_grads(f: Callable, args: Sequence[Any], order: int, modes: Sequence[str] = ("fwd", "rev"),
                 atol: float | None = None, rtol: float | None = None, eps: float | None = None) -> None:
     """Check ``f``'s derivatives up to ``order`` in forward and/or reverse mode; raises on a mismatch."""
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     eps = eps or EPS
     args = tree_util.tree_map(jnp.asarray, tuple(args))

@@ -13,16 +13,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from runtime import tree_util
-from runtime.api import abstractify
-from runtime.array import Array
-from transpiler.frontend import trace_function
-from transpiler.interpret import eval_function
-from transpiler.ir import Value
-from transpiler.primitives import collectives
-from transpiler.primitives.ad import aval_of
-from transpiler.transforms.vmap import vmap_function
-from transpiler.types import TensorType
+from srcjax.runtime import tree_util
+from srcjax.runtime.api import abstractify
+from srcjax.runtime.array import Array
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Value
+from srcjax.transpiler.primitives import collectives
+from srcjax.transpiler.primitives.ad import aval_of
+from srcjax.transpiler.transforms.vmap import vmap_function
+from srcjax.transpiler.types import TensorType
 
 
 def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:

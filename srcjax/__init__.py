@@ -5,11 +5,11 @@ config here; the transformations arrive with the compiler. This package only re-
 done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``transpiler`` (the IR).
 """
 
-from runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
-from runtime.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
-from runtime.array import Array
-from runtime.vmap import vmap
-from runtime.autodiff import (
+from srcjax.runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
+from srcjax.runtime.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
+from srcjax.runtime.array import Array
+from srcjax.runtime.vmap import vmap
+from srcjax.runtime.autodiff import (
     checkpoint,
     custom_jvp,
     custom_vjp,
@@ -23,8 +23,8 @@ from runtime.autodiff import (
     value_and_grad,
     vjp,
 )
-from runtime.config import config
-from runtime.devices import (
+from srcjax.runtime.config import config
+from srcjax.runtime.devices import (
     block_until_ready,
     default_backend,
     device_count,

@@ -25,7 +25,7 @@ import runpy
 import sys
 from typing import Any, Callable
 
-from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
+from srcjax.transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
 
 def _argnums(options: argparse.Namespace) -> int | tuple[int, ...]:
     nums = tuple(int(n) for n in options.argnums.split(",")) if options.argnums else (0,)
@@ -159,7 +159,7 @@ def load_function(spec: str) -> Callable:
 
 
 def transpile(options: argparse.Namespace) -> str:
-    from transpiler.frontend.calls import trace_function
+    from srcjax.transpiler.frontend.calls import trace_function
 
     import srcjax  # noqa: F401 - loads the runtime (arrays, numpy) that compiled code runs with
 
@@ -177,14 +177,14 @@ def transpile(options: argparse.Namespace) -> str:
 
 
 def _emit(ir: Any, form: str) -> str:
-    from transpiler.emit_python import emit_module
-    from transpiler.printer import print_function
+    from srcjax.transpiler.emit_python import emit_module
+    from srcjax.transpiler.printer import print_function
 
     if form == "ir":
         return print_function(ir)
     if form == "python":
         return emit_module(ir)
-    from codegen.llvm.compile import compile_function
+    from srcjax.codegen.llvm.compile import compile_function
 
     native = compile_function(ir)
     if native is None:
@@ -195,10 +195,10 @@ def _emit(ir: Any, form: str) -> str:
 def _reverse_mode(fn: Callable, args: list[Any], options: argparse.Namespace):
     """``--grad``/``--value-and-grad`` as the reverse-mode transform of the function's IR itself, so the
     printed code keeps its forward and backward sections."""
-    from transpiler.frontend.calls import trace_function
-    from transpiler.ir import Function
-    from transpiler.passes import clean
-    from transpiler.transforms.vjp import vjp_function
+    from srcjax.transpiler.frontend.calls import trace_function
+    from srcjax.transpiler.ir import Function
+    from srcjax.transpiler.passes import clean
+    from srcjax.transpiler.transforms.vjp import vjp_function
 
     ir, _ = trace_function(fn, args)
     if len(ir.results) != 1 or ir.results[0].aval.shape != ():
@@ -231,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("file", help="FILE.py; its @jit functions declare signatures with @srcjax.aot.signatures")
     c.add_argument("-o", "--output", default=".", help="where lib<stem>_aot.so and <stem>_aot.py go (default: .)")
     options = parser.parse_args(argv)
-    from codegen.aot import AotError
-    from transpiler.frontend.errors import TranspileError
+    from srcjax.codegen.aot import AotError
+    from srcjax.transpiler.frontend.errors import TranspileError
 
     try:
         if options.command == "transpile":

@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from codegen.aot import AotError, Specialisation, build, find_c_compiler  # noqa: F401 - part of this API
-from runtime.api import Jitted
+from srcjax.codegen.aot import AotError, Specialisation, build, find_c_compiler  # noqa: F401 - part of this API
+from srcjax.runtime.api import Jitted
 
 __all__ = ["AotError", "compile_file", "find_c_compiler", "signatures"]
 
@@ -69,10 +69,10 @@ def _functions(namespace: dict, module_name: str) -> list[tuple[str, Jitted]]:
 
 
 def _specialise(name: str, fn: Jitted, spec: str, path: str) -> Specialisation:
-    from runtime.dtypes import canonicalize_dtype
-    from transpiler.frontend.calls import trace_function
-    from transpiler.frontend.errors import TranspileError
-    from transpiler.types import TensorType
+    from srcjax.runtime.dtypes import canonicalize_dtype
+    from srcjax.transpiler.frontend.calls import trace_function
+    from srcjax.transpiler.frontend.errors import TranspileError
+    from srcjax.transpiler.types import TensorType
 
     where = f"{os.path.basename(path)}: {name}({spec})"
     try:

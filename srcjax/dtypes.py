@@ -1,10 +1,10 @@
 """``srcjax.dtypes`` (``jax.dtypes``): dtype canonicalisation and promotion."""
 
-from runtime.dtypes import (  # noqa: F401
+from srcjax.runtime.dtypes import (  # noqa: F401
     canonicalize_dtype,
     is_weakly_typed,
     issubdtype,
     promote_types,
     result_type,
 )
-from runtime.numpy._core import finfo, iinfo  # noqa: F401
+from srcjax.runtime.numpy._core import finfo, iinfo  # noqa: F401

@@ -1,3 +1,3 @@
 """``srcjax.ops``: the index-update functions of older JAX (``index_update`` ...) and segment sums."""
 
-from runtime.ops import *  # noqa: F401,F403
+from srcjax.runtime.ops import *  # noqa: F401,F403

@@ -1,3 +1,3 @@
 """``srcjax.random`` (``jax.random``): threefry2x32 keys and samplers, bit-identical to JAX."""
 
-from runtime.random import *  # noqa: F401,F403
+from srcjax.runtime.random import *  # noqa: F401,F403

@@ -1,3 +1,3 @@
 """``srcjax.test_util``: ``check_grads`` and the finite-difference checks behind it."""
 
-from runtime.test_util import *  # noqa: F401,F403
+from srcjax.runtime.test_util import *  # noqa: F401,F403

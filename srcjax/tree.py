@@ -1,3 +1,3 @@
 """``srcjax.tree`` (``jax.tree``): the short names for pytree functions."""
 
-from runtime.tree import *  # noqa: F401,F403
+from srcjax.runtime.tree import *  # noqa: F401,F403

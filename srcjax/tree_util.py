@@ -1,3 +1,3 @@
 """``srcjax.tree_util`` (``jax.tree_util``): pytrees."""
 
-from runtime.tree_util import *  # noqa: F401,F403
+from srcjax.runtime.tree_util import *  # noqa: F401,F403

@@ -22,7 +22,7 @@ def numpy_api() -> ModuleType:
     if not _api:
         import importlib
 
-        importlib.import_module("runtime.numpy")  # installs itself
+        importlib.import_module("srcjax.runtime.numpy")  # installs itself
     return _api[0]
 
 

@@ -13,9 +13,9 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
-from transpiler.primitives import core
-from transpiler.types import TensorType
+from srcjax.transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.types import TensorType
 
 
 def is_symbolic(x: Any) -> bool:
@@ -141,7 +141,7 @@ def _concrete_aval(x: Any) -> TensorType:
     aval = getattr(x, "aval", None)
     if isinstance(aval, TensorType):
         return aval
-    from transpiler.types import type_of_value
+    from srcjax.transpiler.types import type_of_value
 
     return type_of_value(x)
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.parser import param_classes
-from transpiler.primitives.core import PRIMITIVES
-from transpiler.printer import control_form, float_text, format_param, ordered_params, sanitize
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.parser import param_classes
+from srcjax.transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.printer import control_form, float_text, format_param, ordered_params, sanitize
 
 
 # -- how each primitive is written -------------------------------------------------------------------------
@@ -621,7 +621,7 @@ class _Emitter:
         if "lax" in self.modules:
             first_party.append("from srcjax import lax")
         if self.binds:
-            first_party.append("from transpiler.primitives import PRIMITIVES")
+            first_party.append("from srcjax.transpiler.primitives import PRIMITIVES")
         for module in sorted(set(self.classes.values())):
             names = sorted(n for n, m in self.classes.items() if m == module)
             first_party.append(f"from {module} import {', '.join(names)}")

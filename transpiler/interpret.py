@@ -12,13 +12,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from transpiler.builder import Builder
-from transpiler.ir import Block, Function, Literal, Op, Value, free_values
-from transpiler.primitives import control, core
-from transpiler.primitives.elementwise import convert_element_type_p
-from transpiler.primitives.indexing import slice_p
-from transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, reshape_p
-from transpiler.types import TensorType
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, free_values
+from srcjax.transpiler.primitives import control, core
+from srcjax.transpiler.primitives.elementwise import convert_element_type_p
+from srcjax.transpiler.primitives.indexing import slice_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, reshape_p
+from srcjax.transpiler.types import TensorType
 
 
 def concrete(value: Any, aval: TensorType) -> Any:

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from transpiler.array_methods import ArrayMethods
-from transpiler.primitives.core import Primitive
-from transpiler.types import TensorType
+from srcjax.transpiler.array_methods import ArrayMethods
+from srcjax.transpiler.primitives.core import Primitive
+from srcjax.transpiler.types import TensorType
 
 
 class ConcretizationError(TypeError):

@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from transpiler import primitives as _primitives  # noqa: F401 - registers the primitives
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.primitives.core import PRIMITIVES
-from transpiler.printer import INDEX_TYPE, slice_type
-from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
+from srcjax.transpiler import primitives as _primitives  # noqa: F401 - registers the primitives
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.printer import INDEX_TYPE, slice_type
+from srcjax.transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
 
 
 class _Name(str):
@@ -49,7 +49,7 @@ def param_classes() -> dict[str, type]:
     """The enums, dataclasses and NamedTuples defined in the primitive family modules, by name."""
     found: dict[str, type] = {}
     for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("transpiler.primitives.") or module is None:
+        if not module_name.startswith("srcjax.transpiler.primitives.") or module is None:
             continue
         for obj in vars(module).values():
             if (

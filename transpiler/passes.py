@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transpiler.ir import Block, Function, Literal, Value
+from srcjax.transpiler.ir import Block, Function, Literal, Value
 
 
 def eliminate_dead_code(fn: Function) -> Function:
@@ -57,7 +57,7 @@ def eliminate_common_subexpressions(fn: Function) -> Function:
     A value is reused in the block that defines it and in blocks nested inside it, never across sibling
     regions. Ops with regions are kept whole (their regions are cleaned inside).
     """
-    from transpiler.primitives.control import ControlPrimitive
+    from srcjax.transpiler.primitives.control import ControlPrimitive
 
     rename: dict[int, Value] = {}
 

@@ -37,8 +37,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.types import TensorType, short_name
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.types import TensorType, short_name
 
 INDEX_TYPE = TensorType(np.int32, ())  # the type of a ``for`` loop's iteration number
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -6,10 +6,10 @@ the printer names them. Run it after every transform in tests.
 
 from __future__ import annotations
 
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.primitives import control
-from transpiler.primitives.core import PRIMITIVES
-from transpiler.printer import Printer
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.primitives import control
+from srcjax.transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.printer import Printer
 
 
 class VerificationError(Exception):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from codegen.llvm import engine
+from srcjax.codegen.llvm import engine
 
 # (library file patterns, symbol pattern with {t} for s/d, integer width of its blasint)
 _CANDIDATES = [

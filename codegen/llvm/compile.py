@@ -21,11 +21,11 @@ from typing import Any, Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm import blas, engine, kernels
-from codegen.llvm.fusion import Gemm, Nest, Plan, Unsupported, plan_function
-from codegen.llvm.host import HostCalls
-from codegen.llvm.layout import Buffer
-from codegen.llvm.kernels import (
+from srcjax.codegen.llvm import blas, engine, kernels
+from srcjax.codegen.llvm.fusion import Gemm, Nest, Plan, Unsupported, plan_function
+from srcjax.codegen.llvm.host import HostCalls
+from srcjax.codegen.llvm.layout import Buffer
+from srcjax.codegen.llvm.kernels import (
     I32,
     I64,
     PTR,
@@ -40,9 +40,9 @@ from codegen.llvm.kernels import (
     parallel_function,
     store_value,
 )
-from codegen.llvm.nodes import GatherLoad, collapse, instantiate
-from codegen.llvm.rules import Lowering, convert, mtype
-from transpiler.ir import Function
+from srcjax.codegen.llvm.nodes import GatherLoad, collapse, instantiate
+from srcjax.codegen.llvm.rules import Lowering, convert, mtype
+from srcjax.transpiler.ir import Function
 
 _ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121
 _contiguous, _empty = np.ascontiguousarray, np.empty
@@ -117,7 +117,7 @@ class EntryEmitter:
 
     def emit(self) -> list[str]:
         if self.plan.control:  # segments joined by branches (codegen/llvm/control.py)
-            from codegen.llvm.control import ControlEmitter
+            from srcjax.codegen.llvm.control import ControlEmitter
 
             ControlEmitter(self.module, self.plan.fn, self.name, blas.gemm_dtypes()).emit()
             if OFFSETS is None or not self.python_entry:
@@ -530,7 +530,7 @@ class Executable:
 
     @property
     def steps(self) -> str:
-        from codegen.llvm.fusion import describe
+        from srcjax.codegen.llvm.fusion import describe
 
         return describe(self.plan)
 

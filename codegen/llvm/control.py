@@ -30,11 +30,11 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm.fusion import Plan, Unsupported, lowers, plan_function
-from codegen.llvm.kernels import I64, PTR, for_range
-from codegen.llvm.layout import Buffer
-from transpiler.ir import Block, Function, Literal, Op, Value, walk
-from transpiler.types import StackType, TensorType
+from srcjax.codegen.llvm.fusion import Plan, Unsupported, lowers, plan_function
+from srcjax.codegen.llvm.kernels import I64, PTR, for_range
+from srcjax.codegen.llvm.layout import Buffer
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
+from srcjax.transpiler.types import StackType, TensorType
 
 CONTROL = frozenset({"cond", "while", "for", "scan"})
 CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call"})  # their region is the function itself: inlined
@@ -205,7 +205,7 @@ class ControlEmitter:
 
     def segment(self, ops: list[Op]) -> None:
         """Compile a run of straight-line ops into a sub-entry and call it."""
-        from codegen.llvm.compile import EntryEmitter
+        from srcjax.codegen.llvm.compile import EntryEmitter
 
         if not ops:
             return

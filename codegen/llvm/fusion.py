@@ -20,10 +20,10 @@ from typing import Union
 
 import numpy as np
 
-from codegen.llvm.layout import Buffer, View, contiguous_strides, matrix_layout, reshape_view
-from transpiler.ir import Function, Literal, Op, Value
-from transpiler.primitives.convolution import dot_general_p
-from transpiler.types import TensorType
+from srcjax.codegen.llvm.layout import Buffer, View, contiguous_strides, matrix_layout, reshape_view
+from srcjax.transpiler.ir import Function, Literal, Op, Value
+from srcjax.transpiler.primitives.convolution import dot_general_p
+from srcjax.transpiler.types import TensorType
 
 IndexMap = tuple  # per value axis: an iteration axis (int) or None
 
@@ -330,7 +330,7 @@ class Planner:
             raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
 
     def visit(self, op: Op) -> None:
-        from codegen.llvm.rules import ELEMENTWISE
+        from srcjax.codegen.llvm.rules import ELEMENTWISE
 
         name = op.name
         if name in MULTI_RESULT_ELEMENTWISE:
@@ -521,7 +521,7 @@ class Planner:
 
     def _gather(self, op: Op, result: Value) -> None:
         """A gather is an expression: each element loads from the operand at an address the indices shift."""
-        from transpiler.primitives.indexing import GatherScatterMode, default_fill_value
+        from srcjax.transpiler.primitives.indexing import GatherScatterMode, default_fill_value
 
         x, indices = op.operands
         p, view = op.params, self.materialise(x)
@@ -542,7 +542,7 @@ class Planner:
     def _scatter(self, op: Op, result: Value) -> None:
         """The operand copied into the result's buffer, then a serial nest over the updates that stores (or
         combines) each one where its indices say."""
-        from transpiler.primitives.indexing import GatherScatterMode
+        from srcjax.transpiler.primitives.indexing import GatherScatterMode
 
         x, indices, updates = op.operands
         dn, order = op.params["dimension_numbers"], self.position[id(result)]
@@ -900,7 +900,7 @@ def _merge_maps(plan: Plan) -> list[Step]:
     by memory, not arithmetic), read a buffer in common, and the later one reads nothing the earlier one
     writes: one pass over their common operands (an optimizer's new velocity and new parameters both read
     the gradient and the old velocity; the expression they share is computed once)."""
-    from codegen.llvm.nodes import instantiate
+    from srcjax.codegen.llvm.nodes import instantiate
 
     def plain_map(step: Step) -> bool:
         return isinstance(step, Nest) and step.combine is None and step.placement is None and step.scatter is None
@@ -923,7 +923,7 @@ def _merge_maps(plan: Plan) -> list[Step]:
 def lowers(op: Op) -> bool:
     """Whether the straight-line planner compiles ``op`` into nests or BLAS calls; anything else without
     regions runs as a host call (``control.ControlEmitter.emit_host``)."""
-    from codegen.llvm.rules import ELEMENTWISE
+    from srcjax.codegen.llvm.rules import ELEMENTWISE
 
     values = (*op.operands, *op.results)
     if op.regions or any(isinstance(v.aval, TensorType) and v.aval.dtype not in SUPPORTED_DTYPES for v in values):
@@ -954,10 +954,10 @@ def plan_function(fn: Function, gemm_dtypes: set[np.dtype] | None = None) -> Pla
     """The fusion plan of ``fn``; raises ``Unsupported`` for anything the backend does not compile. A function
     with control flow gets a plan of its buffers only (its segments are planned when it is emitted; here
     once on a scratch module, to find what is unsupported)."""
-    from codegen.llvm.control import ControlEmitter, has_control
+    from srcjax.codegen.llvm.control import ControlEmitter, has_control
 
     if has_control(fn):
-        from codegen.llvm import engine
+        from srcjax.codegen.llvm import engine
 
         return ControlEmitter(engine.new_module("probe"), fn, "probe", gemm_dtypes or set()).emit()
     return Planner(fn, set() if gemm_dtypes is None else gemm_dtypes).run()

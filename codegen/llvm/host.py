@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from transpiler.ir import Literal, Op
+from srcjax.transpiler.ir import Literal, Op
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm import engine
-from codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
-from codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
+from srcjax.codegen.llvm import engine
+from srcjax.codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
+from srcjax.codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = I8.as_pointer()
@@ -428,7 +428,7 @@ def parallel_function(module: ir.Module) -> ir.Function:
 
 def _emit_parallel(module: ir.Module) -> None:
     """Emit ``srcjax_parallel`` and its thread pool into ``module``."""
-    from codegen.llvm.pool import PoolEmitter
+    from srcjax.codegen.llvm.pool import PoolEmitter
 
     PoolEmitter(module).emit()
 

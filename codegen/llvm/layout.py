@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transpiler.ir import Value
+from srcjax.transpiler.ir import Value
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ from typing import Callable
 
 import llvmlite.ir as ir
 
-from transpiler.primitives import special
+from srcjax.transpiler.primitives import special
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan, Windowed
-from codegen.llvm.layout import Buffer, View, contiguous_strides
-from transpiler.ir import Literal, Value
+from srcjax.codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan, Windowed
+from srcjax.codegen.llvm.layout import Buffer, View, contiguous_strides
+from srcjax.transpiler.ir import Literal, Value
 
 
 @dataclass(eq=False)
@@ -105,7 +105,7 @@ class NestBody:
 
     def cost(self) -> int:
         """Rough work per element: 1, plus 1 per op, 10 per transcendental function."""
-        from codegen.llvm.fusion import EXPENSIVE
+        from srcjax.codegen.llvm.fusion import EXPENSIVE
 
         seen: set[int] = set()
         total = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from codegen.llvm.kernels import (
+from srcjax.codegen.llvm.kernels import (
     I32,
     I64,
     NEST_TYPE,

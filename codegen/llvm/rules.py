@@ -15,7 +15,7 @@ from typing import Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from codegen.llvm.math import math_function
+from srcjax.codegen.llvm.math import math_function
 
 I1 = ir.IntType(1)
 
@@ -315,7 +315,7 @@ def _bitcast(cx, ts, out, params, x):
 def _threefry_word(word: int) -> Rule:
     """Word ``word`` of threefry2x32(k0, k1, x0, x1), as the primitive's implementation computes it; the two
     words are two rules (the planner has one result per value), and LLVM shares their common rounds."""
-    from transpiler.primitives.random import KEY_PARITY, ROTATIONS
+    from srcjax.transpiler.primitives.random import KEY_PARITY, ROTATIONS
 
     def rule(cx, ts, out, params, k0, k1, x0, x1):
         b = cx.b

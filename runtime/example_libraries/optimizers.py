@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from runtime.tree_util import PyTreeDef, register_pytree_node, tree_flatten, tree_map, tree_unflatten
+from srcjax.runtime.tree_util import PyTreeDef, register_pytree_node, tree_flatten, tree_map, tree_unflatten
 
 __all__ = [
     "OptimizerState", "Optimizer", "optimizer", "sgd", "momentum", "nesterov", "adagrad", "rmsprop",
@@ -26,7 +26,7 @@ Schedule = Callable[[Any], Any]
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 

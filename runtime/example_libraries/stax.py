@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
-from runtime.nn_initializers import glorot_normal, normal, ones, zeros
+from srcjax.runtime.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
+from srcjax.runtime.nn_initializers import glorot_normal, normal, ones, zeros
 
 __all__ = [
     "Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose", "ConvTranspose", "BatchNorm",
@@ -32,19 +32,19 @@ glorot, randn, logsoftmax = glorot_normal, normal, log_softmax  # stax's older n
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 
 
 def _lax():
-    from runtime import lax
+    from srcjax.runtime import lax
 
     return lax
 
 
 def _random():
-    from runtime import random
+    from srcjax.runtime import random
 
     return random
 

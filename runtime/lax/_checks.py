@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from runtime.numpy._core import is_arraylike
+from srcjax.runtime.numpy._core import is_arraylike
 
 PY_SCALARS = (bool, int, float, complex)
 

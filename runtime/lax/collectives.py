@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.numpy import _core
-from runtime.tree_util import tree_map
-from transpiler.primitives import collectives as c
+from srcjax.runtime.numpy import _core
+from srcjax.runtime.tree_util import tree_map
+from srcjax.transpiler.primitives import collectives as c
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
 

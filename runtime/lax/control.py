@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.config import config
-from runtime.numpy import _core
-from runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
-from transpiler.types import TensorType
+from srcjax.runtime import dtypes
+from srcjax.runtime.config import config
+from srcjax.runtime.numpy import _core
+from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
+from srcjax.transpiler.types import TensorType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient"]
 
@@ -328,7 +328,7 @@ class _Stacker:
         self.rows.append(leaves)
 
     def stacked(self, reverse: bool) -> Any:
-        from runtime import numpy as jnp
+        from srcjax.runtime import numpy as jnp
 
         rows = self.rows[::-1] if reverse else self.rows
         columns = [[row[i] for row in rows] for i in range(len(self.types))]
@@ -336,7 +336,7 @@ class _Stacker:
 
     def empty(self) -> Any:
         """Zero-length stacks of the types one (discarded) step produced."""
-        from runtime import lax
+        from srcjax.runtime import lax
 
         leaves = [lax.slice_in_dim(lax.expand_dims(x, (0,)), 0, 0, axis=0) for x in self.rows[0]]
         return tree_unflatten(self.treedef, leaves)
@@ -349,7 +349,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
     if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
         raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
-    from runtime import lax
+    from srcjax.runtime import lax
 
     xs_leaves, xs_def = _as_arrays(xs, "scan xs")
     n = _scan_length(xs_leaves, length)
@@ -364,7 +364,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
             val = treedef.unflatten(carry.check(new))
             ys.add(y)
         if n == 0:  # run one step on zeros only to learn the types of y
-            from runtime import numpy as jnp
+            from srcjax.runtime import numpy as jnp
 
             x = xs_def.unflatten([jnp.zeros(_core.aval(leaf).shape[1:], _core.aval(leaf).dtype) for leaf in xs_leaves])
             with _untaken():
@@ -393,8 +393,8 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     Pairs of neighbours are combined, the half-length result is scanned recursively (giving the prefixes
     at odd positions), and each even position combines the prefix before it with its own element.
     """
-    from runtime import lax
-    from runtime import numpy as jnp
+    from srcjax.runtime import lax
+    from srcjax.runtime import numpy as jnp
 
     leaves, treedef = _as_arrays(elems, "associative_scan elems")
     if not leaves:
@@ -450,7 +450,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
 
 def stop_gradient(x: Any) -> Any:
     """``x`` itself, as a constant for differentiation (the ``stop_gradient`` primitive has a zero JVP)."""
-    from runtime.autodiff import stop_gradient as stop
+    from srcjax.runtime.autodiff import stop_gradient as stop
 
     return stop(tree_map(lambda leaf: _core.asarray(leaf) if _core.is_concrete(leaf) else leaf, x))
 
@@ -459,8 +459,8 @@ def stop_gradient(x: Any) -> Any:
 # symbolic, the same functions build ``cond``/``while``/``for`` ops whose regions are the traced branch and
 # body functions, so that jit keeps them as control flow and grad differentiates through them.
 def _builder():
-    from transpiler.builder import Builder
-    from transpiler.primitives import core
+    from srcjax.transpiler.builder import Builder
+    from srcjax.transpiler.primitives import core
 
     interpreter = core.current_interpreter()
     return interpreter if isinstance(interpreter, Builder) else None
@@ -472,7 +472,7 @@ def _any_symbolic(*trees: Any) -> bool:
 
 def _call(fn: Callable, *args: Any) -> Any:
     """Call a branch or body function, reading it with the front end when it is user code."""
-    from transpiler.frontend.calls import current_trace, interpret, is_user_function
+    from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function
 
     return interpret(current_trace(), fn, list(args), {}) if is_user_function(fn) else fn(*args)
 
@@ -503,8 +503,8 @@ def _join(builder: Any, name: str, labels: list[str], blocks: list[Any], outs: l
 
 
 def _symbolic_branches(name: str, index: Any, branches: Sequence[Callable], labels: list[str], operands: tuple):
-    from transpiler.ir import Op, Value
-    from transpiler.primitives.control import cond_p
+    from srcjax.transpiler.ir import Op, Value
+    from srcjax.transpiler.primitives.control import cond_p
 
     builder = _builder()
     blocks, outs = [], []
@@ -521,8 +521,8 @@ def _symbolic_branches(name: str, index: Any, branches: Sequence[Callable], labe
 def _symbolic_loop(name: str, init_leaves: list[Any], treedef: PyTreeDef, trip: Any, cond_fun: Callable | None,
                    body: Callable[[Any, Any], Any]) -> Any:
     """A ``while`` op (``cond_fun``) or a ``for`` op (``trip`` iterations); ``body(k, val)`` is the new carry."""
-    from transpiler.ir import Op, Value
-    from transpiler.primitives.control import for_p, while_p
+    from srcjax.transpiler.ir import Op, Value
+    from srcjax.transpiler.primitives.control import for_p, while_p
 
     builder = _builder()
     leaves = [x if not _core.is_concrete(x) else _core.asarray(x) for x in init_leaves]
@@ -599,7 +599,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,  # n
     """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``, as one loop op when compiled."""
     if _builder() is not None:
         leaves, treedef = _as_arrays(init_val, "fori_loop init_val")
-        from runtime import numpy as jnp
+        from srcjax.runtime import numpy as jnp
 
         lo = lower if not _core.is_concrete(lower) else int(lower)
         hi = upper if not _core.is_concrete(upper) else int(upper)

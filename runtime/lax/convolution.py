@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import aval, convert, is_arraylike
-from transpiler.primitives.convolution import ConvDimensionNumbers, Precision, conv_general_dilated_p, dot_general_p
-from transpiler.primitives.shape import rev_p, transpose_p
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import aval, convert, is_arraylike
+from srcjax.transpiler.primitives.convolution import (
+    ConvDimensionNumbers, Precision, conv_general_dilated_p, dot_general_p,
+)
+from srcjax.transpiler.primitives.shape import rev_p, transpose_p
 
 __all__ = [
     "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "PaddingType",

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
-from transpiler.primitives import elementwise as ew
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
+from srcjax.transpiler.primitives import elementwise as ew
 
 __all__ = [
     "polygamma",
@@ -311,7 +311,7 @@ def digamma(x: Any) -> Any:
 
 def polygamma(m: Any, x: Any) -> Any:
     """The m-th derivative of digamma (``m`` an integer-valued array or number, promoted to ``x``'s dtype)."""
-    from runtime.numpy import _core
+    from srcjax.runtime.numpy import _core
 
     m, x = _core.promote_args_inexact("polygamma", m, x)
     return ew.polygamma_p.bind(m, x)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from transpiler.primitives.fft import FftType, fft_p, fft_type_of
-from transpiler.types import complex_dtype
+from srcjax.transpiler.primitives.fft import FftType, fft_p, fft_type_of
+from srcjax.transpiler.types import complex_dtype
 
 __all__ = ["FftType", "fft"]
 
@@ -20,7 +20,7 @@ def fft(x: Any, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Any:
     As in JAX, a real operand of a complex-to-complex or inverse-real transform is converted to complex first;
     RFFT accepts real operands only.
     """
-    from runtime.numpy._core import aval, convert  # imported late: runtime.numpy imports runtime.lax
+    from srcjax.runtime.numpy._core import aval, convert  # imported late: runtime.numpy imports runtime.lax
 
     kind = fft_type_of(fft_type)
     dtype = aval(x).dtype

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from runtime.lax._checks import PY_SCALARS as _PY_SCALARS
-from runtime.lax._checks import axis as _axis
-from runtime.lax._checks import ints as _ints
-from runtime.lax._checks import operand as _operand
-from runtime import dtypes
-from runtime.numpy._core import aval, convert, is_arraylike
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives.indexing import (
+from srcjax.runtime.lax._checks import PY_SCALARS as _PY_SCALARS
+from srcjax.runtime.lax._checks import axis as _axis
+from srcjax.runtime.lax._checks import ints as _ints
+from srcjax.runtime.lax._checks import operand as _operand
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import aval, convert, is_arraylike
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
@@ -35,7 +35,7 @@ from transpiler.primitives.indexing import (
     scatter_p,
     slice_p,
 )
-from transpiler.primitives.shape import reshape_p, squeeze_p
+from srcjax.transpiler.primitives.shape import reshape_p, squeeze_p
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "dynamic_index_in_dim",
@@ -260,7 +260,7 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
     idxs = list(idxs)
     if len(idxs) != len(axes):
         raise ValueError(f"lax.index_take: needs one index array per axis, got {len(idxs)} for axes {axes}")
-    from runtime.lax.shape import concatenate
+    from srcjax.runtime.lax.shape import concatenate
 
     dtype = dtypes.result_type(*idxs)
     columns = [reshape_p.bind(convert(i, dtype), new_sizes=(*aval(i).shape, 1), dimensions=None) for i in idxs]

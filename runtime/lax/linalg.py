@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import lax
-from transpiler.primitives.linalg import (
+from srcjax.runtime import lax
+from srcjax.transpiler.primitives.linalg import (
     cholesky_p,
     eig_p,
     eigh_p,
@@ -25,7 +25,7 @@ __all__ = ["cholesky", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr", "s
 
 
 def _aval(x: Any):
-    from runtime.numpy._core import aval as type_of  # imported late: runtime.numpy imports runtime.lax
+    from srcjax.runtime.numpy._core import aval as type_of  # imported late: runtime.numpy imports runtime.lax
 
     return type_of(x)
 
@@ -44,7 +44,7 @@ def _adjoint(x: Any) -> Any:
 
 def _symmetrize(x: Any) -> Any:
     """(x + x^H) / 2: the Hermitian part of x, so that a factorization reading one triangle sees both."""
-    import runtime.numpy as jnp
+    import srcjax.runtime.numpy as jnp
 
     x = jnp.asarray(x)
     if _aval(x).ndim < 2:

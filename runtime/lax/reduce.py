@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.lax.shape import broadcast_in_dim, reshape, transpose
-from runtime.numpy._core import aval, convert, is_arraylike, is_concrete
-from transpiler.array_methods import ArrayMethods
-from transpiler.primitives import core
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import reduce as rp
-from transpiler.primitives.indexing import slice_p
-from transpiler.types import TensorType
+from srcjax.runtime import dtypes
+from srcjax.runtime.lax.shape import broadcast_in_dim, reshape, transpose
+from srcjax.runtime.numpy._core import aval, convert, is_arraylike, is_concrete
+from srcjax.transpiler.array_methods import ArrayMethods
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import reduce as rp
+from srcjax.transpiler.primitives.indexing import slice_p
+from srcjax.transpiler.types import TensorType
 
 __all__ = [
     "argmax", "argmin", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "padtype_to_pads", "reduce",
@@ -337,7 +337,7 @@ def _fold_windows(operand: Any, init: Any, computation: Callable, *, window_dime
     typ = aval(operand)
     out_shape = rp._window_output_shape("reduce_window", typ, window_dimensions, window_strides, padding,
                                         base_dilation, window_dilation)
-    from transpiler.primitives.shape import pad_p
+    from srcjax.transpiler.primitives.shape import pad_p
 
     config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation, strict=True))
     padded = pad_p.bind(operand, init, padding_config=config)

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from runtime.lax._checks import PY_SCALARS as _PY_SCALARS
-from runtime.lax._checks import axis as _axis
-from runtime.lax._checks import ints as _ints
-from runtime.lax._checks import operand as _operand
-from runtime import dtypes
-from runtime.numpy._core import aval, convert, is_arraylike
-from runtime.numpy._core import broadcast_shapes as _broadcast_shapes
-from transpiler.primitives.shape import (
+from srcjax.runtime.lax._checks import PY_SCALARS as _PY_SCALARS
+from srcjax.runtime.lax._checks import axis as _axis
+from srcjax.runtime.lax._checks import ints as _ints
+from srcjax.runtime.lax._checks import operand as _operand
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import aval, convert, is_arraylike
+from srcjax.runtime.numpy._core import broadcast_shapes as _broadcast_shapes
+from srcjax.transpiler.primitives.shape import (
     broadcast_in_dim_p,
     concatenate_p,
     expand_dims_p,

@@ -5,7 +5,7 @@ Each submodule lists its public names in ``__all__``; this module re-exports the
 
 import importlib
 
-from runtime.numpy import (  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
+from srcjax.runtime.numpy import (  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
     _core,
     creation,
     fft,
@@ -18,19 +18,19 @@ from runtime.numpy import (  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
     sorting,
     ufuncs,
 )
-from runtime.numpy._core import *  # noqa: F401,F403
-from runtime.numpy.creation import *  # noqa: F401,F403
-from runtime.numpy.indexing import *  # noqa: F401,F403
-from runtime.numpy.manipulation import *  # noqa: F401,F403
-from runtime.numpy.misc import *  # noqa: F401,F403
-from runtime.numpy.products import *  # noqa: F401,F403
-from runtime.numpy.reductions import *  # noqa: F401,F403
-from runtime.numpy.sorting import *  # noqa: F401,F403
-from runtime.numpy.ufuncs import *  # noqa: F401,F403
+from srcjax.runtime.numpy._core import *  # noqa: F401,F403
+from srcjax.runtime.numpy.creation import *  # noqa: F401,F403
+from srcjax.runtime.numpy.indexing import *  # noqa: F401,F403
+from srcjax.runtime.numpy.manipulation import *  # noqa: F401,F403
+from srcjax.runtime.numpy.misc import *  # noqa: F401,F403
+from srcjax.runtime.numpy.products import *  # noqa: F401,F403
+from srcjax.runtime.numpy.reductions import *  # noqa: F401,F403
+from srcjax.runtime.numpy.sorting import *  # noqa: F401,F403
+from srcjax.runtime.numpy.ufuncs import *  # noqa: F401,F403
 
 _MODULES = (_core, creation, indexing, manipulation, misc, products, reductions, sorting, ufuncs)
 __all__ = sorted({name for m in _MODULES for name in m.__all__} | {"fft", "linalg"})
 
-from transpiler.array_methods import install_numpy_api  # noqa: E402
+from srcjax.transpiler.array_methods import install_numpy_api  # noqa: E402
 
 install_numpy_api(importlib.import_module(__name__))

@@ -12,12 +12,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.array import Array
-from runtime.eager import to_array
-from transpiler.primitives.elementwise import convert_element_type_p
-from transpiler.primitives.shape import broadcast_in_dim_p, reshape_p
-from transpiler.types import TensorType
+from srcjax.runtime import dtypes
+from srcjax.runtime.array import Array
+from srcjax.runtime.eager import to_array
+from srcjax.transpiler.primitives.elementwise import convert_element_type_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, reshape_p
+from srcjax.transpiler.types import TensorType
 
 __all__ = [
     "asarray", "array", "ndarray", "dtype", "result_type", "promote_types", "can_cast", "issubdtype",
@@ -228,7 +228,7 @@ def _stack_symbolic(a: Sequence[Any], want: np.dtype | None) -> Any:
     for item in items:
         item = convert(item, dtype)
         parts.append(reshape_p.bind(item, new_sizes=(1, *aval(item).shape), dimensions=None))
-    from transpiler.primitives.shape import concatenate_p
+    from srcjax.transpiler.primitives.shape import concatenate_p
 
     return concatenate_p.bind(*parts, dimension=0)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-import runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
-from runtime import dtypes, lax
-from runtime.numpy._core import aval, broadcast_to, check_arraylike, convert, is_arraylike, is_concrete
+import srcjax.runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
+from srcjax.runtime import dtypes, lax
+from srcjax.runtime.numpy._core import aval, broadcast_to, check_arraylike, convert, is_arraylike, is_concrete
 
 __all__ = [
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",

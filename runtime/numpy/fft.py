@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-import runtime.numpy as jnp
-from runtime import dtypes, lax
-from runtime.lax.fourier import FftType
-from runtime.lax.fourier import fft as lax_fft
-from runtime.numpy._core import aval, check_arraylike, convert
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime import dtypes, lax
+from srcjax.runtime.lax.fourier import FftType
+from srcjax.runtime.lax.fourier import fft as lax_fft
+from srcjax.runtime.numpy._core import aval, check_arraylike, convert
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",

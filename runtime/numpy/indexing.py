@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.array import Array
-from runtime.numpy._core import (
+from srcjax.runtime import dtypes
+from srcjax.runtime.array import Array
+from srcjax.runtime.numpy._core import (
     asarray,
     aval,
     broadcast_shapes,
@@ -34,10 +34,10 @@ from runtime.numpy._core import (
     promote_dtypes,
     promote_shapes,
 )
-from transpiler.ir import ConcretizationError
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import reduce as rp
-from transpiler.primitives.indexing import (
+from srcjax.transpiler.ir import ConcretizationError
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import reduce as rp
+from srcjax.transpiler.primitives.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
@@ -51,7 +51,7 @@ from transpiler.primitives.indexing import (
     scatter_p,
     slice_p,
 )
-from transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, iota_p, reshape_p, rev_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, iota_p, reshape_p, rev_p
 
 __all__ = [
     "IndexUpdateHelper", "argwhere", "choose", "compress", "diag_indices", "diag_indices_from", "extract",
@@ -529,7 +529,7 @@ class _IndexUpdateRef:
     def divide(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
                mode: Any = None) -> Any:
         """``x / d`` where ``d`` is 1 except at the indexed elements, which multiply in each value."""
-        from runtime.numpy import ufuncs
+        from srcjax.runtime.numpy import ufuncs
 
         ones = _full(_shape(self.array), 1, aval(self.array).dtype)
         divisor = _scatter_update(ones, self.index, values, scatter_mul_p, mode, indices_are_sorted, unique_indices)
@@ -538,7 +538,7 @@ class _IndexUpdateRef:
     def power(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
               mode: Any = None) -> Any:
         """``x ** e`` where ``e`` is 1 except at the indexed elements (repeats multiply the exponents)."""
-        from runtime.numpy import ufuncs
+        from srcjax.runtime.numpy import ufuncs
 
         ones = _full(_shape(self.array), 1, aval(self.array).dtype)
         exponent = _scatter_update(ones, self.index, values, scatter_mul_p, mode, indices_are_sorted,
@@ -761,7 +761,7 @@ def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
     arr = asarray(arr)
     if _shape(mask) != _shape(arr):
         raise ValueError(f"place: mask of shape {_shape(mask)} must have the array's shape {_shape(arr)}")
-    import runtime.numpy as jnp
+    import srcjax.runtime.numpy as jnp
 
     flat_mask = _flat(jnp.astype(asarray(mask), np.bool_))
     vals = _flat(convert(vals if is_arraylike(vals) else asarray(vals), aval(arr).dtype, aval(arr).weak_type))

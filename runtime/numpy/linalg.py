@@ -14,10 +14,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import runtime.numpy as jnp
-from runtime import lax
-from runtime.lax import linalg as lax_linalg
-from runtime.numpy._core import aval, check_arraylike, is_concrete, promote_dtypes_inexact
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime import lax
+from srcjax.runtime.lax import linalg as lax_linalg
+from srcjax.runtime.numpy._core import aval, check_arraylike, is_concrete, promote_dtypes_inexact
 
 __all__ = [
     "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul",

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-import runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
-from runtime import lax
-from runtime.numpy._core import aval, check_arraylike, convert, is_arraylike, is_concrete, promote_dtypes
-from runtime.numpy._core import broadcast_shapes as _broadcast_shapes
-from runtime.numpy._core import broadcast_to as _broadcast_to
-from runtime.numpy.creation import canonical_dtype, canonicalize_shape, static_int
+import srcjax.runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
+from srcjax.runtime import lax
+from srcjax.runtime.numpy._core import aval, check_arraylike, convert, is_arraylike, is_concrete, promote_dtypes
+from srcjax.runtime.numpy._core import broadcast_shapes as _broadcast_shapes
+from srcjax.runtime.numpy._core import broadcast_to as _broadcast_to
+from srcjax.runtime.numpy.creation import canonical_dtype, canonicalize_shape, static_int
 
 __all__ = [
     "reshape", "ravel", "transpose", "matrix_transpose", "permute_dims", "swapaxes", "moveaxis", "rollaxis",

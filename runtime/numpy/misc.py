@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-import runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
-from runtime import dtypes, lax
-from runtime.numpy._core import (
+import srcjax.runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
+from srcjax.runtime import dtypes, lax
+from srcjax.runtime.numpy._core import (
     aval,
     broadcast_to,
     check_arraylike,
@@ -27,8 +27,8 @@ from runtime.numpy._core import (
     promote_dtypes,
     promote_dtypes_inexact,
 )
-from runtime.numpy.creation import canonical_dtype, static_int
-from runtime.numpy.manipulation import normalize_axes, normalize_axis
+from srcjax.runtime.numpy.creation import canonical_dtype, static_int
+from srcjax.runtime.numpy.manipulation import normalize_axes, normalize_axis
 
 __all__ = [
     "diff", "ediff1d", "gradient", "trapezoid", "interp", "unwrap", "polyval", "polyadd", "polysub", "polymul",

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import aval, check_arraylike, convert, promote_dtypes, promote_dtypes_inexact
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import reduce as rp
-from transpiler.primitives.convolution import ConvDimensionNumbers, conv_general_dilated_p, dot_general_p
-from transpiler.primitives.indexing import slice_p
-from transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, reshape_p, rev_p, transpose_p
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import aval, check_arraylike, convert, promote_dtypes, promote_dtypes_inexact
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import reduce as rp
+from srcjax.transpiler.primitives.convolution import ConvDimensionNumbers, conv_general_dilated_p, dot_general_p
+from srcjax.transpiler.primitives.indexing import slice_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, reshape_p, rev_p, transpose_p
 
 __all__ = [
     "convolve", "correlate", "cross", "dot", "einsum", "einsum_path", "inner", "kron", "matmul", "matvec", "outer",
@@ -74,7 +74,7 @@ def _operands(name: str, *args: Any, preferred_element_type: Any = None) -> tupl
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
                  batch: tuple[Sequence[int], Sequence[int]] = ((), ()), precision: Any = None,
                  preferred: Any = None) -> Any:
-    from runtime.lax.convolution import canonical_precision
+    from srcjax.runtime.lax.convolution import canonical_precision
 
     dims = ((tuple(contract[0]), tuple(contract[1])), (tuple(batch[0]), tuple(batch[1])))
     precision = canonical_precision(precision)
@@ -304,7 +304,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
         raise ValueError("Dimension must be either 2 or 3 for cross product")
     a = _transpose(a, [x for x in range(len(sa)) if x != ia] + [ia])
     b = _transpose(b, [x for x in range(len(sb)) if x != ib] + [ib])
-    from runtime.numpy._core import promote_shapes
+    from srcjax.runtime.numpy._core import promote_shapes
 
     def component(x, i):
         n = _shape(x)[-1]
@@ -549,7 +549,7 @@ def _conv1d(name: str, a: Any, v: Any, mode: str, flip: bool, precision: Any, pr
     preferred = None
     if preferred_element_type is not None:
         preferred = dtypes.canonicalize_dtype(dtypes.to_dtype(preferred_element_type))
-    from runtime.lax.convolution import canonical_precision
+    from srcjax.runtime.lax.convolution import canonical_precision
 
     full = conv_general_dilated_p.bind(
         _reshape(a, (1, 1, n)), _reshape(v, (1, 1, m)), window_strides=(1,), padding=((m - 1, m - 1),),
@@ -590,6 +590,6 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     i, j = _axis(axis1, len(shape), "trace"), _axis(axis2, len(shape), "trace")
     if i == j:
         raise ValueError(f"trace: axis1 and axis2 cannot be the same ({axis1}, {axis2})")
-    from runtime.numpy.reductions import sum as jnp_sum
+    from srcjax.runtime.numpy.reductions import sum as jnp_sum
 
     return jnp_sum(_diagonal(a, operator.index(offset), i, j), axis=-1, dtype=dtype)

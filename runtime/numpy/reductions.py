@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import (
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import (
     asarray,
     aval,
     broadcast_shapes,
@@ -23,10 +23,10 @@ from runtime.numpy._core import (
     check_arraylike,
     convert,
 )
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import reduce as rp
-from transpiler.primitives.shape import iota_p, reshape_p, transpose_p
-from transpiler.types import real_dtype
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import reduce as rp
+from srcjax.transpiler.primitives.shape import iota_p, reshape_p, transpose_p
+from srcjax.transpiler.types import real_dtype
 
 __all__ = [
     "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod", "cumsum",
@@ -239,7 +239,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether every element of ``a`` and ``b`` is close: ``all(isclose(a, b, rtol, atol, equal_nan))``."""
-    import runtime.numpy as jnp  # isclose belongs to the elementwise functions, loaded with the package
+    import srcjax.runtime.numpy as jnp  # isclose belongs to the elementwise functions, loaded with the package
 
     return all(jnp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -454,7 +454,7 @@ def _array_api_cumulative(name: str, prim, identity: int, x, axis, dtype, includ
         axis = 0
     out = _cumulative(name, prim, x, axis, dtype, promote=True)
     if include_initial:  # a leading identity along axis
-        from transpiler.primitives.shape import pad_p
+        from srcjax.transpiler.primitives.shape import pad_p
 
         axis = _one_axis(name, axis, x.ndim)
         config = tuple((1 if a == axis else 0, 0, 0) for a in range(x.ndim))
@@ -611,7 +611,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         if w_shape != (a_shape[axis_],):
             raise ValueError(f"jnp.average: weights of shape {w_shape} must be 1-d with the length "
                              f"{a_shape[axis_]} of axis {axis} of a (shape {a_shape})")
-        from transpiler.primitives.shape import broadcast_in_dim_p
+        from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 
         weights = broadcast_in_dim_p.bind(weights, shape=a_shape, broadcast_dimensions=(axis_,))
     total_weight = sum(weights, axis, keepdims=keepdims)

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import (
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import (
     asarray,
     aval,
     broadcast_to,
@@ -24,11 +24,11 @@ from runtime.numpy._core import (
     promote_dtypes,
     promote_dtypes_complex,
 )
-from runtime.numpy.reductions import _apply, _isnan, _where
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import reduce as rp
-from transpiler.primitives.indexing import slice_p
-from transpiler.primitives.shape import concatenate_p, iota_p, pad_p, reshape_p, rev_p, transpose_p
+from srcjax.runtime.numpy.reductions import _apply, _isnan, _where
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import reduce as rp
+from srcjax.transpiler.primitives.indexing import slice_p
+from srcjax.transpiler.primitives.shape import concatenate_p, iota_p, pad_p, reshape_p, rev_p, transpose_p
 
 __all__ = [
     "argpartition", "argsort", "lexsort", "partition", "searchsorted", "sort", "sort_complex", "unique",

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime import dtypes
-from runtime.numpy._core import (
+from srcjax.runtime import dtypes
+from srcjax.runtime.numpy._core import (
     asarray,
     aval,
     broadcast_to,
@@ -27,8 +27,8 @@ from runtime.numpy._core import (
     promote_args_inexact,
     promote_shapes,
 )
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives.custom import stop_gradient_p
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives.custom import stop_gradient_p
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
@@ -789,7 +789,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
           fill_value: Any = None) -> Any:
     """x where ``condition`` holds, else y; with only ``condition``, ``jnp.nonzero(condition)``."""
     if x is None and y is None:
-        from runtime.numpy.indexing import nonzero
+        from srcjax.runtime.numpy.indexing import nonzero
 
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:

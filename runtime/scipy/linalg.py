@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-import runtime.numpy as jnp
-from runtime import dtypes, lax
-from runtime.lax import linalg as lax_linalg
-from runtime.numpy import linalg as jnp_linalg
-from runtime.numpy._core import aval, check_arraylike, promote_dtypes, promote_dtypes_inexact
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime import dtypes, lax
+from srcjax.runtime.lax import linalg as lax_linalg
+from srcjax.runtime.numpy import linalg as jnp_linalg
+from srcjax.runtime.numpy._core import aval, check_arraylike, promote_dtypes, promote_dtypes_inexact
 
 __all__ = [
     "block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "qr",

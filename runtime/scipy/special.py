@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime.nn import logsumexp as _nn_logsumexp
-from runtime.numpy import _core
+from srcjax.runtime.nn import logsumexp as _nn_logsumexp
+from srcjax.runtime.numpy import _core
 
 __all__ = [
     "polygamma",
@@ -23,13 +23,13 @@ __all__ = [
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 
 
 def _lax():
-    from runtime import lax
+    from srcjax.runtime import lax
 
     return lax
 
@@ -178,13 +178,13 @@ def kl_div(p: Any, q: Any) -> Any:
 
 def softmax(x: Any, /, *, axis: Any = None) -> Any:
     """SciPy's softmax: over all axes by default."""
-    from runtime import nn
+    from srcjax.runtime import nn
 
     return nn.softmax(x, axis=axis)
 
 
 def log_softmax(x: Any, /, *, axis: Any = None) -> Any:
-    from runtime import nn
+    from srcjax.runtime import nn
 
     return nn.log_softmax(x, axis=axis)
 

@@ -1,3 +1,3 @@
 """``srcjax.example_libraries.optimizers``."""
 
-from runtime.example_libraries.optimizers import *  # noqa: F401,F403
+from srcjax.runtime.example_libraries.optimizers import *  # noqa: F401,F403

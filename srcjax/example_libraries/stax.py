@@ -1,3 +1,3 @@
 """``srcjax.example_libraries.stax``."""
 
-from runtime.example_libraries.stax import *  # noqa: F401,F403
+from srcjax.runtime.example_libraries.stax import *  # noqa: F401,F403

@@ -1,4 +1,4 @@
 """``srcjax.lax`` (``jax.lax``): the primitives under lax's names, and control flow."""
 
-from runtime.lax import *  # noqa: F401,F403
+from srcjax.runtime.lax import *  # noqa: F401,F403
 from srcjax.lax import linalg  # noqa: F401

@@ -1,3 +1,3 @@
 """``srcjax.lax.linalg``."""
 
-from runtime.lax.linalg import *  # noqa: F401,F403
+from srcjax.runtime.lax.linalg import *  # noqa: F401,F403

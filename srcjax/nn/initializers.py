@@ -1,3 +1,3 @@
 """``srcjax.nn.initializers``."""
 
-from runtime.nn_initializers import *  # noqa: F401,F403
+from srcjax.runtime.nn_initializers import *  # noqa: F401,F403

@@ -1,3 +1,3 @@
 """``srcjax.numpy.fft``."""
 
-from runtime.numpy.fft import *  # noqa: F401,F403
+from srcjax.runtime.numpy.fft import *  # noqa: F401,F403

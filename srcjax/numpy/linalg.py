@@ -1,3 +1,3 @@
 """``srcjax.numpy.linalg``."""
 
-from runtime.numpy.linalg import *  # noqa: F401,F403
+from srcjax.runtime.numpy.linalg import *  # noqa: F401,F403

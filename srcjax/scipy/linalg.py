@@ -1,3 +1,3 @@
 """``srcjax.scipy.linalg``."""
 
-from runtime.scipy.linalg import *  # noqa: F401,F403
+from srcjax.runtime.scipy.linalg import *  # noqa: F401,F403

@@ -1,3 +1,3 @@
 """``srcjax.scipy.special``."""
 
-from runtime.scipy.special import *  # noqa: F401,F403
+from srcjax.runtime.scipy.special import *  # noqa: F401,F403

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcjax
-from codegen.aot import AotError, find_c_compiler
+from srcjax.codegen.aot import AotError, find_c_compiler
 from srcjax import aot
 
 ROOT = Path(__file__).resolve().parents[2]

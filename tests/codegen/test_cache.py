@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen import cache
+from srcjax.codegen import cache
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = hashlib.sha256(b"some function").digest()
@@ -24,7 +24,7 @@ t0 = time.perf_counter()
 import numpy as np
 import srcjax
 import srcjax.numpy as jnp
-from codegen import cache
+from srcjax.codegen import cache
 
 def selu(x, alpha=1.67, lmbda=1.05):
     return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
@@ -239,7 +239,7 @@ GEMM = r"""
 import json, sys
 import numpy as np
 import srcjax
-from codegen import cache
+from srcjax.codegen import cache
 
 c = np.arange(12, dtype=np.float32).reshape(3, 4) * float(sys.argv[1])
 a = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)

@@ -9,7 +9,7 @@ import pytest
 import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
-from transpiler.interpret import eval_function
+from srcjax.transpiler.interpret import eval_function
 
 RNG = np.random.default_rng(1)
 

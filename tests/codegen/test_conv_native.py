@@ -8,10 +8,10 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.config import config
+from srcjax.runtime.config import config
 from srcjax import lax
 from tests.transpiler.test_convolution import CONVS, conv_oracle, dn_of
-from transpiler.primitives import convolution as C
+from srcjax.transpiler.primitives import convolution as C
 
 RNG = np.random.default_rng(3)
 
@@ -74,8 +74,8 @@ def test_integer_and_mixed_convs_stay_host_calls():
 
 
 def test_conv_without_blas_is_a_loop_nest(monkeypatch):
-    from codegen.llvm import blas
-    from codegen.llvm.fusion import Gemm
+    from srcjax.codegen.llvm import blas
+    from srcjax.codegen.llvm.fusion import Gemm
 
     monkeypatch.setattr(blas, "gemm_dtypes", lambda: set())
     monkeypatch.setenv("SRCJAX_CACHE", "0")

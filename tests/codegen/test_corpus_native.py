@@ -4,12 +4,12 @@ interpreter, integers and booleans exactly, floats within a few float32 ulp of t
 import numpy as np
 import pytest
 
-from codegen.llvm.compile import compile_function
+from srcjax.codegen.llvm.compile import compile_function
 from tests.corpus import programs
 from tests.transpiler.test_corpus import abstract, dynamic_leaves, sample
 from tests.transpiler.test_corpus_grad import as_function, differentiable_cases
-from transpiler.frontend import trace_function
-from transpiler.interpret import eval_function
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.interpret import eval_function
 
 
 @pytest.mark.parametrize("name", sorted(programs.CASES))

@@ -6,12 +6,12 @@ Run with -s to see the column."""
 
 import pytest
 
-import transpiler.primitives  # noqa: F401 - registers every family
-from codegen.llvm.control import BETWEEN, CONTROL, CUSTOM
-from codegen.llvm.fusion import (
+import srcjax.transpiler.primitives  # noqa: F401 - registers every family
+from srcjax.codegen.llvm.control import BETWEEN, CONTROL, CUSTOM
+from srcjax.codegen.llvm.fusion import (
     ARG_REDUCTIONS, IDENTITIES, MULTI_RESULT_ELEMENTWISE, REDUCTIONS, SCANS, SCATTERS, VIEW_OPS)
-from codegen.llvm.rules import ELEMENTWISE
-from transpiler.primitives.core import PRIMITIVES
+from srcjax.codegen.llvm.rules import ELEMENTWISE
+from srcjax.transpiler.primitives.core import PRIMITIVES
 
 NATIVE = set(ELEMENTWISE) | MULTI_RESULT_ELEMENTWISE | VIEW_OPS | IDENTITIES | set(REDUCTIONS) | CONTROL | BETWEEN | {
     "dot_general", "concatenate", "pad", "iota", "gather", "conv_general_dilated",  # (convolutions of floats)

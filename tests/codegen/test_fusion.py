@@ -6,10 +6,10 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from codegen.llvm import engine
-from codegen.llvm.layout import View, blas_layout, contiguous_strides, reshape_view
-from transpiler.ir import Value
-from transpiler.types import TensorType
+from srcjax.codegen.llvm import engine
+from srcjax.codegen.llvm.layout import View, blas_layout, contiguous_strides, reshape_view
+from srcjax.transpiler.ir import Value
+from srcjax.transpiler.types import TensorType
 
 BASE = Value(TensorType(np.float32, (24,)))
 
@@ -70,7 +70,7 @@ def test_blas_layout(matrix, layout):
 def test_nests_collapse_to_flat_loops():
     """A contiguous elementwise nest is one loop over all elements; a row reduction keeps two axes."""
     executable = srcjax.jit(lambda x: (x * 2.0, jnp.sum(x, axis=1))).lower(np.ones((30, 40), np.float32)).compile()
-    from codegen.llvm.nodes import collapse, instantiate
+    from srcjax.codegen.llvm.nodes import collapse, instantiate
 
     plan = executable.native.plan
     shapes = [collapse(instantiate(plan, step)).shape for step in plan.steps]

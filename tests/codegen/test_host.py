@@ -10,7 +10,7 @@ import pytest
 import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
-from transpiler.primitives import reduce
+from srcjax.transpiler.primitives import reduce
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(6, 5)).astype(np.float32)

@@ -7,8 +7,8 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.config import config
-from runtime.numpy.indexing import IndexUpdateHelper, getitem
+from srcjax.runtime.config import config
+from srcjax.runtime.numpy.indexing import IndexUpdateHelper, getitem
 from srcjax import lax
 from tests.runtime.test_getitem import INDEXES, UPDATE_INDEXES, X
 

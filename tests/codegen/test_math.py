@@ -10,7 +10,7 @@ import pytest
 
 import srcjax
 from srcjax import lax
-from transpiler.primitives import special
+from srcjax.transpiler.primitives import special
 
 FUNCTIONS = {  # name: (lax function, float64 oracle, max ulp in float32, max ulp in float64)
     "exp": (lax.exp, np.exp, 1, 1),

@@ -7,8 +7,8 @@ import pytest
 import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
-from codegen.llvm import kernels
-from codegen.llvm.kernels import num_threads
+from srcjax.codegen.llvm import kernels
+from srcjax.codegen.llvm.kernels import num_threads
 
 RNG = np.random.default_rng(0)
 
@@ -373,18 +373,42 @@ def test_ops_without_a_lowering_run_as_host_calls():
     np.testing.assert_array_equal(np.asarray(loop(x)), x * 8.0)
 
 
-def test_a_failed_compilation_falls_back_to_the_interpreter(monkeypatch):
-    import codegen.cache
+def test_an_internal_compiler_failure_is_an_error_not_a_fallback(monkeypatch):
+    from srcjax.codegen import cache
+    from srcjax.runtime.api import InternalCompilerError
 
     def fail(*args, **kwargs):
         raise RuntimeError("no code today")
 
-    monkeypatch.setattr(codegen.cache, "compile_function", fail)
-    f = srcjax.jit(lambda x: jnp.exp(x) * 2.0)
-    x = _f32(9)
-    compiled = f.lower(x).compile()
-    assert compiled.native is None and "no code today" in compiled.native_error
+    monkeypatch.setattr(cache, "compile_function", fail)
+    f, x = srcjax.jit(lambda x: jnp.exp(x) * 2.0), _f32(9)
+    failure = r"'<lambda>' \(.*test_native.py:\d+\): RuntimeError: no code today"
+    with pytest.raises(InternalCompilerError, match=failure):
+        f(x)
+    monkeypatch.setenv("SRCJAX_NATIVE", "0")  # the way round it that the message names
     np.testing.assert_allclose(np.asarray(f(x)), np.exp(x) * 2.0, rtol=1e-6)
+
+
+def test_a_function_the_native_compiler_does_not_handle_warns_once_with_the_reason(monkeypatch):
+    from srcjax.codegen import cache
+    from srcjax.codegen.llvm import compile as native_compile
+    from srcjax.runtime.api import NativeFallbackWarning
+
+    monkeypatch.setattr(cache, "compile_function", lambda *args, **kwargs: None)
+    monkeypatch.setattr(native_compile, "unsupported_reason", lambda fn: "'frobnicate' has no native CPU lowering yet")
+
+    def scaled(x):
+        return jnp.exp(x) * 2.0
+
+    f = srcjax.jit(scaled)
+    with pytest.warns(NativeFallbackWarning, match=r"jit of 'scaled' \(.*test_native.py:\d+\) runs in the "
+                      r"interpreter, not compiled natively: 'frobnicate' has no native CPU lowering yet") as record:
+        x = _f32(9)
+        np.testing.assert_allclose(np.asarray(f(x)), np.exp(x) * 2.0, rtol=1e-6)
+        f(_f32(5))  # another specialisation of the same function: no second warning
+        f(_f32(5).astype(np.float64))
+    assert len(record) == 1
+    assert record[0].filename.endswith("test_native.py")  # the warning points at the function
 
 
 def test_native_can_be_turned_off(monkeypatch):
@@ -401,8 +425,8 @@ def test_native_can_be_turned_off(monkeypatch):
 def test_products_split_across_the_pool(monkeypatch, transposed):
     """With SRCJAX_GEMM_SPLIT_MIN_WORK set, large products run as row blocks on the thread pool, each a
     single-threaded BLAS call (batched products too), with the same results."""
-    from codegen.llvm import blas
-    from codegen.llvm import compile as native_compile
+    from srcjax.codegen.llvm import blas
+    from srcjax.codegen.llvm import compile as native_compile
 
     found = blas.find_gemm()
     if found is None or not found.thread_control or num_threads() < 2:
@@ -425,14 +449,14 @@ def test_products_split_across_the_pool(monkeypatch, transposed):
 def test_batches_of_small_products_shared_across_the_pool(monkeypatch):
     """A batch of small products (each under BATCH_SPLIT_MAX_EACH, together over BATCH_SPLIT_MIN_WORK) runs as
     runs of batch elements on the pool, each product one single-threaded BLAS call, with the same results."""
-    from codegen.llvm import blas
+    from srcjax.codegen.llvm import blas
 
     found = blas.find_gemm()
     if found is None or not found.thread_control or num_threads() < 2:
         pytest.skip("needs OpenBLAS's thread controls and two threads")
     monkeypatch.setenv("SRCJAX_CACHE", "0")
     xs, ys = _f32(70, 33, 40), _f32(70, 40, 25)  # 70 x 33k multiply-adds
-    from codegen.llvm import compile as native_compile
+    from srcjax.codegen.llvm import compile as native_compile
 
     monkeypatch.setattr(native_compile, "BATCH_SPLIT_MIN_WORK", 1 << 16)
     f = srcjax.jit(lambda x, y: jnp.tanh(x @ y))

@@ -13,7 +13,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from codegen.llvm import kernels
+from srcjax.codegen.llvm import kernels
 
 RNG = np.random.default_rng(7)
 THREADS = "4"  # (16 chunks; the pool has the workers of the thread count when its code was first emitted)
@@ -125,7 +125,7 @@ def test_concurrent_callers(monkeypatch):
 SCRIPT = """
 import os, sys, threading
 import numpy as np
-from codegen.llvm import kernels, pool
+from srcjax.codegen.llvm import kernels, pool
 pool.MAX_STRIKES = 0  # (never back off to serial calls, however busy the machine)
 kernels.PARALLEL_MIN_WORK = kernels.WAKE_MIN_WORK = 1
 import srcjax, srcjax.numpy as jnp

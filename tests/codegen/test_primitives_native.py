@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import srcjax
-from runtime.config import config
+from srcjax.runtime.config import config
 from tests.transpiler.test_elementwise import BINARY, UNARY, data, run
-from transpiler.primitives import elementwise as E
+from srcjax.transpiler.primitives import elementwise as E
 
 SHAPES = [(), (37,), (0, 3)]  # a scalar, a vector longer than a vector register, an empty array
 

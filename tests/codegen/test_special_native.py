@@ -12,7 +12,7 @@ import pytest
 
 import srcjax
 from srcjax import lax
-from transpiler.primitives import special
+from srcjax.transpiler.primitives import special
 
 
 @contextlib.contextmanager

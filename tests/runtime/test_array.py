@@ -8,7 +8,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.array import Array
+from srcjax.runtime.array import Array
 
 
 def test_item_assignment_raises_and_points_to_at():

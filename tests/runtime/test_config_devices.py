@@ -5,7 +5,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.config import config
+from srcjax.runtime.config import config
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ non-associative function are JAX's (recorded from jax 0.10).
 import numpy as np
 import pytest
 
-from runtime import lax
-from runtime import numpy as jnp
-from runtime.config import config
+from srcjax.runtime import lax
+from srcjax.runtime import numpy as jnp
+from srcjax.runtime.config import config
 
 
 def typ(x):

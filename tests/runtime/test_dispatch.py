@@ -13,9 +13,9 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime import dispatch
-from runtime.array import Array
-from transpiler.primitives import reduce
+from srcjax.runtime import dispatch
+from srcjax.runtime.array import Array
+from srcjax.transpiler.primitives import reduce
 
 RNG = np.random.default_rng(0)
 ASYNC_MIN_WORK = 1 << 16  # (lower than the default, to keep these tests small)

@@ -5,12 +5,12 @@ chosen (static indexes slice, they do not gather), symbolic operands, and bad in
 import numpy as np
 import pytest
 
-import runtime.numpy as jnp
-from runtime.numpy.indexing import IndexUpdateHelper, getitem
-from transpiler.builder import Builder
-from transpiler.ir import Value
-from transpiler.primitives.core import interpreting
-from transpiler.types import TensorType
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime.numpy.indexing import IndexUpdateHelper, getitem
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.ir import Value
+from srcjax.transpiler.primitives.core import interpreting
+from srcjax.transpiler.types import TensorType
 
 X = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
 MASK0 = np.array([True, False])
@@ -70,7 +70,7 @@ def test_static_indexes_use_slices_not_gathers():
     class Recorder:
         def process(self, prim, operands, params):
             recorded.append(prim.name)
-            from transpiler.primitives import core
+            from srcjax.transpiler.primitives import core
 
             return core.base_interpreter().process(prim, operands, params)
 
@@ -134,7 +134,7 @@ def test_at_out_of_bounds_semantics_recorded_from_jax():
 
 
 def test_at_apply_divide_power_recorded_from_jax():
-    from transpiler.primitives import elementwise as ew
+    from srcjax.transpiler.primitives import elementwise as ew
 
     x = jnp.arange(5.0)
     np.testing.assert_allclose(np.asarray(x.at[1].apply(ew.sin_p.bind)), [0, np.sin(1), 2, 3, 4], rtol=1e-6)
@@ -341,7 +341,7 @@ def test_place():
 
 # -- lax -------------------------------------------------------------------------------------------------
 def test_lax_slices_recorded_from_jax():
-    from runtime import lax
+    from srcjax.runtime import lax
 
     r = jnp.arange(5)
     assert lax.slice(jnp.arange(10), (1,), (8,), (3,)).tolist() == [1, 4, 7]
@@ -366,7 +366,7 @@ def test_lax_slices_recorded_from_jax():
 
 
 def test_lax_gather_scatter_defaults_recorded_from_jax():
-    from runtime import lax
+    from srcjax.runtime import lax
 
     dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(), start_index_map=(0,))
     x = jnp.arange(5.0)

@@ -15,7 +15,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.config import config
+from srcjax.runtime.config import config
 from srcjax import lax
 from srcjax.test_util import check_grads
 

@@ -13,7 +13,7 @@ import pytest
 
 import srcjax.numpy as jnp
 import srcjax.scipy.linalg as sla
-from runtime.config import config
+from srcjax.runtime.config import config
 from srcjax.test_util import check_grads
 
 R = np.random.RandomState(1)

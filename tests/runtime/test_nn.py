@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from runtime import nn, random
-from runtime import nn_initializers as init
-from runtime import numpy as jnp
+from srcjax.runtime import nn, random
+from srcjax.runtime import nn_initializers as init
+from srcjax.runtime import numpy as jnp
 
 X = np.array([-30.0, -3.0, -1.5, -1.0, -0.5, 0.0, 0.25, 1.0, 2.0, 3.5, 30.0])
 _erf = np.vectorize(math.erf)

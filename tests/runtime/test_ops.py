@@ -4,8 +4,8 @@ empty-segment fills and out-of-range ids as JAX handles them)."""
 import numpy as np
 import pytest
 
-from runtime import numpy as jnp
-from runtime import ops
+from srcjax.runtime import numpy as jnp
+from srcjax.runtime import ops
 
 
 def test_index_helpers_are_functional_updates():

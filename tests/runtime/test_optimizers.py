@@ -6,9 +6,9 @@ import pickle
 import numpy as np
 import pytest
 
-from runtime import numpy as jnp
-from runtime import tree_util
-from runtime.example_libraries import optimizers as opt
+from srcjax.runtime import numpy as jnp
+from srcjax.runtime import tree_util
+from srcjax.runtime.example_libraries import optimizers as opt
 
 RS = np.random.RandomState(0)
 PARAMS = {"w": RS.randn(2, 3).astype(np.float32), "b": RS.randn(3).astype(np.float32)}

@@ -7,12 +7,12 @@ import warnings
 import numpy as np
 import pytest
 
-import runtime.lax as lax
-import runtime.numpy as jnp
-from runtime.lax import convolution as lc
-from transpiler.builder import Builder
-from transpiler.primitives.core import interpreting
-from transpiler.types import TensorType
+import srcjax.runtime.lax as lax
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime.lax import convolution as lc
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.primitives.core import interpreting
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(2)
 

@@ -6,9 +6,9 @@ a result marks a weakly typed result."""
 import numpy as np
 import pytest
 
-import runtime.numpy as jnp
-from runtime import dtypes
-from runtime.config import config
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime import dtypes
+from srcjax.runtime.config import config
 
 KINDS_32 = ["bool", "u8", "u16", "u32", "i8", "i16", "i32", "f16", "f32", "c64", "i*", "f*", "c*"]
 KINDS_64 = ["bool", "u8", "u16", "u32", "i8", "i16", "i32", "f16", "f32", "c64", "u64", "i64", "f64", "c128",

@@ -16,7 +16,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime.config import config
+from srcjax.runtime.config import config
 from srcjax import random
 
 
@@ -640,8 +640,8 @@ HOT_CASES = ["split_3", "split_typed", "fold_in_4", "bits_u16_5", "bits_u64", "u
 def test_repeated_eager_calls_run_compiled_with_the_same_bits(partitionable):
     """Eager calls repeated with one signature compile (``api.compiled_when_hot``): every repetition, before
     and after, gives JAX's values, under each threefry layout (the layout is part of the compiled key)."""
-    from runtime import api
-    from runtime import random as runtime_random
+    from srcjax.runtime import api
+    from srcjax.runtime import random as runtime_random
 
     compiled_before = sum(len(f.specialised) for f in (runtime_random._split, runtime_random._uniform01))
     for case_id, x64, kind, call in [c for c in CASES if c[0] in HOT_CASES]:

@@ -379,8 +379,8 @@ def test_lax_bad_input(call, error, message):
 # -- no data needed: the same calls record ops on the symbolic values of a function being compiled --------------
 def symbolic(fn, *types):
     """The result types of ``fn`` run on fresh IR parameters of ``types`` (it must not need their data)."""
-    from transpiler.builder import Builder
-    from transpiler.primitives import core
+    from srcjax.transpiler.builder import Builder
+    from srcjax.transpiler.primitives import core
 
     builder = Builder("f")
     params = [builder.param(t) for t in types]
@@ -405,7 +405,7 @@ def symbolic(fn, *types):
     (lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "SAME"), [(F32, (3, 4))]),
 ], ids=lambda v: getattr(v, "__name__", str(v))[:20])
 def test_reductions_run_on_symbolic_values(fn, expected):
-    from transpiler.types import TensorType
+    from srcjax.transpiler.types import TensorType
 
     types = symbolic(fn, TensorType(np.float32, (3, 4)))
     assert [(str(t.dtype), t.shape) for t in types] == expected
@@ -417,9 +417,9 @@ def test_reductions_run_on_symbolic_values(fn, expected):
     (lambda p, q: p - q, None), (lambda p, q: p + 2 * q, None),
 ], ids=["lax.add", "plus", "jnp.maximum", "lax.min swapped", "jnp.multiply", "minus", "not a monoid"])
 def test_lax_reduce_recognises_monoid_computations(computation, primitive):
-    from transpiler.builder import Builder
-    from transpiler.primitives import core
-    from transpiler.types import TensorType
+    from srcjax.transpiler.builder import Builder
+    from srcjax.transpiler.primitives import core
+    from srcjax.transpiler.types import TensorType
 
     builder = Builder("f")
     x = builder.param(TensorType(np.float32, (3, 4)))

@@ -9,7 +9,7 @@ import pytest
 
 import srcjax.nn as nn
 import srcjax.scipy.special as sp
-from runtime.config import config
+from srcjax.runtime.config import config
 from srcjax.scipy.stats import norm
 from srcjax.test_util import check_grads
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import srcjax.numpy as jnp
-from runtime.scipy import linalg as sl
+from srcjax.runtime.scipy import linalg as sl
 
 RNG = np.random.default_rng(4)
 

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from runtime import numpy as jnp
-from runtime.config import config
-from runtime.scipy import special
-from runtime.scipy.stats import norm
+from srcjax.runtime import numpy as jnp
+from srcjax.runtime.config import config
+from srcjax.runtime.scipy import special
+from srcjax.runtime.scipy.stats import norm
 
 X = np.array([-4.0, -2.5, -1.0, -0.3, 0.0, 0.2, 0.7, 1.0, 2.0, 3.5, 6.0])
 POSITIVE = np.array([0.01, 0.1, 0.5, 1.0, 1.5, 2.0, 3.7, 10.0, 31.5])

@@ -261,8 +261,8 @@ def test_bad_input_raises_clear_errors(call, error, message):
 # -- no data needed: the same calls record ops on the symbolic values of a function being compiled --------------
 def symbolic(fn, *types):
     """The result types of ``fn`` run on fresh IR parameters of ``types`` (it must not need their data)."""
-    from transpiler.builder import Builder
-    from transpiler.primitives import core
+    from srcjax.transpiler.builder import Builder
+    from srcjax.transpiler.primitives import core
 
     builder = Builder("f")
     params = [builder.param(t) for t in types]
@@ -284,7 +284,7 @@ def symbolic(fn, *types):
     (lambda x: lax.top_k(x, 2, axis=0), [("float32", (2, 4)), (I32, (2, 4))]),
 ], ids=lambda v: getattr(v, "__name__", str(v))[:20])
 def test_sorting_runs_on_symbolic_values(fn, expected):
-    from transpiler.types import TensorType
+    from srcjax.transpiler.types import TensorType
 
     if expected is None:  # searchsorted needs a 1-d array, even a symbolic one
         with pytest.raises(ValueError, match="1-dimensional"):
@@ -295,7 +295,7 @@ def test_sorting_runs_on_symbolic_values(fn, expected):
 
 
 def test_unique_without_size_needs_concrete_input():
-    from transpiler.types import TensorType
+    from srcjax.transpiler.types import TensorType
 
     with pytest.raises(ValueError, match="pass size="):
         symbolic(jnp.unique, TensorType(np.float32, (3, 4)))

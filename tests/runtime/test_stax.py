@@ -4,9 +4,9 @@ parameter draws and transposed-convolution values (recorded from jax 0.10, parti
 import numpy as np
 import pytest
 
-from runtime import numpy as jnp
-from runtime import random
-from runtime.example_libraries import stax
+from srcjax.runtime import numpy as jnp
+from srcjax.runtime import random
+from srcjax.runtime.example_libraries import stax
 
 KEY = random.PRNGKey(0)
 RS = np.random.RandomState(0)

@@ -10,8 +10,8 @@ import pickle
 
 import pytest
 
-from runtime import tree
-from runtime import tree_util as tu
+from srcjax.runtime import tree
+from srcjax.runtime import tree_util as tu
 
 Point = collections.namedtuple("Point", "x y")
 Other = collections.namedtuple("Other", "x y")

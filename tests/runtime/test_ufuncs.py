@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import pytest
 
-import runtime.lax as lax
-import runtime.numpy as jnp
-from runtime.array import Array
-from runtime.config import config
-from transpiler.primitives import core
+import srcjax.runtime.lax as lax
+import srcjax.runtime.numpy as jnp
+from srcjax.runtime.array import Array
+from srcjax.runtime.config import config
+from srcjax.transpiler.primitives import core
 
 RNG = np.random.default_rng(0)
 KINDS = ["bool", "i8", "u8", "i32", "u32", "f16", "f32", "c64", "i*", "f*", "c*"]
@@ -571,7 +571,7 @@ LAX_NAMES = (
 
 
 def test_lax_has_the_elementwise_names():
-    from runtime.lax import elementwise
+    from srcjax.runtime.lax import elementwise
 
     assert sorted(elementwise.__all__) == sorted(LAX_NAMES)
     assert all(hasattr(lax, name) for name in LAX_NAMES)

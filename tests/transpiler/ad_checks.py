@@ -20,14 +20,14 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-import runtime  # noqa: F401  (installs the eager interpreter that prim.bind computes with)
-from runtime.config import config
-from transpiler.builder import Builder
-from transpiler.interpret import eval_function
-from transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, is_differentiable, jvp_of, tangent_aval
-from transpiler.primitives.core import Primitive, interpreting
-from transpiler.printer import print_function
-from transpiler.verifier import verify
+import srcjax.runtime  # noqa: F401  (installs the eager interpreter that prim.bind computes with)
+from srcjax.runtime.config import config
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, is_differentiable, jvp_of, tangent_aval
+from srcjax.transpiler.primitives.core import Primitive, interpreting
+from srcjax.transpiler.printer import print_function
+from srcjax.transpiler.verifier import verify
 
 
 @pytest.fixture

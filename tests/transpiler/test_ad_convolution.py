@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tests.transpiler.ad_checks import check_jvp, check_symbolic, check_transpose, x64  # noqa: F401
-from transpiler.primitives import convolution as C
-from transpiler.primitives.ad import UndefinedPrimal, aval_of
+from srcjax.transpiler.primitives import convolution as C
+from srcjax.transpiler.primitives.ad import UndefinedPrimal, aval_of
 
 pytestmark = pytest.mark.usefixtures("x64")
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import runtime.numpy as jnp
+import srcjax.runtime.numpy as jnp
 from tests.transpiler.ad_checks import check_jvp, check_transpose, inner, random_like, x64  # noqa: F401
-from transpiler.builder import Builder
-from transpiler.interpret import eval_function
-from transpiler.primitives.ad import UndefinedPrimal, aval_of, jvp_of
-from transpiler.primitives.core import interpreting
-from transpiler.primitives.fft import FftType, fft_p
-from transpiler.types import TensorType
-from transpiler.verifier import verify
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.primitives.ad import UndefinedPrimal, aval_of, jvp_of
+from srcjax.transpiler.primitives.core import interpreting
+from srcjax.transpiler.primitives.fft import FftType, fft_p
+from srcjax.transpiler.types import TensorType
+from srcjax.transpiler.verifier import verify
 
 pytestmark = pytest.mark.usefixtures("x64")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests.transpiler.ad_checks import check_jvp, check_symbolic, check_transpose, x64  # noqa: F401
-from transpiler.primitives import indexing as I
-from transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, jvp_of
+from srcjax.transpiler.primitives import indexing as I
+from srcjax.transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, jvp_of
 
 pytestmark = pytest.mark.usefixtures("x64")
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import runtime.numpy as jnp
+import srcjax.runtime.numpy as jnp
 from tests.transpiler.ad_checks import check_jvp, check_transpose, random_like, x64  # noqa: F401
-from transpiler.builder import Builder
-from transpiler.interpret import eval_function
-from transpiler.primitives import linalg as L
-from transpiler.primitives.ad import Zero, aval_of, jvp_of, tangent_aval
-from transpiler.primitives.core import interpreting
-from transpiler.verifier import verify
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.primitives import linalg as L
+from srcjax.transpiler.primitives.ad import Zero, aval_of, jvp_of, tangent_aval
+from srcjax.transpiler.primitives.core import interpreting
+from srcjax.transpiler.verifier import verify
 
 pytestmark = pytest.mark.usefixtures("x64")
 
@@ -154,7 +154,7 @@ def test_triangular_solve_jvp_and_transpose_in_b(flags, batch, n, k, dtype):
 
 
 def test_triangular_solve_transpose_refuses_a():
-    from transpiler.primitives.ad import UndefinedPrimal
+    from srcjax.transpiler.primitives.ad import UndefinedPrimal
 
     a, b = solve_operands(np.random.default_rng(3), dict(left_side=True, lower=True), (), 2, 2, np.float64)
     with pytest.raises(ValueError, match="linear only in b"):

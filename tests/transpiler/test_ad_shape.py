@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tests.transpiler.ad_checks import check_jvp, check_symbolic, check_transpose, x64  # noqa: F401
-from transpiler.primitives import shape as S
-from transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, jvp_of
-from transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.primitives import shape as S
+from srcjax.transpiler.primitives.ad import UndefinedPrimal, Zero, aval_of, jvp_of
+from srcjax.transpiler.primitives.core import PRIMITIVES
 
 pytestmark = pytest.mark.usefixtures("x64")
 

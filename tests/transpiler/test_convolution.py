@@ -6,9 +6,9 @@ implementation, 0-d and empty operands, and bad operands."""
 import numpy as np
 import pytest
 
-from transpiler.primitives import convolution as C
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import convolution as C
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(1)
 T = TensorType

@@ -14,15 +14,15 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime import tree_util
+from srcjax.runtime import tree_util
 from tests.corpus import programs
-from transpiler.emit_python import emit_module
-from transpiler.frontend import trace_function
-from transpiler.interpret import eval_function
-from transpiler.parser import parse_function
-from transpiler.printer import print_function
-from transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
-from transpiler.verifier import verify
+from srcjax.transpiler.emit_python import emit_module
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.parser import parse_function
+from srcjax.transpiler.printer import print_function
+from srcjax.transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
+from srcjax.transpiler.verifier import verify
 
 REFERENCE = runpy.run_path(programs.__file__, init_globals={"__corpus_numpy__": np})["CASES"]
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden" / "corpus"

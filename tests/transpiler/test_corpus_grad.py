@@ -5,12 +5,12 @@ data-dependent if, for and while. A subset is checked to second order."""
 import numpy as np
 import pytest
 
-from runtime import tree_util
-from runtime.config import config
-from runtime.test_util import check_grads
+from srcjax.runtime import tree_util
+from srcjax.runtime.config import config
+from srcjax.runtime.test_util import check_grads
 from tests.corpus import programs
 from tests.transpiler.test_corpus import abstract, sample
-from transpiler.types import TensorType
+from srcjax.transpiler.types import TensorType
 
 # programs whose outputs are not differentiable functions of their inputs at random points, and why
 NOT_DIFFERENTIABLE = {

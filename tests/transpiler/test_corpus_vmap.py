@@ -6,7 +6,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from runtime import tree_util
+from srcjax.runtime import tree_util
 from tests.corpus import programs
 from tests.transpiler.test_corpus import sample
 

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from transpiler.primitives import elementwise as E
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import elementwise as E
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(0)
 SIGNED = [np.int8, np.int32]
@@ -465,7 +465,7 @@ def test_every_primitive_of_the_issue_is_declared():
         "shift_right_arithmetic select_n clamp convert_element_type bitcast_convert_type complex real imag conj "
         "neg add sub mul div square"
     ).split()
-    from transpiler.primitives.core import PRIMITIVES
+    from srcjax.transpiler.primitives.core import PRIMITIVES
 
     missing = [n for n in names if n not in PRIMITIVES or None in (PRIMITIVES[n].impl, PRIMITIVES[n].shape_rule)]
     assert not missing

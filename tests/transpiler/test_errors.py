@@ -7,7 +7,7 @@ import pytest
 
 from tests.corpus import bad_programs
 from tests.transpiler.test_corpus import abstract
-from transpiler.frontend import TranspileError, trace_function
+from srcjax.transpiler.frontend import TranspileError, trace_function
 
 
 def marked_line(fn, name):

@@ -4,9 +4,9 @@ shape rule against the implementation, inverse round trips, empty shapes and bad
 import numpy as np
 import pytest
 
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.primitives.fft import FftType, fft_p, fft_type_of
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.primitives.fft import FftType, fft_p, fft_type_of
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(1)
 

@@ -11,9 +11,9 @@ import srcjax
 import srcjax.numpy as jnp
 from srcjax.__main__ import main as cli
 from tests.corpus import loops
-from transpiler.frontend import trace_function
-from transpiler.ir import count_ops
-from transpiler.types import TensorType
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.ir import count_ops
+from srcjax.transpiler.types import TensorType
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F32 = TensorType(np.float32, (3,))

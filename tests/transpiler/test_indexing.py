@@ -5,9 +5,9 @@ implementation on every call, 0-d and empty operands, out-of-bounds modes, and b
 import numpy as np
 import pytest
 
-from transpiler.primitives import indexing as I
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import indexing as I
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(0)
 CLIP, FILL, PROMISE = I.GatherScatterMode.CLIP, I.GatherScatterMode.FILL_OR_DROP, I.GatherScatterMode.PROMISE_IN_BOUNDS

@@ -12,13 +12,13 @@ from typing import Callable
 
 import numpy as np
 
-import runtime  # noqa: F401 - installs the eager interpreter
-from runtime.array import Array
-from transpiler.builder import Builder
-from transpiler.ir import Function, Op, SourceLoc, Value
-from transpiler.primitives import core
-from transpiler.primitives.control import cond_p, for_p, scan_p, while_p
-from transpiler.primitives.elementwise import (
+import srcjax.runtime  # noqa: F401 - installs the eager interpreter
+from srcjax.runtime.array import Array
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.ir import Function, Op, SourceLoc, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, while_p
+from srcjax.transpiler.primitives.elementwise import (
     abs_p,
     add_p,
     and_p,
@@ -46,8 +46,8 @@ from transpiler.primitives.elementwise import (
     tanh_p,
     xor_p,
 )
-from transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, iota_p, pad_p, reshape_p, transpose_p
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, iota_p, pad_p, reshape_p, transpose_p
+from srcjax.transpiler.types import TensorType
 
 f32, i32, u32 = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32)
 

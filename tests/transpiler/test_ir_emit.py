@@ -15,7 +15,7 @@ import inspect
 import numpy as np
 import pytest
 
-import runtime  # noqa: F401 - installs the eager interpreter
+import srcjax.runtime  # noqa: F401 - installs the eager interpreter
 from tests.transpiler.test_ir_cases import (
     CASES,
     IR,
@@ -28,13 +28,13 @@ from tests.transpiler.test_ir_cases import (
     named,
     same_bits,
 )
-from transpiler.emit_python import LAX_CALLS, emit_function_source, emit_module
-from transpiler.interpret import eval_function
-from transpiler.ir import Function
-from transpiler.parser import parse_function
-from transpiler.primitives import PRIMITIVES
-from transpiler.primitives.control import while_p
-from transpiler.primitives.elementwise import (
+from srcjax.transpiler.emit_python import LAX_CALLS, emit_function_source, emit_module
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Function
+from srcjax.transpiler.parser import parse_function
+from srcjax.transpiler.primitives import PRIMITIVES
+from srcjax.transpiler.primitives.control import while_p
+from srcjax.transpiler.primitives.elementwise import (
     add_p,
     complex_p,
     convert_element_type_p,
@@ -44,10 +44,10 @@ from transpiler.primitives.elementwise import (
     sub_p,
     tanh_p,
 )
-from transpiler.primitives.shape import concatenate_p
-from transpiler.printer import print_function
-from transpiler.types import TensorType
-from transpiler.verifier import verify
+from srcjax.transpiler.primitives.shape import concatenate_p
+from srcjax.transpiler.printer import print_function
+from srcjax.transpiler.types import TensorType
+from srcjax.transpiler.verifier import verify
 
 
 # -- the Python emitter -------------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_emitter_binds_primitives_lax_does_not_expose():
         weak = convert_element_type_p.bind(x, new_dtype=f32, weak_type=True)  # lax has no weak_type keyword
         fn = ir.finish(weak, convert_element_type_p.bind(x, new_dtype=i32, weak_type=False))
     source = emit_module(fn)
-    assert "from transpiler.primitives import PRIMITIVES" in source
+    assert "from srcjax.transpiler.primitives import PRIMITIVES" in source
     assert 'convert_element_type_p = PRIMITIVES["convert_element_type"]' in source
     assert "convert_element_type_p.bind(x, new_dtype=np.float32, weak_type=True)" in source
     assert "lax.convert_element_type(x, new_dtype=np.int32)" in source
@@ -236,8 +236,8 @@ def test_emitter_refuses_malformed_control_flow():
 
 
 def test_param_classes_are_imported_by_the_emitted_module(run_module):
-    indexing = pytest.importorskip("transpiler.primitives.indexing")
-    fft = pytest.importorskip("transpiler.primitives.fft")
+    indexing = pytest.importorskip("srcjax.transpiler.primitives.indexing")
+    fft = pytest.importorskip("srcjax.transpiler.primitives.fft")
     numbers = indexing.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
     clip = indexing.GatherScatterMode.CLIP
     with IR("take") as ir:
@@ -250,8 +250,8 @@ def test_param_classes_are_imported_by_the_emitted_module(run_module):
         fn = ir.finish(rows, spectrum)
     source = emit_module(fn)
     assert dataclasses.is_dataclass(numbers)
-    assert "from transpiler.primitives.fft import FftType" in source
-    assert "from transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode" in source
+    assert "from srcjax.transpiler.primitives.fft import FftType" in source
+    assert "from srcjax.transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode" in source
     assert "lax.fft(t1, fft_type=FftType.FFT, fft_lengths=(3,))" in source
     args = arrays([np.arange(15, dtype=f32).reshape(5, 3), np.array([[4], [9]], np.int32)])
     for got, want in zip(run_module(source, "take")(*args), eval_function(fn, *args)):

@@ -12,8 +12,8 @@ import ast
 import numpy as np
 import pytest
 
-import runtime  # noqa: F401 - installs the eager interpreter
-from runtime.array import Array
+import srcjax.runtime  # noqa: F401 - installs the eager interpreter
+from srcjax.runtime.array import Array
 from tests.transpiler.test_ir_cases import (
     CASES,
     IR,
@@ -28,14 +28,14 @@ from tests.transpiler.test_ir_cases import (
     named,
     same_bits,
 )
-from transpiler.builder import Builder
-from transpiler.interpret import eval_function
-from transpiler.ir import Literal, Value, walk
-from transpiler.parser import ParseError, evaluate_param, param_classes, parse_function
-from transpiler.primitives import PRIMITIVES, core
-from transpiler.primitives.control import for_p, while_p
-from transpiler.primitives.core import Primitive
-from transpiler.primitives.elementwise import (
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Literal, Value, walk
+from srcjax.transpiler.parser import ParseError, evaluate_param, param_classes, parse_function
+from srcjax.transpiler.primitives import PRIMITIVES, core
+from srcjax.transpiler.primitives.control import for_p, while_p
+from srcjax.transpiler.primitives.core import Primitive
+from srcjax.transpiler.primitives.elementwise import (
     add_p,
     complex_p,
     lt_p,
@@ -43,10 +43,10 @@ from transpiler.primitives.elementwise import (
     neg_p,
     tanh_p,
 )
-from transpiler.primitives.shape import reshape_p
-from transpiler.printer import print_function
-from transpiler.types import TensorType
-from transpiler.verifier import VerificationError, verify
+from srcjax.transpiler.primitives.shape import reshape_p
+from srcjax.transpiler.printer import print_function
+from srcjax.transpiler.types import TensorType
+from srcjax.transpiler.verifier import VerificationError, verify
 
 
 # -- printer and parser --------------------------------------------------------------------------------------------
@@ -249,8 +249,8 @@ def test_every_param_kind_round_trips(monkeypatch):
 
 
 def test_param_classes_of_the_primitive_modules_round_trip():
-    indexing = pytest.importorskip("transpiler.primitives.indexing")
-    fft = pytest.importorskip("transpiler.primitives.fft")
+    indexing = pytest.importorskip("srcjax.transpiler.primitives.indexing")
+    fft = pytest.importorskip("srcjax.transpiler.primitives.fft")
     numbers = indexing.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
     with IR("gather") as ir:
         x, idx = ir.param("x", f32, (5, 3)), ir.param("idx", i32, (2, 1))
@@ -277,7 +277,7 @@ def test_param_classes_of_the_primitive_modules_round_trip():
     assert print_function(again) == text
     assert again.body.ops[0].params["dimension_numbers"] == numbers
     verify(again)
-    conv = pytest.importorskip("transpiler.primitives.convolution")
+    conv = pytest.importorskip("srcjax.transpiler.primitives.convolution")
     spec = conv.ConvDimensionNumbers(lhs_spec=(0, 1, 2), rhs_spec=(0, 1, 2), out_spec=(0, 1, 2))
     node = ast.parse("ConvDimensionNumbers(lhs_spec=(0, 1, 2), rhs_spec=(0, 1, 2), out_spec=(0, 1, 2))", mode="eval")
     assert evaluate_param(node.body, param_classes()) == spec

@@ -6,9 +6,9 @@ import itertools
 import numpy as np
 import pytest
 
-from transpiler.primitives import linalg as L
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import linalg as L
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(0)
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -349,7 +349,7 @@ def test_weak_type_is_kept_for_inexact_results_only():
 
 
 def test_primitives_are_registered_in_the_linalg_family():
-    from transpiler.primitives.core import PRIMITIVES
+    from srcjax.transpiler.primitives.core import PRIMITIVES
 
     for name in ("cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "eig", "svd"):
         assert PRIMITIVES[name].family == "transpiler/primitives/linalg.py"

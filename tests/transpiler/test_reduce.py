@@ -5,9 +5,9 @@ empty operands, XLA's orders for NaN and -0.0 (recorded from JAX 0.10.2), and ba
 import numpy as np
 import pytest
 
-from transpiler.primitives import reduce as R
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import reduce as R
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(0)
 INTS = [np.int8, np.uint8, np.int32]

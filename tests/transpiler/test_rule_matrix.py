@@ -6,12 +6,12 @@ primitives (which hold regions) have their rules in the transform engines instea
 
 import pytest
 
-import transpiler.primitives  # noqa: F401 - registers every family
-from transpiler.primitives.ad import jvp_of
-from transpiler.primitives.control import ControlPrimitive
-from transpiler.primitives.core import PRIMITIVES
-from transpiler.transforms.jvp import CONTROL_JVP
-from transpiler.transforms.vmap import CONTROL_VMAP
+import srcjax.transpiler.primitives  # noqa: F401 - registers every family
+from srcjax.transpiler.primitives.ad import jvp_of
+from srcjax.transpiler.primitives.control import ControlPrimitive
+from srcjax.transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.transforms.jvp import CONTROL_JVP
+from srcjax.transpiler.transforms.vmap import CONTROL_VMAP
 
 RULES = ("shape", "impl", "jvp", "transpose", "vmap")
 

@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from transpiler.primitives import shape as S
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import shape as S
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.types import TensorType
 
 RNG = np.random.default_rng(0)
 DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.float16, np.float32, np.float64, np.complex64]
@@ -151,7 +151,7 @@ def test_bad_operands_raise_clear_errors(prim, types, params, error, message):
 
 
 def test_every_shape_primitive_is_registered_in_its_family():
-    from transpiler.primitives.core import PRIMITIVES
+    from srcjax.transpiler.primitives.core import PRIMITIVES
 
     names = ["broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "concatenate", "pad", "iota", "rev"]
     for name in names:

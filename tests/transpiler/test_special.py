@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from transpiler.primitives import special as S
+from srcjax.transpiler.primitives import special as S
 
 RNG = np.random.default_rng(0)
 EULER = 0.5772156649015329
@@ -226,7 +226,7 @@ def test_polygamma_known_values():
     """psi_1(1) = pi^2/6, psi_1(1/2) = pi^2/2, psi_3(1) = pi^4/15, psi_2(1) = -2 zeta(3); reflection region too."""
     import math
 
-    from transpiler.primitives import special as S
+    from srcjax.transpiler.primitives import special as S
 
     x = np.array([1.0, 0.5, 1.0, 1.0, 2.5])
     m = np.array([1.0, 1.0, 3.0, 2.0, 1.0])

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
-from transpiler.primitives.random import threefry2x32_p
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import PrimitiveTypeError, PrimitiveValueError
+from srcjax.transpiler.primitives.random import threefry2x32_p
+from srcjax.transpiler.types import TensorType
 
 # (key words, counter words) -> output words: Random123's known-answer tests for Threefry-2x32-20.
 KNOWN_ANSWERS = [

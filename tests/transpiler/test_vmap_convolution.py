@@ -7,8 +7,8 @@ import pytest
 
 from tests.transpiler.ad_checks import x64  # noqa: F401
 from tests.transpiler.vmap_checks import check_vmap, check_vmap_symbolic, dims_cases
-from transpiler.primitives import convolution as C
-from transpiler.primitives.ad import aval_of
+from srcjax.transpiler.primitives import convolution as C
+from srcjax.transpiler.primitives.ad import aval_of
 from tests.transpiler.test_ad_convolution import DOTS, dot_params  # one table of dot_general cases
 
 pytestmark = pytest.mark.usefixtures("x64")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.transpiler.vmap_checks import check_vmap, check_vmap_symbolic, dims_cases
-from transpiler.primitives import elementwise as E
-from transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.primitives import elementwise as E
+from srcjax.transpiler.primitives.core import PRIMITIVES
 
 SIZE = 3  # batch size
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.transpiler.vmap_checks import axis_options, check_vmap, check_vmap_symbolic, dims_cases
-from transpiler.primitives import indexing as I
+from srcjax.transpiler.primitives import indexing as I
 
 CLIP, FILL, PROMISE = I.GatherScatterMode.CLIP, I.GatherScatterMode.FILL_OR_DROP, I.GatherScatterMode.PROMISE_IN_BOUNDS
 SIZE = 3  # batch size

@@ -7,7 +7,7 @@ import pytest
 
 from tests.transpiler.ad_checks import x64  # noqa: F401
 from tests.transpiler.vmap_checks import batch, check_vmap, check_vmap_symbolic, dims_cases
-from transpiler.primitives import custom, fft, linalg as L, random
+from srcjax.transpiler.primitives import custom, fft, linalg as L, random
 
 pytestmark = pytest.mark.usefixtures("x64")
 SIZE = 3

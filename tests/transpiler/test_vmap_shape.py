@@ -6,10 +6,10 @@ recorded as IR on symbolic values."""
 import numpy as np
 import pytest
 
-from runtime.array import Array
+from srcjax.runtime.array import Array
 from tests.transpiler.vmap_checks import check_vmap, check_vmap_symbolic, dims_cases
-from transpiler.primitives import shape as S
-from transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.primitives import shape as S
+from srcjax.transpiler.primitives.core import PRIMITIVES
 
 SIZE = 3  # batch size
 

@@ -7,7 +7,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-import transpiler.primitives.reduce as reduce_module
+import srcjax.transpiler.primitives.reduce as reduce_module
 from srcjax import lax
 
 CASES = [((6, 7), (2, 2), (2, 2), "VALID", (1, 1)), ((5, 8), (3, 3), (1, 2), "SAME", (1, 1)),

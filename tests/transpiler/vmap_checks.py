@@ -16,13 +16,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-import runtime  # noqa: F401  (installs the eager interpreter that prim.bind computes with)
-from transpiler.builder import Builder
-from transpiler.interpret import eval_function
-from transpiler.ir import Function
-from transpiler.primitives.ad import aval_of
-from transpiler.primitives.core import Primitive, base_interpreter, interpreting
-from transpiler.verifier import verify
+import srcjax.runtime  # noqa: F401  (installs the eager interpreter that prim.bind computes with)
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import eval_function
+from srcjax.transpiler.ir import Function
+from srcjax.transpiler.primitives.ad import aval_of
+from srcjax.transpiler.primitives.core import Primitive, base_interpreter, interpreting
+from srcjax.transpiler.verifier import verify
 
 
 def axis_options(rank: int) -> list[int | None]:

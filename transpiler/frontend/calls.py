@@ -20,21 +20,24 @@ from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 
-from transpiler.builder import Builder
-from transpiler.frontend.errors import TranspileError
-from transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
-from transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
-from transpiler.ir import Function, SourceLoc, Value
-from transpiler.passes import clean
-from transpiler.primitives import core
-from transpiler.trees import tree_flatten, tree_unflatten
-from transpiler.types import TensorType
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.frontend.errors import TranspileError
+from srcjax.transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
+from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
+from srcjax.transpiler.ir import Function, SourceLoc, Value
+from srcjax.transpiler.passes import clean
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.trees import tree_flatten, tree_unflatten
+from srcjax.transpiler.types import TensorType
 
 MAX_DEPTH = 40  # interpreted calls use several Python frames each
 
+# srcjax's own folders: in the repository transpiler/, runtime/, codegen/ and srcjax/ are siblings; installed,
+# the first three sit inside srcjax/ (this file is <folder>/frontend/calls.py either way)
 _here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _LIBRARY_ROOTS = tuple(
     {os.path.join(_here, pkg) + os.sep for pkg in ("transpiler", "runtime", "codegen", "srcjax")}
+    | ({_here + os.sep} if os.path.isfile(os.path.join(_here, "__init__.py")) else set())  # installed: srcjax/
     | {os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
        if (p := sysconfig.get_paths().get(key))}
 )
@@ -46,7 +49,7 @@ class Trace:
     def __init__(self, builder: Builder):
         self.builder = builder
         self.depth = 0
-        from transpiler.array_methods import numpy_api
+        from srcjax.transpiler.array_methods import numpy_api
 
         self.jnp = numpy_api()
 

@@ -19,13 +19,14 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 import numpy as np
 
-from transpiler.frontend.errors import TranspileError
-from transpiler.frontend.frame import BRK, CONT, FLAGS, RET, RETVAL, Exit, Frame, Undefined, flatten_statements, \
-    is_symbolic
-from transpiler.ir import ConcretizationError, Op, Value
-from transpiler.primitives.control import cond_p, for_p, while_p
-from transpiler.trees import tree_flatten, tree_unflatten
-from transpiler.types import TensorType
+from srcjax.transpiler.frontend.errors import TranspileError
+from srcjax.transpiler.frontend.frame import (
+    BRK, CONT, FLAGS, RET, RETVAL, Exit, Frame, Undefined, flatten_statements, is_symbolic,
+)
+from srcjax.transpiler.ir import ConcretizationError, Op, Value
+from srcjax.transpiler.primitives.control import cond_p, for_p, while_p
+from srcjax.transpiler.trees import tree_flatten, tree_unflatten
+from srcjax.transpiler.types import TensorType
 
 UNROLL_FALLBACK_LIMIT = 256  # a static-range loop whose body needs the index as a Python int is unrolled
 MAX_RETRACES = 4
@@ -389,7 +390,7 @@ def _run_iteration(frame: Frame, body: Sequence[cst.CSTNode]) -> None:
 
 
 def exec_for(frame: Frame, stmt: cst.For) -> None:
-    from transpiler.frontend.calls import SymbolicRange
+    from srcjax.transpiler.frontend.calls import SymbolicRange
 
     iterable = frame.eval(stmt.iter)
     body = flatten_statements(stmt.body)
@@ -466,7 +467,7 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
 def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.CSTNode], kind: str,
                    rng: Any = None, rows: Any = None) -> None:
     """Build a ``while`` or ``for`` op for the loop, tracing its body once per set of carried types."""
-    from transpiler.frontend.calls import SymbolicRange
+    from srcjax.transpiler.frontend.calls import SymbolicRange
 
     builder = frame.trace.builder
     jnp = frame.trace.jnp

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from transpiler.ir import SourceLoc
+from srcjax.transpiler.ir import SourceLoc
 
 
 class TranspileError(Exception):

@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from transpiler.frontend.errors import TranspileError
-from transpiler.frontend.source import FunctionSource
-from transpiler.ir import ConcretizationError, SourceLoc, Value
+from srcjax.transpiler.frontend.errors import TranspileError
+from srcjax.transpiler.frontend.source import FunctionSource
+from srcjax.transpiler.ir import ConcretizationError, SourceLoc, Value
 
 RET, RETVAL, BRK, CONT = "$ret", "$retval", "$brk", "$cont"
 FLAGS = (RET, BRK, CONT)
@@ -148,7 +148,7 @@ class Frame:
         self.exec_block(flatten_statements(body))
 
     def exec_block(self, stmts: Sequence[cst.CSTNode]) -> None:
-        from transpiler.frontend import control
+        from srcjax.transpiler.frontend import control
 
         for i, stmt in enumerate(stmts):
             self.exec_stmt(stmt)
@@ -212,22 +212,22 @@ class Frame:
         raise Exit("continue")
 
     def stmt_If(self, stmt: cst.If) -> None:
-        from transpiler.frontend import control
+        from srcjax.transpiler.frontend import control
 
         control.exec_if(self, stmt)
 
     def stmt_While(self, stmt: cst.While) -> None:
-        from transpiler.frontend import control
+        from srcjax.transpiler.frontend import control
 
         control.exec_while(self, stmt)
 
     def stmt_For(self, stmt: cst.For) -> None:
-        from transpiler.frontend import control
+        from srcjax.transpiler.frontend import control
 
         control.exec_for(self, stmt)
 
     def stmt_FunctionDef(self, stmt: cst.FunctionDef) -> None:
-        from transpiler.frontend.calls import InterpretedFunction
+        from srcjax.transpiler.frontend.calls import InterpretedFunction
 
         fn: Any = InterpretedFunction(self, stmt)
         for decorator in reversed(stmt.decorators):
@@ -487,7 +487,7 @@ class Frame:
         test = self.eval(node.test)
         if not is_symbolic(test):
             return self.eval(node.body) if test else self.eval(node.orelse)
-        from transpiler.frontend import control
+        from srcjax.transpiler.frontend import control
 
         return control.select_values(self, test, self.eval(node.body), self.eval(node.orelse), node)
 
@@ -516,7 +516,7 @@ class Frame:
         return parts[0] if single else tuple(parts)
 
     def expr_Call(self, node: cst.Call) -> Any:
-        from transpiler.frontend.calls import call
+        from srcjax.transpiler.frontend.calls import call
 
         fn = self.eval(node.func)
         args: list = []
@@ -534,7 +534,7 @@ class Frame:
         return call(self, fn, args, kwargs, node)
 
     def expr_Lambda(self, node: cst.Lambda) -> Any:
-        from transpiler.frontend.calls import InterpretedFunction
+        from srcjax.transpiler.frontend.calls import InterpretedFunction
 
         return InterpretedFunction(self, node)
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from transpiler.ir import SourceLoc
+from srcjax.transpiler.ir import SourceLoc
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The closed set of primitives, one family module each; importing this registers them all."""
 
-from transpiler.primitives import (  # noqa: F401 - imported to register
+from srcjax.transpiler.primitives import (  # noqa: F401 - imported to register
     collectives,
     control,
     convolution,
@@ -13,4 +13,4 @@ from transpiler.primitives import (  # noqa: F401 - imported to register
     reduce,
     shape,
 )
-from transpiler.primitives.core import PRIMITIVES, Primitive  # noqa: F401
+from srcjax.transpiler.primitives.core import PRIMITIVES, Primitive  # noqa: F401

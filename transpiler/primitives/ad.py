@@ -20,8 +20,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from transpiler.primitives.core import Primitive
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import Primitive
+from srcjax.transpiler.types import TensorType
 
 
 class Zero:
@@ -60,7 +60,7 @@ def aval_of(x: Any) -> TensorType:
     aval = getattr(x, "aval", None)
     if isinstance(aval, TensorType):
         return aval
-    from transpiler.types import type_of_value
+    from srcjax.transpiler.types import type_of_value
 
     return type_of_value(x)
 
@@ -78,11 +78,11 @@ def is_differentiable(aval: TensorType) -> bool:
 
 def zeros(aval: TensorType) -> Any:
     """A materialised zero of ``aval``: a broadcast of a scalar 0 (recorded, not a big constant)."""
-    from transpiler.primitives.shape import broadcast_in_dim_p
+    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 
     scalar = np.zeros((), aval.dtype)
     if aval.shape == ():
-        from transpiler.primitives.elementwise import convert_element_type_p
+        from srcjax.transpiler.primitives.elementwise import convert_element_type_p
 
         return convert_element_type_p.bind(scalar, new_dtype=aval.dtype, weak_type=aval.weak_type)
     return broadcast_in_dim_p.bind(scalar, shape=aval.shape, broadcast_dimensions=())
@@ -97,7 +97,7 @@ def add_tangents(a: Any, b: Any) -> Any:
         return b
     if isinstance(b, Zero):
         return a
-    from transpiler.primitives.elementwise import add_p
+    from srcjax.transpiler.primitives.elementwise import add_p
 
     return add_p.bind(a, b)
 

@@ -14,14 +14,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from transpiler.primitives.core import Primitive
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import Primitive
+from srcjax.transpiler.types import TensorType
 
 NOT_MAPPED = None
 
 
 def aval_of(x: Any) -> TensorType:
-    from transpiler.primitives.ad import aval_of as _aval_of
+    from srcjax.transpiler.primitives.ad import aval_of as _aval_of
 
     return _aval_of(x)
 
@@ -35,7 +35,7 @@ def axis_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
 
 def moveaxis(x: Any, src: int, dst: int) -> Any:
     """``x`` with axis ``src`` moved to position ``dst`` (a transpose, or nothing)."""
-    from transpiler.primitives.shape import transpose_p
+    from srcjax.transpiler.primitives.shape import transpose_p
 
     ndim = aval_of(x).ndim
     src, dst = src % ndim, dst % ndim
@@ -48,7 +48,7 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
 
 def bdim_at_front(x: Any, dim: int | None, size: int) -> Any:
     """``x`` with its batch axis first; an unbatched ``x`` is broadcast along a new first axis."""
-    from transpiler.primitives.shape import broadcast_in_dim_p
+    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 
     if dim is None:
         shape = aval_of(x).shape
@@ -71,7 +71,7 @@ def elementwise_rule(prim: Primitive):
 def unbatched_scalar_broadcast(x: Any, dim: int | None, like: TensorType, size: int) -> Any:
     """An operand that may be a scalar (``clamp``'s bounds, ``select_n``'s predicate) brought to ``like``'s
     batched shape with the batch axis first."""
-    from transpiler.primitives.shape import broadcast_in_dim_p
+    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 
     x = bdim_at_front(x, dim, size) if dim is not None else x
     shape = (size, *like.shape)

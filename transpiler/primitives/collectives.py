@@ -12,8 +12,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType
 
 _axis_env: list[tuple[Any, int]] = []
 

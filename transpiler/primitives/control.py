@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from transpiler.primitives.core import Primitive, register_module
-from transpiler.types import StackType, TensorType
+from srcjax.transpiler.primitives.core import Primitive, register_module
+from srcjax.transpiler.types import StackType, TensorType
 
 RunBlock = Callable[[Any, Sequence[Any]], list[Any]]
 

@@ -19,11 +19,11 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import shape as sh
-from transpiler.primitives.ad import aval_of, defjvp, is_undefined, zeros
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType, short_name
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import shape as sh
+from srcjax.transpiler.primitives.ad import aval_of, defjvp, is_undefined, zeros
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType, short_name
 
 
 def _ints(xs) -> tuple[int, ...]:

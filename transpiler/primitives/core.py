@@ -13,7 +13,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
-from transpiler.types import TensorType
+from srcjax.transpiler.types import TensorType
 
 ShapeRule = Callable[..., "TensorType | list[TensorType]"]
 
@@ -175,7 +175,7 @@ PRIMITIVES: dict[str, Primitive] = {}
 
 def register_module(namespace: dict[str, Any]) -> None:
     """Register every ``*_p`` primitive of a family module; call as ``register_module(globals())``."""
-    family = namespace["__name__"].replace(".", "/") + ".py"
+    family = namespace["__name__"].removeprefix("srcjax.").replace(".", "/") + ".py"  # its path in the repository
     for name, prim in namespace.items():
         if name.endswith("_p") and isinstance(prim, Primitive):
             if PRIMITIVES.get(prim.name) is prim:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from transpiler.primitives.ad import Zero
-from transpiler.primitives.batching import elementwise_rule
-from transpiler.primitives.control import ControlPrimitive
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives.ad import Zero
+from srcjax.transpiler.primitives.batching import elementwise_rule
+from srcjax.transpiler.primitives.control import ControlPrimitive
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType
 
 stop_gradient_p = Primitive("stop_gradient")
 

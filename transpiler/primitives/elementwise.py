@@ -14,11 +14,11 @@ from typing import Callable
 
 import numpy as np
 
-from transpiler.primitives import special
-from transpiler.primitives.batching import axis_size, elementwise_rule, moveaxis
-from transpiler.primitives.ad import Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType, complex_dtype, real_dtype, short_name
+from srcjax.transpiler.primitives import special
+from srcjax.transpiler.primitives.batching import axis_size, elementwise_rule, moveaxis
+from srcjax.transpiler.primitives.ad import Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType, complex_dtype, real_dtype, short_name
 
 # dtype classes, as sets of NumPy kind letters (b bool, i signed, u unsigned, f float, c complex)
 KIND_NAMES = {
@@ -185,7 +185,7 @@ def _balanced_eq(x, z, y):
 
 
 def _full(scalar, like):
-    from transpiler.primitives.shape import broadcast_in_dim_p
+    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 
     shape = aval_of(like).shape
     return broadcast_in_dim_p.bind(scalar, shape=shape, broadcast_dimensions=()) if shape else \
@@ -488,7 +488,7 @@ def _scalar_operands_vmap(prim: Primitive, may_be_scalar: tuple[int, ...]) -> Ca
     batch axis to the result's shape."""
 
     def rule(args, dims):
-        from transpiler.primitives.shape import broadcast_in_dim_p, move_batch_axis
+        from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, move_batch_axis
 
         size = axis_size(args, dims)
         examples = [aval_of(x).shape if d is None else aval_of(x).shape[:d] + aval_of(x).shape[d + 1:]

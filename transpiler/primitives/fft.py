@@ -15,12 +15,12 @@ import enum
 
 import numpy as np
 
-from transpiler.primitives.ad import aval_of
-from transpiler.primitives.batching import moveaxis
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.primitives.elementwise import conj_p, real_p
-from transpiler.primitives.shape import pad_p
-from transpiler.types import TensorType, complex_dtype, real_dtype
+from srcjax.transpiler.primitives.ad import aval_of
+from srcjax.transpiler.primitives.batching import moveaxis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.elementwise import conj_p, real_p
+from srcjax.transpiler.primitives.shape import pad_p
+from srcjax.transpiler.types import TensorType, complex_dtype, real_dtype
 
 
 class FftType(enum.IntEnum):

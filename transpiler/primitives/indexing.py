@@ -18,12 +18,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import shape as sh
-from transpiler.primitives.ad import Zero, add_tangents, aval_of, instantiate, is_undefined, tangent_aval, zeros
-from transpiler.primitives.batching import axis_size, moveaxis
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import shape as sh
+from srcjax.transpiler.primitives.ad import Zero, add_tangents, aval_of, instantiate, is_undefined, tangent_aval, zeros
+from srcjax.transpiler.primitives.batching import axis_size, moveaxis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType
 
 
 def _ints(xs) -> tuple[int, ...]:

@@ -17,15 +17,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_undefined, is_zero, tangent_aval, zeros
-from transpiler.primitives.batching import axis_size, bdim_at_front, moveaxis
-from transpiler.primitives.convolution import Precision, dot_general_p
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.primitives.elementwise import conj_p, convert_element_type_p, real_p, select_n_p
-from transpiler.primitives.indexing import slice_p
-from transpiler.primitives.reduce import reduce_sum_p
-from transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, reshape_p, transpose_p
-from transpiler.types import TensorType, complex_dtype, real_dtype
+from srcjax.transpiler.primitives.ad import Zero, aval_of, defjvp2, is_undefined, is_zero, tangent_aval, zeros
+from srcjax.transpiler.primitives.batching import axis_size, bdim_at_front, moveaxis
+from srcjax.transpiler.primitives.convolution import Precision, dot_general_p
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.elementwise import conj_p, convert_element_type_p, real_p, select_n_p
+from srcjax.transpiler.primitives.indexing import slice_p
+from srcjax.transpiler.primitives.reduce import reduce_sum_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, reshape_p, transpose_p
+from srcjax.transpiler.types import TensorType, complex_dtype, real_dtype
 
 
 def _matrices(prim: str, x: TensorType, *, square: bool = False) -> tuple[tuple[int, ...], int, int]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from transpiler.primitives.batching import elementwise_rule
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.types import TensorType, short_name
+from srcjax.transpiler.primitives.batching import elementwise_rule
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType, short_name
 
 # Rotation distances of the two alternating groups of four rounds, and the key-schedule parity constant.
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

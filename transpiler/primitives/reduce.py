@@ -17,14 +17,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transpiler.primitives import elementwise as ew
-from transpiler.primitives import shape as sh
-from transpiler.primitives.ad import Zero, aval_of, defjvp2, is_zero, jvp_of, tangent_aval, zeros
-from transpiler.primitives.batching import moveaxis
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p, slice_p
-from transpiler.primitives.shape import _check_axes, _pad_impl, batched_axes, common_batch_axis
-from transpiler.types import TensorType
+from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.primitives import shape as sh
+from srcjax.transpiler.primitives.ad import Zero, aval_of, defjvp2, is_zero, jvp_of, tangent_aval, zeros
+from srcjax.transpiler.primitives.batching import moveaxis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p, slice_p
+from srcjax.transpiler.primitives.shape import _check_axes, _pad_impl, batched_axes, common_batch_axis
+from srcjax.transpiler.types import TensorType
 
 # dtype classes, as the elementwise family spells them
 _NUMBER, _ORDERED, _LOGICAL = "iufc", "biufc", "biu"

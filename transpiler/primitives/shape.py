@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from transpiler.primitives.ad import aval_of, is_undefined
-from transpiler.primitives.batching import axis_size, moveaxis
-from transpiler.primitives.core import Primitive, check, register_module
-from transpiler.primitives.elementwise import convert_element_type_p, select_n_p, sub_p
-from transpiler.types import TensorType, short_name
+from srcjax.transpiler.primitives.ad import aval_of, is_undefined
+from srcjax.transpiler.primitives.batching import axis_size, moveaxis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.elementwise import convert_element_type_p, select_n_p, sub_p
+from srcjax.transpiler.types import TensorType, short_name
 
 
 def _check_axes(name: str, axes, ndim: int, what: str = "dimensions") -> tuple[int, ...]:
@@ -82,7 +82,7 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     """Sum the cotangent over the axes the broadcast created or stretched, then restore the operand's shape."""
-    from transpiler.primitives.reduce import reduce_sum_p
+    from srcjax.transpiler.primitives.reduce import reduce_sum_p
 
     in_shape = x.aval.shape
     stretched = tuple(d for a, d in enumerate(broadcast_dimensions) if in_shape[a] == 1 and shape[d] != 1)
@@ -245,7 +245,7 @@ concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 @concatenate_p.def_linear
 def _concatenate_transpose(ct, *xs, dimension):
     """Each operand's cotangent is its stretch of the cotangent along ``dimension``."""
-    from transpiler.primitives.indexing import slice_p
+    from srcjax.transpiler.primitives.indexing import slice_p
 
     shape = aval_of(ct).shape
     cotangents, start = [], 0
@@ -307,8 +307,8 @@ def _pad_transpose(ct, x, value, *, padding_config):
     """Linear in the operand and the padding value together (JAX's rule). The operand's cotangent is the
     cotangent at the operand's positions: undo lo/hi (where they were negative they cut elements, which
     now get zeros), then take every (interior + 1)-th element. The value's is the sum of the rest."""
-    from transpiler.primitives.indexing import slice_p
-    from transpiler.primitives.reduce import reduce_sum_p
+    from srcjax.transpiler.primitives.indexing import slice_p
+    from srcjax.transpiler.primitives.reduce import reduce_sum_p
 
     ndim, everything = len(padding_config), tuple(range(len(padding_config)))
     unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from transpiler.builder import Builder
-from transpiler.passes import clean
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.primitives import core
-from transpiler.primitives.ad import Zero, is_differentiable, jvp_of, tangent_aval
-from transpiler.primitives.ad import instantiate as _instantiate
-from transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.passes import clean
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.ad import Zero, is_differentiable, jvp_of, tangent_aval
+from srcjax.transpiler.primitives.ad import instantiate as _instantiate
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
     stack_size_p, while_p
-from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
-from transpiler.types import StackType, TensorType
+from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
+from srcjax.transpiler.types import StackType, TensorType
 
 
 class TransformError(Exception):
@@ -82,7 +82,7 @@ def jvp_function(fn: Function, wrt: Sequence[bool] | None = None) -> Function:
 def instantiate(t: Any) -> Any:
     """A materialised tangent; a zero stack is a new empty stack (only loops carry stacks, empty on entry)."""
     if isinstance(t, Zero) and isinstance(t.aval, StackType):
-        from transpiler.primitives import core as _core
+        from srcjax.transpiler.primitives import core as _core
 
         builder = _core.current_interpreter()
         fresh = Value(t.aval)

@@ -20,19 +20,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from transpiler.builder import Builder
-from transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
-from transpiler.primitives import core
-from transpiler.primitives.ad import UndefinedPrimal, Zero, add_tangents, instantiate, is_differentiable, jvp_of, \
-    tangent_aval, zeros
-from transpiler.primitives.control import cond_p, for_p, stack_get_p, stack_new_p, stack_push_p, while_p
-from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
-from transpiler.primitives.elementwise import add_p, sub_p
-from transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
-from transpiler.primitives.shape import reshape_p
-from transpiler.passes import clean
-from transpiler.transforms.jvp import TransformError
-from transpiler.types import StackType, TensorType
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.ad import (
+    UndefinedPrimal, Zero, add_tangents, instantiate, is_differentiable, jvp_of, tangent_aval, zeros,
+)
+from srcjax.transpiler.primitives.control import cond_p, for_p, stack_get_p, stack_new_p, stack_push_p, while_p
+from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
+from srcjax.transpiler.primitives.elementwise import add_p, sub_p
+from srcjax.transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
+from srcjax.transpiler.primitives.shape import reshape_p
+from srcjax.transpiler.passes import clean
+from srcjax.transpiler.transforms.jvp import TransformError
+from srcjax.transpiler.types import StackType, TensorType
 
 
 class Linearizer(core.Interpreter):

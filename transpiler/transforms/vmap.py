@@ -15,19 +15,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from transpiler.builder import Builder
-from transpiler.ir import Block, Function, Literal, Op, Value
-from transpiler.passes import clean
-from transpiler.primitives import core
-from transpiler.primitives.batching import bdim_at_front, moveaxis
-from transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
+from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.passes import clean
+from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.batching import bdim_at_front, moveaxis
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
     stack_size_p, while_p
-from transpiler.primitives.elementwise import convert_element_type_p, select_n_p
-from transpiler.primitives.elementwise import lt_p
-from transpiler.primitives.reduce import reduce_max_p, reduce_or_p
-from transpiler.primitives.shape import broadcast_in_dim_p
-from transpiler.transforms.jvp import TransformError
-from transpiler.types import StackType, TensorType
+from srcjax.transpiler.primitives.elementwise import convert_element_type_p, select_n_p
+from srcjax.transpiler.primitives.elementwise import lt_p
+from srcjax.transpiler.primitives.reduce import reduce_max_p, reduce_or_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
+from srcjax.transpiler.transforms.jvp import TransformError
+from srcjax.transpiler.types import StackType, TensorType
 
 
 def batched_aval(aval: Any, dim: int | None, size: int) -> Any:
@@ -320,25 +320,25 @@ def _collective(reduce: Callable[[Any], Any]) -> Callable[[Batcher, Op], None]:
 
 
 def _psum(x: Any) -> Any:
-    from transpiler.primitives.reduce import reduce_sum_p
+    from srcjax.transpiler.primitives.reduce import reduce_sum_p
 
     return reduce_sum_p.bind(x, axes=(0,))
 
 
 def _pmax(x: Any) -> Any:
-    from transpiler.primitives.reduce import reduce_max_p
+    from srcjax.transpiler.primitives.reduce import reduce_max_p
 
     return reduce_max_p.bind(x, axes=(0,))
 
 
 def _pmin(x: Any) -> Any:
-    from transpiler.primitives.reduce import reduce_min_p
+    from srcjax.transpiler.primitives.reduce import reduce_min_p
 
     return reduce_min_p.bind(x, axes=(0,))
 
 
 def _pmean(x: Any) -> Any:
-    from transpiler.primitives.elementwise import div_p
+    from srcjax.transpiler.primitives.elementwise import div_p
 
     total = _psum(x)
     count = np.asarray(x.aval.shape[0], total.aval.dtype)
@@ -348,7 +348,7 @@ def _pmean(x: Any) -> Any:
 
 
 def _axis_index(b: Batcher, op: Op) -> None:
-    from transpiler.primitives.shape import iota_p
+    from srcjax.transpiler.primitives.shape import iota_p
 
     if not _named(b, op):
         b.write(op.results[0], op.prim.bind(**op.params), None)
@@ -386,7 +386,7 @@ CONTROL_VMAP: dict[core.Primitive, Callable[[Batcher, Op], None]] = {
 
 
 def _register_custom() -> None:
-    from transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
+    from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 
     CONTROL_VMAP[custom_jvp_call_p] = _custom_vmap
     CONTROL_VMAP[custom_vjp_call_p] = _custom_vmap

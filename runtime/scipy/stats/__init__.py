@@ -1,5 +1,5 @@
 """``srcjax.scipy.stats``: probability distributions under SciPy's names (``stats.norm.pdf``, ...)."""
 
-from runtime.scipy.stats import norm
+from srcjax.runtime.scipy.stats import norm
 
 __all__ = ["norm"]

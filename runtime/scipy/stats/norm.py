@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from runtime.numpy import _core
-from runtime.scipy import special
+from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy import special
 
 __all__ = ["pdf", "logpdf", "cdf", "logcdf", "ppf", "sf", "logsf", "isf"]
 
 
 def _jnp():
-    from runtime import numpy as jnp
+    from srcjax.runtime import numpy as jnp
 
     return jnp
 

@@ -1,3 +1,3 @@
 """``srcjax.scipy.stats.norm``."""
 
-from runtime.scipy.stats.norm import *  # noqa: F401,F403
+from srcjax.runtime.scipy.stats.norm import *  # noqa: F401,F403

@@ -5,7 +5,7 @@ import numpy as np
 
 import srcjax.numpy as jnp
 from srcjax import lax
-from transpiler.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers
+from srcjax.transpiler.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers
 
 
 def _constant(data, dtype, shape):

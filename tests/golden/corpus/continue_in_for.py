@@ -3,7 +3,7 @@ import numpy as np
 
 import srcjax.numpy as jnp
 from srcjax import lax
-from transpiler.primitives import PRIMITIVES
+from srcjax.transpiler.primitives import PRIMITIVES
 
 dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 

@@ -3,8 +3,8 @@ import numpy as np
 
 import srcjax.numpy as jnp
 from srcjax import lax
-from transpiler.primitives import PRIMITIVES
-from transpiler.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers
+from srcjax.transpiler.primitives import PRIMITIVES
+from srcjax.transpiler.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers
 
 dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 
