@@ -344,10 +344,11 @@ def _metadata(name: str, entries: list[_Entry], routines: list[str]) -> dict:
 
 def _cpu_features() -> list[str]:
     """The CPU features the code was compiled with that a loading machine must have (see aot_loader)."""
-    import llvmlite.binding as llvm
+    from srcjax.codegen.llvm import engine
 
-    enabled = {name for name, on in llvm.get_host_cpu_features().items() if on}
-    known = "sse4.1 sse4.2 ssse3 avx avx2 fma f16c bmi bmi2 avx512f avx512bw avx512dq avx512vl".split()
+    enabled = engine.target().enabled
+    known = ("popcnt sse4.1 sse4.2 ssse3 avx avx2 fma f16c bmi bmi2 lzcnt movbe "
+             "avx512f avx512bw avx512cd avx512dq avx512vl").split()
     return [name for name in known if name in enabled]
 
 

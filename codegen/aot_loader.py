@@ -21,8 +21,8 @@ _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}  # a Python bool, int or float fi
 _PYTHON_KIND = {bool: "b", int: "i", float: "f"}
 # LLVM's name of a CPU feature -> /proc/cpuinfo's, for the features whose absence would crash compiled code
 _CPU_FLAGS = {"sse4.1": "sse4_1", "sse4.2": "sse4_2", "ssse3": "ssse3", "avx": "avx", "avx2": "avx2", "fma": "fma",
-              "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2", "avx512f": "avx512f", "avx512bw": "avx512bw",
-              "avx512dq": "avx512dq", "avx512vl": "avx512vl"}  # fmt: skip
+              "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2", "lzcnt": "abm", "avx512f": "avx512f",
+              "avx512bw": "avx512bw", "avx512dq": "avx512dq", "avx512vl": "avx512vl"}  # fmt: skip
 
 
 def _type_text(dtype: _np.dtype, shape) -> str:

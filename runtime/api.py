@@ -210,9 +210,12 @@ def _compile_native(ir: Function) -> Any:
     """The native executable of ``ir`` (through the disk cache, which SRCJAX_CACHE=0 turns off), or None when the
     native compiler does not handle something in it. Any other failure is an ``InternalCompilerError``."""
     from srcjax.codegen.cache import compile_function
+    from srcjax.codegen.llvm.engine import TargetError
 
     try:
         return compile_function(ir, config.jax_compilation_cache_dir)
+    except TargetError:  # (the user's SRCJAX_CPU)
+        raise
     except Exception as e:
         raise InternalCompilerError(
             f"srcjax's native compiler failed on {_described(ir)}: {type(e).__name__}: {e}\n"

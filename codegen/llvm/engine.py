@@ -1,4 +1,9 @@
-"""llvmlite set-up for the host CPU: the target machine, the -O3 pipeline, one JIT engine, IR and assembly text.
+"""llvmlite set-up for the target CPU: the target machine, the -O3 pipeline, one JIT engine, IR and assembly text.
+
+The target is the host CPU unless ``SRCJAX_CPU`` names an x86-64 microarchitecture level (``x86-64``,
+``x86-64-v2`` = SSE4.2, ``x86-64-v3`` = AVX2 + FMA, ``x86-64-v4`` = AVX-512) that the host can run: code
+compiled for a baseline runs on every machine of that level, and the test suite compiles for one so that no
+test depends on the features of the machine it happens to run on.
 
 llvmlite 0.50 wraps LLVM 22: targets are initialised explicitly (``llvm.initialize()`` is gone) and only the
 new pass manager exists. Everything is created on first use, so importing this module costs nothing.
@@ -12,6 +17,7 @@ optimises a module and emits it (for the JIT's loader, or position-independent f
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Sequence
@@ -21,6 +27,48 @@ import llvmlite.ir as ir
 
 _lock = threading.RLock()  # LLVM's context and MCJIT are not thread-safe: one user at a time (re-entered)
 _state: dict[str, object] = {}
+
+# The x86-64 psABI's microarchitecture levels: LLVM's CPU name -> the features (LLVM's names) it adds to the
+# level before it. Each level's features are those of every level up to it.
+_LEVELS = {
+    "x86-64": ("sse", "sse2", "cx8", "cmov", "fxsr", "mmx"),
+    "x86-64-v2": ("cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3"),
+    "x86-64-v3": ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"),
+    "x86-64-v4": ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
+}
+
+
+class TargetError(ValueError):
+    """``SRCJAX_CPU`` names no target this machine can compile for and run."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The CPU code is compiled for: LLVM's CPU name, the feature string the target machine gets, and the
+    features the code may use."""
+
+    cpu: str
+    features: str
+    enabled: frozenset[str]
+
+
+def _choose_target() -> Target:
+    host = llvm.get_host_cpu_features()
+    host_enabled = frozenset(name for name, on in host.items() if on)
+    chosen = os.environ.get("SRCJAX_CPU", "").strip() or "host"
+    if chosen == "host":
+        return Target(llvm.get_host_cpu_name(), host.flatten(), host_enabled)
+    if chosen not in _LEVELS:
+        raise TargetError(f"SRCJAX_CPU={chosen!r}: expected 'host' or one of {', '.join(_LEVELS)}")
+    names = list(_LEVELS)
+    enabled = frozenset(f for level in names[: names.index(chosen) + 1] for f in _LEVELS[level])
+    if not llvm.get_process_triple().startswith("x86_64"):
+        raise TargetError(f"SRCJAX_CPU={chosen!r} is an x86-64 level; this machine is {llvm.get_process_triple()}")
+    missing = sorted(enabled - host_enabled - {"mmx", "cx8", "fxsr", "cmov", "sahf"})  # (not always listed)
+    if missing:
+        raise TargetError(f"SRCJAX_CPU={chosen!r} needs {', '.join(missing)}, which this CPU lacks "
+                          "(its code would not run)")
+    return Target(chosen, "", enabled)
 
 
 def _init() -> dict[str, object]:
@@ -34,21 +82,31 @@ def _init_locked() -> dict[str, object]:
     if not _state:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
-        features = llvm.get_host_cpu_features().flatten()
-        machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=features, opt=3, reloc="default", codemodel="jitdefault", jit=True
+        chosen = _choose_target()
+        machine = llvm.Target.from_default_triple().create_target_machine(
+            cpu=chosen.cpu, features=chosen.features, opt=3, reloc="default", codemodel="jitdefault", jit=True
         )
         machine.set_asm_verbosity(False)
         empty = llvm.parse_assembly("")
         engine = llvm.create_mcjit_compiler(empty, machine)
-        _state.update(machine=machine, engine=engine, features=features, counter=0)
+        _state.update(machine=machine, engine=engine, target=chosen, counter=0)
     return _state
 
 
+def target() -> Target:
+    """The CPU compiled code is for (the host's, or ``SRCJAX_CPU``'s level)."""
+    return _init()["target"]  # type: ignore[return-value]
+
+
+def has_fma() -> bool:
+    """Whether the target multiplies and adds with one rounding in one instruction (x86 before AVX2 does not; every
+    64-bit ARM does)."""
+    return "fma" in target().enabled or not llvm.get_process_triple().startswith("x86_64")
+
+
 def target_machine(pic: bool = False) -> llvm.TargetMachine:
-    """The host's target machine: the JIT's, or (``pic``) one emitting position-independent code for shared
-    libraries (same CPU and features)."""
+    """The target machine: the JIT's, or (``pic``) one emitting position-independent code for shared libraries
+    (same CPU and features)."""
     state = _init()
     with _lock:
         if pic and "pic_machine" not in state:
@@ -57,9 +115,9 @@ def target_machine(pic: bool = False) -> llvm.TargetMachine:
 
 
 def _add_pic_machine(state: dict) -> None:
-    target = llvm.Target.from_default_triple()
-    machine = target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=state["features"], opt=3, reloc="pic", codemodel="default"
+    chosen: Target = state["target"]
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=chosen.cpu, features=chosen.features, opt=3, reloc="pic", codemodel="default"
     )
     machine.set_asm_verbosity(False)
     state["pic_machine"] = machine
@@ -67,12 +125,12 @@ def _add_pic_machine(state: dict) -> None:
 
 def host_description() -> str:
     """The CPU code is compiled for (part of any cache key for machine code)."""
-    state = _init()
-    return f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} {state['features']} llvm{llvm.llvm_version_info}"
+    chosen = target()
+    return f"{llvm.get_process_triple()} {chosen.cpu} {chosen.features} llvm{llvm.llvm_version_info}"
 
 
 def new_module(name: str) -> ir.Module:
-    """An empty llvmlite module for the host's triple and data layout."""
+    """An empty llvmlite module for the target's triple and data layout."""
     machine = target_machine()
     module = ir.Module(name=name)
     module.triple = machine.triple
@@ -169,7 +227,7 @@ def unique_name(prefix: str) -> str:
 
 
 def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
-    """The host assembly of ``module`` (already-optimised IR is not optimised again)."""
+    """The target's assembly of ``module`` (already-optimised IR is not optimised again)."""
     with _lock:
         ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
         return target_machine().emit_assembly(ref)

@@ -33,6 +33,7 @@ from typing import Callable
 
 import llvmlite.ir as ir
 
+from srcjax.codegen.llvm import engine
 from srcjax.transpiler.primitives import special
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -94,7 +95,32 @@ class Floats:
         return self.b.fdiv(x, y)
 
     def fma(self, x, y, z):
-        return self.intrinsic("fma", x, y, z)
+        """x * y + z with one rounding. Without an FMA instruction ``llvm.fma`` would become a libm call per
+        element, so it is computed as the eager path computes it (``special._fma``, the same operations, so the
+        same bits): float32 in float64, where the product is exact; float64 by Dekker's exact product and
+        Knuth's exact sum."""
+        if engine.has_fma():
+            return self.intrinsic("fma", x, y, z)
+        b = self.b
+        if not self.double:
+            wide = [b.fpext(v, F64) for v in (x, y, z)]
+            return b.fptrunc(b.fadd(b.fmul(wide[0], wide[1]), wide[2]), self.t)
+        split = self.c(special._SPLIT)
+
+        def halves(v):
+            high = b.fmul(v, split)
+            high = b.fsub(high, b.fsub(high, v))
+            return high, b.fsub(v, high)
+
+        p = b.fmul(x, y)
+        (x_hi, x_lo), (y_hi, y_lo) = halves(x), halves(y)
+        e = b.fadd(b.fadd(b.fadd(b.fsub(b.fmul(x_hi, y_hi), p), b.fmul(x_hi, y_lo)), b.fmul(x_lo, y_hi)),
+                   b.fmul(x_lo, y_lo))
+        total = b.fadd(p, z)
+        v = b.fsub(total, p)
+        t = b.fadd(b.fsub(p, b.fsub(total, v)), b.fsub(z, v))
+        fused = b.fadd(total, b.fadd(t, e))
+        return self.select(self.isnan(fused), total, fused)  # (splitting overflows beyond 2^996: inf - inf)
 
     def abs(self, x):
         return self.intrinsic("fabs", x)
@@ -174,9 +200,13 @@ def _reduce_ln2(f: Floats, x, lo: float, hi: float):
     x = f.select(bad, f.c(0.0), x)
     x = f.select(f.cmp(">", x, f.c(hi)), f.c(hi), f.select(f.cmp("<", x, f.c(lo)), f.c(lo), x))
     n = f.rint(f.mul(x, f.c(1 / math.log(2))))
-    hi_part, lo_part = _LN2_PARTS[f.t]
-    r = f.fma(f.b.fneg(n), f.c(hi_part), x)
-    r = f.fma(f.b.fneg(n), f.c(lo_part), r)
+    if engine.has_fma():  # x - n hi and the next step each round once
+        hi_part, lo_part = _LN2_PARTS[f.t]
+        r = f.fma(f.b.fneg(n), f.c(hi_part), x)
+        r = f.fma(f.b.fneg(n), f.c(lo_part), r)
+    else:  # hi holds so few bits that n hi is exact, and x - n hi is too (they are close)
+        hi_part, lo_part = _LN2_SHORT[f.t]
+        r = f.sub(f.sub(x, f.mul(n, f.c(hi_part))), f.mul(n, f.c(lo_part)))
     return f.to_int(n), r, bad
 
 

@@ -19,7 +19,9 @@ import tomllib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FOLDERS = {"srcjax": "srcjax", "srcjax.transpiler": "transpiler", "srcjax.codegen": "codegen", "srcjax.runtime": "runtime"}
+FOLDERS = {
+    "srcjax": "srcjax", "srcjax.transpiler": "transpiler", "srcjax.codegen": "codegen", "srcjax.runtime": "runtime",
+}
 
 
 def test_the_package_list_names_every_package_folder():

@@ -14,6 +14,7 @@ from tests.corpus import loops
 from srcjax.transpiler.frontend import trace_function
 from srcjax.transpiler.ir import count_ops
 from srcjax.transpiler.types import TensorType
+from tests.codegen.assembly import packed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F32 = TensorType(np.float32, (3,))
@@ -113,4 +114,4 @@ def test_transpile_emits_llvm_and_assembly(capsys):
     assert "define" in llvm_ir and "fmul" in llvm_ir
     assert cli(["transpile", target, "--args", "f32[64,64]", "--emit", "asm"]) == 0
     assembly = capsys.readouterr().out
-    assert "ymm" in assembly  # packed AVX arithmetic
+    assert packed(assembly, "v?mulps")  # packed arithmetic on the target's full vector registers
