@@ -148,7 +148,7 @@ _ADDRESS = re.compile(r"inttoptr \(i64 (\d{5,}) to")
 
 
 def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDLL]) -> _Entry:
-    from srcjax.codegen.llvm import blas, engine, kernels
+    from srcjax.codegen.llvm import blas, engine, interrupt, kernels
     from srcjax.codegen.llvm.compile import EntryEmitter
     from srcjax.codegen.llvm.fusion import Unsupported, plan_function
 
@@ -178,7 +178,8 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
     declared = {g.name: g.ftype for g in module.functions if g.is_declaration and g.name in blas_names}
     obj = engine.compile_to_object(module, 3, pic=True)
     for name in obj.externals:
-        if name not in declared and name != kernels.PARALLEL and not _resolves(name, libraries):
+        ours = (kernels.PARALLEL, interrupt.COUNTER)  # (linked into the library)
+        if name not in declared and name not in ours and not _resolves(name, libraries):
             raise AotError(
                 f"{where}: the compiled code calls '{name}', which only the compiling process provides "
                 "(a call back into Python?): it cannot run from a shared library"
@@ -226,10 +227,13 @@ def _call_object() -> bytes:
     of the ``count`` NumPy arrays in a Python tuple, read at the offsets the loader measured in its own
     interpreter (so the library does not depend on one); the loader falls back to building the pointer array
     itself (a few microseconds per array) where it cannot measure them."""
-    from srcjax.codegen.llvm import engine
+    from srcjax.codegen.llvm import engine, interrupt
     from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 
     module = engine.new_module("srcjax_aot_call")
+    # the count of SIGINTs compiled loops read (codegen/llvm/interrupt.py): nothing counts them in a library
+    count = interrupt.counter(module)
+    count.initializer, count.visibility = ir.Constant(I64, 0), "hidden"
     entry_type = ir.FunctionType(ir.VoidType(), [PTR.as_pointer()])
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [entry_type.as_pointer(), PTR, I64, I64, I64]), name=CALL)
     entry, items, count, item_offset, data_offset = fn.args

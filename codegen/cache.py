@@ -234,11 +234,13 @@ def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[
 def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int], str] | None:
     """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
     (LLVM's loader would abort the process on it)."""
-    from srcjax.codegen.llvm import blas, engine, kernels
+    from srcjax.codegen.llvm import blas, engine, interrupt, kernels
 
     meta, obj, llvm_ir = entry
     if kernels.PARALLEL in meta.get("externals", []):
         _parallel_runtime(directory)
+    if interrupt.COUNTER in meta.get("externals", []):
+        interrupt.bind()
     blas.find_gemm()
     if not all(engine.symbol_address(s) for s in meta.get("externals", [])):
         return None

@@ -21,7 +21,8 @@ from typing import Any, Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from srcjax.codegen.llvm import blas, engine, kernels
+from srcjax.codegen.llvm import blas, engine, interrupt, kernels
+from srcjax.codegen.llvm.control import has_loops
 from srcjax.codegen.llvm.fusion import Gemm, Nest, Plan, Unsupported, plan_function
 from srcjax.codegen.llvm.host import HostCalls
 from srcjax.codegen.llvm.layout import Buffer
@@ -441,6 +442,8 @@ class Executable:
                 raise RuntimeError(f"the JIT has no host-call slot for {self.name}")
             ctypes.c_void_p.from_address(slot).value = self._host.address
             self._call = self._host.checked(self._call)
+        if self.plan.control and has_loops(self.fn):  # its loops stop early on Ctrl-C: never return that
+            self._call = interrupt.guard(self._call)
 
     def _call_with_pointers(self, arrays: tuple) -> None:
         pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])

@@ -11,6 +11,8 @@ control ops into basic blocks:
   stored as i32 before each trip; the body's yields are copied back into the carried buffers.
 - ``while``: the same buffers serve the condition's and the body's parameters; the condition's bool
   decides between the body and the exit.
+- ``for`` and ``while`` also leave the loop when a SIGINT has arrived since the function began (Ctrl-C:
+  codegen/llvm/interrupt.py), checked on every trip.
 - ``scan``: a counted loop like ``for``; each trip copies row i of every xs into the body's parameter
   and the body's outputs into row i of the stacked results.
 - ``cond``: a conditional branch (bool) or a switch on the clamped index; each branch copies its yields
@@ -30,6 +32,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
+from srcjax.codegen.llvm import interrupt
 from srcjax.codegen.llvm.fusion import Plan, Unsupported, lowers, plan_function
 from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 from srcjax.codegen.llvm.layout import Buffer
@@ -37,6 +40,7 @@ from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
 from srcjax.transpiler.types import StackType, TensorType
 
 CONTROL = frozenset({"cond", "while", "for", "scan"})
+LOOPS = frozenset({"while", "for"})  # loops whose trips Ctrl-C can cut short
 CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call"})  # their region is the function itself: inlined
 # slices at indices known only at run time, and stacks: emitted here, between segments
 DYNAMIC_SLICES = frozenset({"dynamic_slice", "dynamic_update_slice"})
@@ -47,6 +51,11 @@ BETWEEN = DYNAMIC_SLICES | STACK_OPS
 def has_control(fn: Function) -> bool:
     """Whether ``fn`` needs this emitter: control flow, slices at run-time indices, stacks or host calls."""
     return any(op.regions or op.name in BETWEEN or not lowers(op) for op in fn.body.ops)
+
+
+def has_loops(fn: Function) -> bool:
+    """Whether ``fn``'s code reads the interrupt count (its calls are guarded: ``interrupt.guard``)."""
+    return any(op.name in LOOPS for op in walk(fn.body))
 
 
 def is_host(op: Op) -> bool:
@@ -84,6 +93,7 @@ class ControlEmitter:
         self.private: set[int] = set()
         self.segments = 0
         self.literals = 0
+        self.interrupts_at_entry: ir.Value | None = None  # the interrupt count when the function began
         # the ops (at any depth) reading each value, and the values some block yields
         self.users: dict[int, set[int]] = {}
         self.yielded: set[int] = {id(v) for v in fn.body.results}
@@ -146,6 +156,13 @@ class ControlEmitter:
         if bits == 64:
             return raw
         return self.b.sext(raw, I64) if dtype.kind == "i" else self.b.zext(raw, I64)
+
+    def not_interrupted(self) -> ir.Value:
+        """True while no SIGINT has arrived since the function began (read on a loop's every trip)."""
+        if self.interrupts_at_entry is None:
+            interrupt.bind()
+            self.interrupts_at_entry = interrupt.read(self.head, self.module)
+        return self.b.icmp_unsigned("==", interrupt.read(self.b, self.module), self.interrupts_at_entry)
 
     # -- the entry ----------------------------------------------------------------------------------------
     def emit(self) -> Plan:
@@ -268,7 +285,7 @@ class ControlEmitter:
         b.position_at_end(header)
         k = b.phi(I64)
         k.add_incoming(ir.Constant(I64, 0), pre)
-        b.cbranch(b.icmp_signed("<", k, n), loop, exit_)
+        b.cbranch(b.and_(b.icmp_signed("<", k, n), self.not_interrupted()), loop, exit_)
         b.position_at_end(loop)
         b.store(b.trunc(k, ir.IntType(32)), b.bitcast(counter, ir.IntType(32).as_pointer()))
         self.block(body)
@@ -295,8 +312,8 @@ class ControlEmitter:
         b.branch(header)
         b.position_at_end(header)
         self.block(cond_block)
-        go = self.load_int(cond_block.results[0])
-        b.cbranch(b.icmp_unsigned("!=", go, ir.Constant(I64, 0)), loop, exit_)
+        go = b.icmp_unsigned("!=", self.load_int(cond_block.results[0]), ir.Constant(I64, 0))
+        b.cbranch(b.and_(go, self.not_interrupted()), loop, exit_)
         b.position_at_end(loop)
         self.block(body)
         self.yield_into(body.results, carried, carried)
