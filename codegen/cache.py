@@ -18,6 +18,12 @@ object code is only handed to LLVM's loader after its checksum and key matched. 
 named after its key, so they never clash with modules compiled in the same process. The thread runtime
 of ``codegen/llvm/kernels.py`` (``srcjax_parallel``) has an entry of its own, loaded once per process.
 
+Only a regular file of bounded size is read as an entry (a link, a FIFO or a device is not: it could hang the
+process or feed it gigabytes). Reading an entry renews its modification time; when the directory grows past
+its limit (``configure``: JAX's ``jax_compilation_cache_max_size``), the entries least recently used are
+deleted first. The code loaded in this process is kept for reuse by later compilations of the same key, least
+recently used dropped first beyond ``set_memory_limits``; a function still in use keeps its own code.
+
 ``SRCJAX_CACHE=0`` turns the cache off. The directory is the configured one
 (``config.jax_compilation_cache_dir``, passed in by the runtime), else ``$XDG_CACHE_HOME/srcjax``, else
 ``~/.cache/srcjax``.
@@ -28,11 +34,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import sys
 import tempfile
 import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +52,10 @@ _HEAD = struct.Struct("<8sI32s")
 _LEN = struct.Struct("<Q")
 _DIGEST = 32
 
-_loaded: dict[bytes, tuple[str, dict[str, int], str]] = {}  # key -> (entry name, addresses, LLVM IR), per process
+# key -> (entry name, its code, LLVM IR): the code loaded in this process, most recently used last. Bounded
+# (``set_memory_limits``): an entry dropped here lives on only while a compiled function still holds its code.
+_loaded: OrderedDict[bytes, tuple[str, Any, str]] = OrderedDict()
+_memory_limits = {"entries": 512, "bytes": 256 << 20}
 _lock = threading.RLock()  # (re-entered: loading an entry may load the thread runtime's)
 _compiler: list[str] = []
 stats = {"hits": 0, "misses": 0}  # functions loaded from an entry / compiled and stored, in this process
@@ -141,20 +154,101 @@ def decode(data: bytes, key: bytes) -> tuple[dict, bytes, str] | None:
     return meta, parts[1], llvm_ir
 
 
+# -- the size of the directory ----------------------------------------------------------------------------------
+# disk_bytes: the directory's limit (-1: none), as JAX's jax_compilation_cache_max_size; entry_bytes: the largest
+# file read as an entry. The runtime sets them from its configuration (``configure``).
+limits = {"disk_bytes": 256 << 20, "entry_bytes": 256 << 20}
+_usage: dict[Path, int] = {}  # directory -> its entries' bytes as this process last counted them, plus its writes
+
+
+def configure(disk_bytes: int) -> None:
+    with _lock:
+        limits["disk_bytes"] = int(disk_bytes)
+        limits["entry_bytes"] = 256 << 20 if disk_bytes < 0 else min(int(disk_bytes), 256 << 20)
+
+
+def _account(directory: Path, written: int) -> None:
+    """Count a write; past the limit, delete the least recently used entries (oldest modification time:
+    ``read_entry`` renews it) until the directory holds at most nine tenths of the limit."""
+    cap = limits["disk_bytes"]
+    if cap < 0:
+        return
+    with _lock:
+        if directory not in _usage:
+            _usage[directory] = sum(size for _, size, _ in _entries(directory))
+        else:
+            _usage[directory] += written
+        if _usage[directory] <= cap:
+            return
+        entries = sorted(_entries(directory), key=lambda e: e[2])
+        total = sum(size for _, size, _ in entries)
+        for path, size, _ in entries:
+            if total <= cap * 0.9:
+                break
+            try:
+                os.unlink(path)
+                total -= size
+            except OSError:
+                pass
+        _usage[directory] = total
+
+
+def _entries(directory: Path) -> list[tuple[str, int, float]]:
+    """(path, size, modification time) of the entries in ``directory``, and of temporaries left over by a
+    process that died while writing (older than a minute)."""
+    found = []
+    try:
+        with os.scandir(directory) as scan:
+            for e in scan:
+                if not e.name.endswith(".o"):
+                    continue
+                try:
+                    info = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if e.name.startswith(".tmp-") and time.time() - info.st_mtime < 60:
+                    continue
+                found.append((e.path, info.st_size if stat.S_ISREG(info.st_mode) else 0, info.st_mtime))
+    except OSError:
+        pass
+    return found
+
+
 def entry_path(directory: Path, key: bytes) -> Path:
     return directory / f"{key.hex()}.o"
 
 
 def read_entry(path: Path, key: bytes) -> tuple[dict, bytes, str] | None:
+    """The entry at ``path`` if it is a regular file (not a link, a FIFO or a device) of at most
+    ``limits["entry_bytes"]`` holding an entry made for ``key``; its modification time is renewed (the disk
+    cache evicts the least recently used entries first)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    return decode(data, key)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limits["entry_bytes"]:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(info.st_size + 1)
+        if len(data) != info.st_size:  # (it changed while we read it)
+            return None
+        entry = decode(data, key)
+        if entry is not None:
+            os.utime(fd)
+        return entry
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def write_entry(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename. False on failure."""
+    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename; then keep the directory
+    within ``limits["disk_bytes"]``. False on failure (or when the limit leaves no room for it)."""
+    if limits["disk_bytes"] >= 0 and len(data) > limits["disk_bytes"]:
+        return False
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,6 +258,7 @@ def write_entry(path: Path, data: bytes) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _account(path.parent, len(data))
         return True
     except OSError:
         if tmp is not None:
@@ -196,42 +291,73 @@ def compile_function(fn, directory: str | os.PathLike | None = None):
             _parallel_runtime(directory)  # (the emitter binds it if a nest runs on threads: from its entry)
             return (*build(), 3)
 
-        _, addresses, llvm_ir = _cached(key, directory, build_entry, count=True)
-        return engine.CompiledModule(addresses, llvm_ir)
+        _, code, llvm_ir = _cached(key, directory, build_entry, count=True)
+        return engine.CompiledModule(code, llvm_ir)
 
     return native.compile_function(fn, plan, f"srcjax_{native._safe(fn.name)}_{key.hex()[:24]}", load)
 
 
-def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, dict[str, int], str]:
-    """(entry function's name, addresses of the entries, LLVM IR) for ``key``: loaded once per process, from
-    its entry if that is sound, else built (``build() -> (module, entry names, speed level)``) and stored."""
+def set_memory_limits(entries: int, nbytes: int) -> None:
+    """At most ``entries`` compiled functions, of at most ``nbytes`` of object code and LLVM IR in all, are kept
+    loaded for reuse by later compilations of the same key (functions in use keep their own code); -1: no
+    limit."""
+    with _lock:
+        _memory_limits.update(entries=int(entries), bytes=int(nbytes))
+        _trim()
+
+
+def clear_memory() -> None:
+    """Forget the loaded code kept for reuse (``srcjax.clear_caches``)."""
+    with _lock:
+        _loaded.clear()
+
+
+def _weight(done: tuple[str, Any, str]) -> int:
+    return done[1].nbytes + len(done[2])
+
+
+def _trim() -> None:
+    entries, nbytes = (float("inf") if n < 0 else n for n in (_memory_limits["entries"], _memory_limits["bytes"]))
+    total = sum(map(_weight, _loaded.values()))
+    while _loaded and (len(_loaded) > entries or total > nbytes):
+        _, dropped = _loaded.popitem(last=False)
+        total -= _weight(dropped)
+
+
+def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, Any, str]:
+    """(entry function's name, its ``engine.Code``, LLVM IR) for ``key``: loaded once per process while it is
+    kept (or used), from its entry if that is sound, else built (``build() -> (module, entry names, speed
+    level)``) and stored."""
     with _lock:
         done = _loaded.get(key)
+        if done is not None:
+            _loaded.move_to_end(key)
+            return done
+        path = entry_path(cache_dir(directory), key)
+        entry = read_entry(path, key)
+        done = _load(entry, directory) if entry is not None else None
         if done is None:
-            path = entry_path(cache_dir(directory), key)
-            entry = read_entry(path, key)
-            done = _load(entry, directory) if entry is not None else None
-            if done is None:
-                done, data = _compile(key, *build())
-                write_entry(path, data)
-                stats["misses"] += count
-            else:
-                stats["hits"] += count
-            _loaded[key] = done
+            done, data = _compile(key, *build())
+            write_entry(path, data)
+            stats["misses"] += count
+        else:
+            stats["hits"] += count
+        _loaded[key] = done
+        _trim()
     return done
 
 
-def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[tuple[str, dict[str, int], str], bytes]:
+def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[tuple[str, Any, str], bytes]:
     """Optimise and code-generate ``module`` once; load the object code and encode it as an entry."""
     from srcjax.codegen.llvm import engine
 
     obj = engine.compile_to_object(module, speed_level)
     meta = {"name": entries[0], "entries": entries, "externals": obj.externals}
-    addresses = engine.load_object(obj.code, entries)
-    return (entries[0], addresses, obj.llvm_ir), encode(key, meta, obj.code, obj.llvm_ir)
+    code = engine.load_object(obj.code, entries)
+    return (entries[0], code, obj.llvm_ir), encode(key, meta, obj.code, obj.llvm_ir)
 
 
-def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int], str] | None:
+def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, Any, str] | None:
     """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
     (LLVM's loader would abort the process on it)."""
     from srcjax.codegen.llvm import blas, engine, interrupt, kernels
@@ -245,10 +371,10 @@ def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, dict[str, int
     if not all(engine.symbol_address(s) for s in meta.get("externals", [])):
         return None
     try:
-        addresses = engine.load_object(obj, meta["entries"])
+        code = engine.load_object(obj, meta["entries"])
     except RuntimeError:
         return None
-    return meta["name"], addresses, llvm_ir
+    return meta["name"], code, llvm_ir
 
 
 def _parallel_runtime(directory) -> None:
@@ -269,6 +395,7 @@ def _parallel_runtime(directory) -> None:
     key = hashlib.sha256(b"parallel runtime\0" + cache_key("", [])).digest()
     with lock:
         if not runtime:
-            _, addresses, _ = _cached(key, directory, build)
-            engine.add_symbol(kernels.PARALLEL, addresses[kernels.PARALLEL])
-            runtime.append(addresses[kernels.PARALLEL])
+            _, code, _ = _cached(key, directory, build)
+            engine.keep(code)  # (bound by symbol: called by code compiled later, for the life of the process)
+            engine.add_symbol(kernels.PARALLEL, code.addresses[kernels.PARALLEL])
+            runtime.append(code.addresses[kernels.PARALLEL])

@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import sys
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -206,12 +207,22 @@ class InternalCompilerError(RuntimeError):
 _warned: set[tuple] = set()  # the functions NativeFallbackWarning has named
 
 
+_CACHE_FLAGS = ("jax_compilation_cache_max_size", "srcjax_code_cache_max_entries", "srcjax_code_cache_max_size")
+_cache_flags_changed = [True]
+config.on_update(lambda name: _cache_flags_changed.__setitem__(0, True) if name in _CACHE_FLAGS else None)
+
+
 def _compile_native(ir: Function) -> Any:
     """The native executable of ``ir`` (through the disk cache, which SRCJAX_CACHE=0 turns off), or None when the
     native compiler does not handle something in it. Any other failure is an ``InternalCompilerError``."""
+    from srcjax.codegen import cache
     from srcjax.codegen.cache import compile_function
     from srcjax.codegen.llvm.engine import TargetError
 
+    if _cache_flags_changed[0]:
+        _cache_flags_changed[0] = False
+        cache.configure(config.jax_compilation_cache_max_size)
+        cache.set_memory_limits(config.srcjax_code_cache_max_entries, config.srcjax_code_cache_max_size)
     try:
         return compile_function(ir, config.jax_compilation_cache_dir)
     except TargetError:  # (the user's SRCJAX_CPU)
@@ -386,6 +397,9 @@ class Lowered:
         return self._compiled
 
 
+_jitted: weakref.WeakSet = weakref.WeakSet()  # every live ``jit(f)``, for ``clear_caches``
+
+
 class Jitted:
     """``jit(f)``: compiled once per signature. Calls from code being compiled inline ``f`` instead."""
 
@@ -399,11 +413,12 @@ class Jitted:
             if not isinstance(i, int):
                 raise TypeError(f"jit: donate_argnums must be ints, got {i!r}")
         self._plain = not self.static_argnums and not self.static_argnames
-        self._cache: dict[Any, Compiled] = {}
+        self._cache: dict[Any, Compiled] = {}  # in the order compiled (bounded: srcjax_jit_cache_max_entries)
         self._fast: dict[tuple, Callable[[tuple], Any]] = {}  # by the argument types, when all are Arrays
         self._quick: dict[tuple, Compiled] = {}  # by ``_quick_flatten``: pytrees of arrays and scalars
         self.__srcjax_inline__ = fn
         functools.update_wrapper(self, fn, updated=())
+        _jitted.add(self)
 
     def _static_argnums_with_names(self, args: Sequence[Any]) -> tuple[int, ...]:
         if not self.static_argnames:
@@ -422,7 +437,15 @@ class Jitted:
             abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
             ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
             donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()
-            compiled = self._cache[sig.key] = Compiled(ir, out_tree, sig, donated)
+            compiled = Compiled(ir, out_tree, sig, donated)
+            limit = config.srcjax_jit_cache_max_entries
+            if 0 <= limit <= len(self._cache):  # drop the oldest; the quick paths' maps refill from _cache
+                for key in list(self._cache)[: len(self._cache) - limit + 1]:
+                    del self._cache[key]
+                self._fast.clear()
+                self._quick.clear()
+            if limit != 0:
+                self._cache[sig.key] = compiled
         return compiled, sig
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -486,6 +509,25 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
 
 
 HOT_CALLS = 3  # eager calls of one specialisation after which a ``compiled_when_hot`` function compiles it
+_HOT_KEYS = 4096  # signatures a ``compiled_when_hot`` function counts or keeps compiled
+_hot_caches: list[tuple[dict, dict, dict]] = []  # each such function's (counts, compiled, jitted), to clear
+
+
+def clear_caches() -> None:
+    """Drop every compiled specialisation and trace the process holds (JAX's ``jax.clear_caches``): each jitted
+    function compiles again on its next call; code still running or referenced stays until it is done."""
+    from srcjax.codegen import cache
+    from srcjax.runtime import autodiff
+    from srcjax.transpiler.frontend import source
+
+    for jitted in list(_jitted):
+        jitted.clear_cache()
+    for caches in _hot_caches:
+        for c in caches:
+            c.clear()
+    autodiff.clear_traces()
+    source.clear_caches()
+    cache.clear_memory()
 
 
 def compiled_when_hot(*static_argnums: int, flags: Callable[[], Any] = lambda: None):
@@ -508,6 +550,7 @@ def compiled_when_hot(*static_argnums: int, flags: Callable[[], Any] = lambda: N
         calls: dict[Any, int] = {}
         specialised: dict[Any, Compiled] = {}  # by (flags, x64, the arguments' specs and static values)
         jitted: dict[Any, Jitted] = {}  # by the flags' value
+        _hot_caches.append((calls, specialised, jitted))
 
         @functools.wraps(fn)
         def call(*args: Any) -> Any:
@@ -521,11 +564,15 @@ def compiled_when_hot(*static_argnums: int, flags: Callable[[], Any] = lambda: N
             except TypeError:  # an unhashable static argument or an argument of no known type
                 return fn(*args)
             if compiled is None:
+                if len(calls) > _HOT_KEYS:  # (bounded like jit's caches: the counts start again)
+                    calls.clear()
                 calls[key] = count = calls.get(key, 0) + 1
                 if count < HOT_CALLS:
                     return fn(*args)
                 if flag not in jitted:
                     jitted[flag] = Jitted(fn, static_argnums, (), ())
+                if len(specialised) > _HOT_KEYS:
+                    specialised.clear()
                 compiled = specialised[key] = jitted[flag]._specialise(args, {})[0]
             return compiled(*[a for i, a in enumerate(args) if i not in static_argnums])
 

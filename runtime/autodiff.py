@@ -112,7 +112,12 @@ def _describe_probe(probe: Any) -> str:
     return f"a {type(probe).__name__} of structure {tree_util.tree_structure(probe)}"
 
 
-_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> {signature: _Traced}
+_TRACES_PER_FUNCTION = 1024
+
+
+def clear_traces() -> None:
+    _traces.clear()
 
 
 def _trace(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple[_Traced, list[Any]]:
@@ -133,6 +138,8 @@ def _trace(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple[_Traced, l
     traced = _Traced(fun, args, kwargs, signature)
     if per_signature is not None and not traced.ir.captured:  # captured values belong to one enclosing trace
         traced.depends = _dependencies(fun)
+        if len(per_signature) >= _TRACES_PER_FUNCTION:  # (bounded: the oldest goes)
+            del per_signature[next(iter(per_signature))]
         per_signature[key] = traced
     return traced, leaves + list(traced.ir.captured)
 

@@ -25,6 +25,14 @@ def _platform(value: Any) -> str | None:
     return value
 
 
+def _size(value: Any) -> int:
+    """A size in bytes or a count: -1 (no limit) or more."""
+    n = int(value)
+    if n < -1:
+        raise ValueError(f"expected a size of at least -1 (no limit), got {value!r}")
+    return n
+
+
 def _positive_int(value: Any) -> int:
     n = int(value)
     if n < 1:
@@ -48,6 +56,14 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_random_seed_offset": (0, int),
     "jax_default_prng_impl": ("threefry2x32", str),
     "jax_compilation_cache_dir": (None, lambda v: v),
+    # the disk cache's size in bytes, least recently used entries deleted beyond it (JAX's option; -1: no
+    # limit, 0: nothing written). JAX's default is -1; ours is bounded, since every jit is cached.
+    "jax_compilation_cache_max_size": (256 << 20, _size),
+    # compiled specialisations each jitted function keeps (least recently compiled dropped first; -1: no limit)
+    "srcjax_jit_cache_max_entries": (1024, _size),
+    # compiled code kept loaded for reuse by later jits of the same function and types, by count and by bytes
+    "srcjax_code_cache_max_entries": (512, _size),
+    "srcjax_code_cache_max_size": (256 << 20, _size),
 }
 
 

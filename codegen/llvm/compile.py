@@ -419,6 +419,7 @@ class Executable:
     name: str
     address: int
     py_address: int | None
+    code: engine.Code  # holds the machine code at those addresses, as long as this Executable lives
 
     def __post_init__(self) -> None:
         self.param_dtypes = tuple(p.aval.dtype for p in self.fn.params)
@@ -437,7 +438,7 @@ class Executable:
             self._call = self._call_with_pointers
         if self.plan.host_ops:  # ops computed by NumPy from inside the native code (codegen/llvm/host.py)
             self._host = HostCalls(self.plan.host_ops)
-            slot = engine.global_address(self.name + ".host")
+            slot = self.code.global_address(self.name + ".host")
             if not slot:
                 raise RuntimeError(f"the JIT has no host-call slot for {self.name}")
             ctypes.c_void_p.from_address(slot).value = self._host.address
@@ -556,7 +557,8 @@ def compile_function(fn: Function, plan: Plan | None = None, name: str | None = 
         return module, EntryEmitter(module, plan, name).emit()
 
     compiled = load(build) if load is not None else engine.compile_module(*build())
-    return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name], compiled.addresses.get(name + ".py"))
+    return Executable(fn, plan, compiled.llvm_ir, name, compiled.addresses[name], compiled.addresses.get(name + ".py"),
+                      compiled.code)
 
 
 def unsupported_reason(fn: Function) -> str | None:

@@ -1,4 +1,4 @@
-"""llvmlite set-up for the target CPU: the target machine, the -O3 pipeline, one JIT engine, IR and assembly text.
+"""llvmlite set-up for the target CPU: the target machine, the -O3 pipeline, the JIT, IR and assembly text.
 
 The target is the host CPU unless ``SRCJAX_CPU`` names an x86-64 microarchitecture level (``x86-64``,
 ``x86-64-v2`` = SSE4.2, ``x86-64-v3`` = AVX2 + FMA, ``x86-64-v4`` = AVX-512) that the host can run: code
@@ -7,23 +7,26 @@ test depends on the features of the machine it happens to run on.
 
 llvmlite 0.50 wraps LLVM 22: targets are initialised explicitly (``llvm.initialize()`` is gone) and only the
 new pass manager exists. Everything is created on first use, so importing this module costs nothing.
-One MCJIT engine holds every compiled module of the process; a module's machine code lives as long as
-the process (compiled functions are cached by their callers, so modules are few).
+Each compiled module is loaded in an MCJIT engine of its own (``Code``), released when nothing refers to it:
+the memory of code nobody calls any more goes back to the system.
 
 Object code is the common currency of the disk cache and the ahead-of-time compiler: ``compile_to_object``
 optimises a module and emits it (for the JIT's loader, or position-independent for a shared library),
-``load_object`` hands such code to the JIT and returns its functions' addresses.
+``load_object`` hands such code to the JIT.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+
+from srcjax.codegen.llvm import codegen_worker
 
 _lock = threading.RLock()  # LLVM's context and MCJIT are not thread-safe: one user at a time (re-entered)
 _state: dict[str, object] = {}
@@ -83,14 +86,18 @@ def _init_locked() -> dict[str, object]:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         chosen = _choose_target()
-        machine = llvm.Target.from_default_triple().create_target_machine(
-            cpu=chosen.cpu, features=chosen.features, opt=3, reloc="default", codemodel="jitdefault", jit=True
-        )
-        machine.set_asm_verbosity(False)
-        empty = llvm.parse_assembly("")
-        engine = llvm.create_mcjit_compiler(empty, machine)
-        _state.update(machine=machine, engine=engine, target=chosen, counter=0)
+        _state.update(target=chosen, counter=0)
+        _state["machine"] = _jit_machine()
+        # the first MCJIT engine makes the process's own symbols (libc's) resolvable by name, which
+        # ``symbol_address`` checks before code that calls them is loaded: one empty engine, kept
+        _state["first_engine"] = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _jit_machine())
     return _state
+
+
+def _jit_machine() -> llvm.TargetMachine:
+    """A target machine for code loaded in this process (an engine owns the one it is made with)."""
+    chosen: Target = _state["target"]  # type: ignore[assignment]
+    return codegen_worker.MachineSpec(chosen.cpu, chosen.features, pic=False).create()
 
 
 def target() -> Target:
@@ -116,11 +123,7 @@ def target_machine(pic: bool = False) -> llvm.TargetMachine:
 
 def _add_pic_machine(state: dict) -> None:
     chosen: Target = state["target"]
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=chosen.cpu, features=chosen.features, opt=3, reloc="pic", codemodel="default"
-    )
-    machine.set_asm_verbosity(False)
-    state["pic_machine"] = machine
+    state["pic_machine"] = codegen_worker.MachineSpec(chosen.cpu, chosen.features, pic=True).create()
 
 
 def host_description() -> str:
@@ -138,48 +141,85 @@ def new_module(name: str) -> ir.Module:
     return module
 
 
-def optimize(module: llvm.ModuleRef, speed_level: int = 3, pic: bool = False) -> None:
-    """Run LLVM's default ``-O<speed_level>`` pipeline (vectorisers on) over ``module`` in place."""
-    tuning = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    tuning.loop_unrolling = True
-    builder = llvm.create_pass_builder(target_machine(pic), tuning)
-    builder.getModulePassManager().run(module, builder)
+class Code:
+    """Machine code loaded in an execution engine of its own. The engine, and with it the code's memory, is
+    released once nothing refers to this object any more (whatever calls the code must hold it), so a process
+    that compiles without end (a fresh closure jitted in a loop) keeps only the code it still uses."""
+
+    def __init__(self, engine: llvm.ExecutionEngine, names: Sequence[str], nbytes: int):
+        self._engine = engine
+        self.nbytes = nbytes  # the object code's size: what caches of code weigh
+        self.addresses = {name: engine.get_function_address(name) for name in names}
+        missing = [n for n, a in self.addresses.items() if not a]
+        if missing:
+            raise RuntimeError(f"the JIT has no function(s) {missing}")
+
+    def global_address(self, name: str) -> int:
+        """The address of the global variable ``name`` of this code, or 0."""
+        with _lock:
+            return self._engine.get_global_value_address(name) or 0
+
+    def __del__(self) -> None:
+        # (disposed under the lock at the next load: never from inside LLVM's own work)
+        try:
+            _retired.append(self._engine)
+        except (NameError, AttributeError):  # (the interpreter is shutting down)
+            pass
+
+
+_retired: list[llvm.ExecutionEngine] = []
+_kept: list[Code] = []  # code that lives as long as the process (the thread runtime, the SIGINT handler)
 
 
 @dataclass
 class CompiledModule:
-    """Addresses of a module's functions in the JIT, and its optimised LLVM IR (for ``--emit llvm|asm``)."""
+    """A module's functions loaded in the JIT (``code`` holds them) and its optimised LLVM IR (for
+    ``--emit llvm|asm``)."""
 
-    addresses: dict[str, int]
+    code: Code
     llvm_ir: str
+
+    @property
+    def addresses(self) -> dict[str, int]:
+        return self.code.addresses
 
     def assembly(self) -> str:
         return emit_assembly(self.llvm_ir)
 
 
-def parse(module: ir.Module | str) -> llvm.ModuleRef:
-    ref = llvm.parse_assembly(str(module))
+def parse(module: ir.Module | str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    ref = llvm.parse_assembly(str(module), context)
     ref.verify()
     return ref
 
 
-def compile_module(module: ir.Module | str, names: Sequence[str], speed_level: int = 3) -> CompiledModule:
-    """Verify, optimise and JIT-compile ``module``; returns the addresses of the functions ``names``."""
-    with _lock:
-        state = _init()
-        ref = parse(module)
-        optimize(ref, speed_level)
-        text = str(ref)
-        engine: llvm.ExecutionEngine = state["engine"]  # type: ignore[assignment]
-        engine.add_module(ref)
-        engine.finalize_object()
-        addresses = {name: engine.get_function_address(name) for name in names}
-    missing = [n for n, a in addresses.items() if not a]
-    if missing:
-        raise RuntimeError(f"the JIT has no function(s) {missing}")
-    return CompiledModule(addresses, text)
+@contextlib.contextmanager
+def _parsed(module: ir.Module | str) -> Iterator[llvm.ModuleRef]:
+    """``module`` parsed in a context of its own, released afterwards: LLVM's global context would keep every
+    type, constant and metadata string of every module for the life of the process."""
+    context = llvm.create_context()
+    ref = parse(module, context)
+    try:
+        yield ref
+    finally:
+        ref.close()
+        context.close()
+
+
+def compile_module(module: ir.Module | str, names: Sequence[str], speed_level: int = 3,
+                   permanent: bool = False) -> CompiledModule:
+    """Verify, optimise and JIT-compile ``module``; its functions ``names`` stay loaded while the result's ``code``
+    is referenced (``permanent``: for the life of the process)."""
+    obj = compile_to_object(module, speed_level)
+    code = load_object(obj.code, names)
+    if permanent:
+        keep(code)
+    return CompiledModule(code, obj.llvm_ir)
+
+
+def keep(code: Code) -> None:
+    """Keep ``code`` loaded for the life of the process (code others reach by symbol, not by reference)."""
+    _kept.append(code)
 
 
 @dataclass
@@ -193,33 +233,38 @@ class ObjectCode:
 
 
 def compile_to_object(module: ir.Module | str, speed_level: int = 3, pic: bool = False) -> ObjectCode:
-    """Verify, optimise and code-generate ``module`` (``pic``: position-independent, for a shared library)."""
+    """Verify, optimise and code-generate ``module`` (``pic``: position-independent, for a shared library): here,
+    or in a child process once this one has optimised ``IN_PROCESS_LIMIT`` modules (codegen_worker.py)."""
+    text = str(module)
     with _lock:  # (the target machines are shared)
-        ref = parse(module)
-        optimize(ref, speed_level, pic)
-        externals = sorted(
-            [f.name for f in ref.functions if f.is_declaration and not f.name.startswith("llvm.")]
-            + [g.name for g in ref.global_variables if g.is_declaration]
-        )
-        return ObjectCode(target_machine(pic).emit_object(ref), str(ref), externals)
+        state = _init()
+        state["optimised"] = int(state.get("optimised", 0)) + 1  # type: ignore[arg-type]
+        if state["optimised"] <= codegen_worker.IN_PROCESS_LIMIT:
+            return ObjectCode(*codegen_worker.generate(text, target_machine(pic), speed_level))
+        chosen: Target = state["target"]  # type: ignore[assignment]
+        spec = codegen_worker.MachineSpec(chosen.cpu, chosen.features, pic)
+        return ObjectCode(*_worker.generate(text, spec, speed_level))
 
 
-def load_object(code: bytes, names: Sequence[str]) -> dict[str, int]:
-    """Load object code made by ``compile_to_object`` (not ``pic``) into the JIT; the addresses of ``names``.
-    Every symbol it calls must resolve (``symbol_address``): LLVM's loader aborts the process otherwise."""
+_worker = codegen_worker.Worker()
+
+
+def load_object(code: bytes, names: Sequence[str]) -> Code:
+    """Load object code made by ``compile_to_object`` (not ``pic``) into an engine of its own; ``names`` are the
+    functions to look up. Every symbol it calls must resolve (``symbol_address``): LLVM's loader aborts the
+    process otherwise."""
     with _lock:
-        engine: llvm.ExecutionEngine = _init()["engine"]  # type: ignore[assignment]
+        _init()
+        while _retired:
+            _retired.pop().close()
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _jit_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()
-        addresses = {name: engine.get_function_address(name) for name in names}
-    missing = [n for n, a in addresses.items() if not a]
-    if missing:
-        raise RuntimeError(f"the loaded object code has no function(s) {missing}")
-    return addresses
+        return Code(engine, names, len(code))
 
 
 def unique_name(prefix: str) -> str:
-    """A symbol name not used by any earlier module of the engine (they share one namespace)."""
+    """A symbol name not used by any earlier module of the process (the symbols they export share one namespace)."""
     with _lock:
         state = _init()
         state["counter"] = int(state["counter"]) + 1  # type: ignore[arg-type]
@@ -229,14 +274,10 @@ def unique_name(prefix: str) -> str:
 def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
     """The target's assembly of ``module`` (already-optimised IR is not optimised again)."""
     with _lock:
-        ref = module if isinstance(module, llvm.ModuleRef) else parse(module)
-        return target_machine().emit_assembly(ref)
-
-
-def global_address(name: str) -> int:
-    """The address of the global variable ``name`` of a module (compiled or loaded) in the JIT, or 0."""
-    with _lock:
-        return _init()["engine"].get_global_value_address(name) or 0  # type: ignore[attr-defined]
+        if isinstance(module, llvm.ModuleRef):
+            return target_machine().emit_assembly(module)
+        with _parsed(module) as ref:
+            return target_machine().emit_assembly(ref)
 
 
 def add_symbol(name: str, address: int) -> None:

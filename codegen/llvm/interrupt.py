@@ -101,4 +101,4 @@ def _compile_handler(previous: int) -> int:
     b.atomic_rmw("add", counter(module), ir.Constant(I64, 1), "monotonic")
     b.call(b.inttoptr(ir.Constant(I64, previous), handler_type.as_pointer()), fn.args)
     b.ret_void()
-    return engine.compile_module(module, [HANDLER], speed_level=1).addresses[HANDLER]
+    return engine.compile_module(module, [HANDLER], speed_level=1, permanent=True).addresses[HANDLER]

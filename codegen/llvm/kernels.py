@@ -418,7 +418,7 @@ def parallel_function(module: ir.Module) -> ir.Function:
         if not _runtime:
             runtime = engine.new_module("srcjax_runtime")
             _emit_parallel(runtime)
-            compiled = engine.compile_module(runtime, [PARALLEL], speed_level=2)
+            compiled = engine.compile_module(runtime, [PARALLEL], speed_level=2, permanent=True)
             engine.add_symbol(PARALLEL, compiled.addresses[PARALLEL])
             _runtime.append(compiled.addresses[PARALLEL])
     if PARALLEL in module.globals:

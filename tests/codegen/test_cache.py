@@ -90,8 +90,8 @@ def _selu_entry(cache_dir):
 
 
 def _identity(paths):
-    """What a rewrite changes (an atomic rename makes a new inode)."""
-    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in paths}
+    """What a rewrite changes (an atomic rename makes a new inode; a read renews only the modification time)."""
+    return {p.name: (p.stat().st_ino, p.read_bytes()) for p in paths}
 
 
 # -- the file format (in process: nothing is loaded into the JIT) ---------------------------------------------

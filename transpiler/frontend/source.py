@@ -141,3 +141,9 @@ def function_source(fn: Callable[..., Any]) -> FunctionSource:
     if code is None:
         raise SourceNotFound(f"{fn!r} is not a Python function")
     return _find(code)
+
+
+def clear_caches() -> None:
+    """Forget parsed files and located functions (``srcjax.clear_caches``)."""
+    _parse_file.cache_clear()
+    _find.cache_clear()
