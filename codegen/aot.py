@@ -148,9 +148,9 @@ _ADDRESS = re.compile(r"inttoptr \(i64 (\d{5,}) to")
 
 
 def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDLL]) -> _Entry:
-    from srcjax.codegen.llvm import blas, engine, interrupt, kernels
-    from srcjax.codegen.llvm.compile import EntryEmitter
-    from srcjax.codegen.llvm.fusion import Unsupported, plan_function
+    from srcjax.codegen.llvm import blas, engine, interrupt, pool
+    from srcjax.codegen.llvm.compile import emit_entry, plan_function
+    from srcjax.codegen.llvm.plan import Unsupported
 
     where = f"{spec.function}({spec.signature})"
     meta = {
@@ -168,9 +168,8 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
             names = ", ".join(sorted({f"'{op.name}'" for op in host}))
             raise Unsupported(f"{names} has no native lowering (the JIT calls back into Python for it)")
         module = engine.new_module(symbol)
-        emitter = EntryEmitter(module, plan, symbol, python_entry=False)
-        emitter.split_blas = False  # (the library's BLAS is bound by the loader, without its thread controls)
-        emitter.emit()
+        # (the library's BLAS is bound by the loader, without its thread controls: products are not split)
+        emit_entry(module, plan, symbol, python_entry=False, split_blas=False)
     except Unsupported as e:
         raise AotError(f"{where}: cannot be compiled ahead of time: {e}") from None
     found = blas.find_gemm()
@@ -178,7 +177,7 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
     declared = {g.name: g.ftype for g in module.functions if g.is_declaration and g.name in blas_names}
     obj = engine.compile_to_object(module, 3, pic=True)
     for name in obj.externals:
-        ours = (kernels.PARALLEL, interrupt.COUNTER)  # (linked into the library)
+        ours = (pool.PARALLEL, interrupt.COUNTER)  # (linked into the library)
         if name not in declared and name not in ours and not _resolves(name, libraries):
             raise AotError(
                 f"{where}: the compiled code calls '{name}', which only the compiling process provides "
@@ -196,11 +195,11 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
 
 
 def _runtime_object() -> bytes:
-    """The thread runtime ``srcjax_parallel``, emitted by codegen/llvm/kernels.py."""
-    from srcjax.codegen.llvm import engine, kernels
+    """The thread runtime ``srcjax_parallel``, emitted by codegen/llvm/pool.py."""
+    from srcjax.codegen.llvm import engine, pool
 
     module = engine.new_module("srcjax_aot_runtime")
-    kernels._emit_parallel(module)
+    pool.emit_runtime(module)
     return engine.compile_to_object(module, 2, pic=True).code
 
 
@@ -290,7 +289,7 @@ def module_stem(source: str | os.PathLike) -> str:
 
 def build(specs: list[Specialisation], source: str | os.PathLike, directory: str | os.PathLike) -> Path:
     """Compile ``specs`` (of the file ``source``) into ``directory``; returns the loader's path."""
-    from srcjax.codegen.llvm import kernels
+    from srcjax.codegen.llvm import pool
 
     name = module_stem(source)
     clashes = sorted({s.function for s in specs} & reserved_names())
@@ -302,7 +301,7 @@ def build(specs: list[Specialisation], source: str | os.PathLike, directory: str
         symbol = f"srcjax_aot_{re.sub(r'[^0-9A-Za-z_]', '_', spec.function)}_{i}"
         entries.append(_compile_entry(spec, symbol, libraries))
     objects = [e.code for e in entries] + [_call_object()]
-    if any(kernels.PARALLEL in e.externals for e in entries):
+    if any(pool.PARALLEL in e.externals for e in entries):
         objects.append(_runtime_object())
     routines = {n: t for e in entries for n, t in e.blas.items() if n in e.externals}
     if routines:

@@ -16,7 +16,7 @@ An entry that is short, has the wrong magic, format or key, a bad checksum or me
 parse is ignored: the function is compiled again and the entry overwritten. Nothing is unpickled; the
 object code is only handed to LLVM's loader after its checksum and key matched. The symbols of an entry are
 named after its key, so they never clash with modules compiled in the same process. The thread runtime
-of ``codegen/llvm/kernels.py`` (``srcjax_parallel``) has an entry of its own, loaded once per process.
+of ``codegen/llvm/pool.py`` (``srcjax_parallel``) has an entry of its own, loaded once per process.
 
 Only a regular file of bounded size is read as an entry (a link, a FIFO or a device is not: it could hang the
 process or feed it gigabytes). Reading an entry renews its modification time; when the directory grows past
@@ -95,7 +95,7 @@ def compiler_version() -> str:
 
 def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
     """SHA-256 of the IR text, the constants (dtype, shape, bytes), the compiler and the host."""
-    from srcjax.codegen.llvm import blas, compile, engine, kernels
+    from srcjax.codegen.llvm import blas, engine, entry, kernels
 
     found = blas.find_gemm()
     h = hashlib.sha256()
@@ -104,7 +104,7 @@ def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
         compiler_version(),
         engine.host_description(),
         f"blas {found.origin if found else None} {found.int_bits if found else 0}",
-        f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {compile.OFFSETS}",
+        f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {entry.object_offsets()}",
     ):
         h.update(_LEN.pack(len(part.encode())) + part.encode())
     for data in consts:
@@ -275,13 +275,13 @@ def compile_function(fn, directory: str | os.PathLike | None = None):
     compiler and host is loaded; otherwise the function is compiled to object code, stored and loaded."""
     from srcjax.codegen.llvm import blas, engine
     from srcjax.codegen.llvm import compile as native
-    from srcjax.codegen.llvm.fusion import Unsupported, plan_function
+    from srcjax.codegen.llvm.plan import Unsupported
     from srcjax.transpiler.printer import print_function
 
     if not enabled():
         return native.compile_function(fn)
     try:
-        plan = plan_function(fn, blas.gemm_dtypes())
+        plan = native.plan_function(fn, blas.gemm_dtypes())
     except Unsupported:
         return None
     key = cache_key(print_function(fn), [data for _, data in plan.consts])
@@ -360,10 +360,10 @@ def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[
 def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, Any, str] | None:
     """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
     (LLVM's loader would abort the process on it)."""
-    from srcjax.codegen.llvm import blas, engine, interrupt, kernels
+    from srcjax.codegen.llvm import blas, engine, interrupt, pool
 
     meta, obj, llvm_ir = entry
-    if kernels.PARALLEL in meta.get("externals", []):
+    if pool.PARALLEL in meta.get("externals", []):
         _parallel_runtime(directory)
     if interrupt.COUNTER in meta.get("externals", []):
         interrupt.bind()
@@ -378,24 +378,9 @@ def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, Any, str] | N
 
 
 def _parallel_runtime(directory) -> None:
-    """Bind ``srcjax_parallel`` (the thread runtime of codegen/llvm/kernels.py, compiled once per process)
-    from its own entry, which saves its compilation (30 ms) in every process that runs parallel code."""
-    from srcjax.codegen.llvm import engine, kernels
-
-    lock, runtime = getattr(kernels, "_runtime_lock", None), getattr(kernels, "_runtime", None)
-    if lock is None or runtime is None or not hasattr(kernels, "_emit_parallel"):  # (kernels changed: no cache)
-        kernels.parallel_function(engine.new_module("srcjax_probe"))
-        return
-
-    def build():
-        module = engine.new_module("srcjax_runtime")
-        kernels._emit_parallel(module)
-        return module, [kernels.PARALLEL], 2
+    """Bind ``srcjax_parallel`` (the thread runtime of codegen/llvm/pool.py, compiled once per process) from its
+    own entry, which saves its compilation (30 ms) in every process that runs parallel code."""
+    from srcjax.codegen.llvm import pool
 
     key = hashlib.sha256(b"parallel runtime\0" + cache_key("", [])).digest()
-    with lock:
-        if not runtime:
-            _, code, _ = _cached(key, directory, build)
-            engine.keep(code)  # (bound by symbol: called by code compiled later, for the life of the process)
-            engine.add_symbol(kernels.PARALLEL, code.addresses[kernels.PARALLEL])
-            runtime.append(code.addresses[kernels.PARALLEL])
+    pool.bind_runtime(lambda build: _cached(key, directory, build)[1])

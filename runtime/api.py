@@ -209,6 +209,7 @@ _warned: set[tuple] = set()  # the functions NativeFallbackWarning has named
 
 _CACHE_FLAGS = ("jax_compilation_cache_max_size", "srcjax_code_cache_max_entries", "srcjax_code_cache_max_size")
 _cache_flags_changed = [True]
+_process_set_up: list[bool] = []  # (runtime/process.py: once, before the first native compilation)
 config.on_update(lambda name: _cache_flags_changed.__setitem__(0, True) if name in _CACHE_FLAGS else None)
 
 
@@ -220,6 +221,11 @@ def _compile_native(ir: Function) -> Any:
     from srcjax.codegen.llvm.engine import TargetError
 
     if _cache_flags_changed[0]:
+        if not _process_set_up:
+            from srcjax.runtime import process
+
+            process.set_up()
+            _process_set_up.append(True)
         _cache_flags_changed[0] = False
         cache.configure(config.jax_compilation_cache_max_size)
         cache.set_memory_limits(config.srcjax_code_cache_max_entries, config.srcjax_code_cache_max_size)

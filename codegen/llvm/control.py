@@ -33,24 +33,20 @@ import llvmlite.ir as ir
 import numpy as np
 
 from srcjax.codegen.llvm import interrupt
-from srcjax.codegen.llvm.fusion import Plan, Unsupported, lowers, plan_function
+from srcjax.codegen.llvm.entry import EntryEmitter
 from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 from srcjax.codegen.llvm.layout import Buffer
+from srcjax.codegen.llvm.plan import Plan, Unsupported
+from srcjax.codegen.llvm.table import Kind, kind, lowers, plan_straight_line
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
 from srcjax.transpiler.types import StackType, TensorType
 
-CONTROL = frozenset({"cond", "while", "for", "scan"})
 LOOPS = frozenset({"while", "for"})  # loops whose trips Ctrl-C can cut short
-CUSTOM = frozenset({"custom_jvp_call", "custom_vjp_call"})  # their region is the function itself: inlined
-# slices at indices known only at run time, and stacks: emitted here, between segments
-DYNAMIC_SLICES = frozenset({"dynamic_slice", "dynamic_update_slice"})
-STACK_OPS = frozenset({"stack_new", "stack_push", "stack_get", "stack_size"})
-BETWEEN = DYNAMIC_SLICES | STACK_OPS
 
 
 def has_control(fn: Function) -> bool:
     """Whether ``fn`` needs this emitter: control flow, slices at run-time indices, stacks or host calls."""
-    return any(op.regions or op.name in BETWEEN or not lowers(op) for op in fn.body.ops)
+    return any(op.regions or kind(op.name) is Kind.BETWEEN or not lowers(op) for op in fn.body.ops)
 
 
 def has_loops(fn: Function) -> bool:
@@ -61,7 +57,7 @@ def has_loops(fn: Function) -> bool:
 def is_host(op: Op) -> bool:
     """Whether ``op`` runs as a call back into the host: no native lowering (yet), or dtypes the nests do not
     handle (complex numbers, float16). Its NumPy implementation computes it between native segments."""
-    return not op.regions and op.name not in BETWEEN and not lowers(op)
+    return not op.regions and kind(op.name) is not Kind.BETWEEN and not lowers(op)
 
 
 def host_ops(fn: Function) -> list[Op]:
@@ -102,7 +98,7 @@ class ControlEmitter:
                 raise Unsupported(f"values of type {v.aval} are not compiled natively yet")
         self.host_index = {id(op): i for i, op in enumerate(host_ops(fn))}
         for op in walk(fn.body):
-            if op.regions and op.name not in CONTROL | CUSTOM:
+            if op.regions and kind(op.name) not in (Kind.CONTROL, Kind.INLINED):
                 raise Unsupported(f"control flow ('{op.name}') is not compiled natively yet")
             if id(op) in self.host_index and op.prim.impl is None:
                 raise Unsupported(f"'{op.name}' has neither a native lowering nor a host implementation")
@@ -205,7 +201,7 @@ class ControlEmitter:
         run: list[Op] = []
         for op in block.ops:
             host = id(op) in self.host_index
-            if not op.regions and op.name not in BETWEEN and not host:
+            if not op.regions and kind(op.name) is not Kind.BETWEEN and not host:
                 run.append(op)
                 continue
             self.segment(run)
@@ -214,7 +210,7 @@ class ControlEmitter:
                 continue  # control ops have no effects: an unused one is dead
             if host:
                 self.emit_host(op)
-            elif op.name in CUSTOM:
+            elif kind(op.name) is Kind.INLINED:
                 self.emit_custom(op)
             else:
                 getattr(self, "emit_" + op.name)(op)
@@ -222,8 +218,6 @@ class ControlEmitter:
 
     def segment(self, ops: list[Op]) -> None:
         """Compile a run of straight-line ops into a sub-entry and call it."""
-        from srcjax.codegen.llvm.compile import EntryEmitter
-
         if not ops:
             return
         inside = {id(op) for op in ops}
@@ -241,10 +235,10 @@ class ControlEmitter:
         if not results:
             return
         sub = Function(f"{self.fn.name}_seg{self.segments}", list(params.values()), Block([], list(ops), results))
-        plan = plan_function(sub, self.gemm_dtypes)
+        plan = plan_straight_line(sub, self.gemm_dtypes)
         name = f"{self.name}.seg{self.segments}"
         self.segments += 1
-        EntryEmitter(self.module, plan, name, python_entry=False).emit()
+        EntryEmitter(self.module, plan, name).emit()
         pointers = [self.pointer(v) for v in sub.params] + [self.buffer(r) for r in results]
         array = self.head.alloca(PTR, ir.Constant(I64, max(len(pointers), 1)))
         for i, p in enumerate(pointers):

@@ -12,13 +12,11 @@ Scalars are kept in allocas and left to SROA, which is simpler than threading ph
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
 import numpy as np
 
-from srcjax.codegen.llvm import engine
 from srcjax.codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
 from srcjax.codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
 
@@ -400,37 +398,6 @@ class NestEmitter:
             out = ELEMENTWISE[node.name](self.cx, node.in_dtypes, node.dtype, node.params, *args)
         values[id(node)] = out
         return out
-
-
-# -- the thread pool (codegen/llvm/pool.py) ---------------------------------------------------------------
-PARALLEL = "srcjax_parallel"
-PARALLEL_TYPE = ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64])
-# added to the chunk count: the task is small, not worth waking sleeping workers for (only awake ones help)
-PARALLEL_SMALL = 1 << 32
-_runtime: list[int] = []
-_runtime_lock = threading.Lock()
-
-
-def parallel_function(module: ir.Module) -> ir.Function:
-    """``srcjax_parallel(nest, buffers, n, chunks)`` declared in ``module``; it is compiled once per process
-    (``_emit_parallel``) and bound by symbol, so modules do not each carry a copy."""
-    with _runtime_lock:
-        if not _runtime:
-            runtime = engine.new_module("srcjax_runtime")
-            _emit_parallel(runtime)
-            compiled = engine.compile_module(runtime, [PARALLEL], speed_level=2, permanent=True)
-            engine.add_symbol(PARALLEL, compiled.addresses[PARALLEL])
-            _runtime.append(compiled.addresses[PARALLEL])
-    if PARALLEL in module.globals:
-        return module.globals[PARALLEL]
-    return ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
-
-
-def _emit_parallel(module: ir.Module) -> None:
-    """Emit ``srcjax_parallel`` and its thread pool into ``module``."""
-    from srcjax.codegen.llvm.pool import PoolEmitter
-
-    PoolEmitter(module).emit()
 
 
 def fill(b: ir.IRBuilder, cx: Lowering, ptr: ir.Value, count: int, value: ir.Value, dtype: np.dtype) -> None:

@@ -39,24 +39,25 @@ from srcjax.transpiler.primitives import special
 F32, F64 = ir.FloatType(), ir.DoubleType()
 
 # -- exact constants ----------------------------------------------------------------------------------
-decimal.getcontext().prec = 80
+_EXACT = decimal.Context(prec=80)  # (a context of our own: the user's decimal precision is theirs)
 _PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899")
-_LN2 = decimal.Decimal(2).ln()
+_LN2 = decimal.Decimal(2).ln(_EXACT)
 
 
 def _split(value: decimal.Decimal, bits: tuple[int, ...]) -> list[float]:
     """``value`` as a sum of doubles, the k-th holding the next ``bits[k]`` significant bits."""
     parts, rest = [], value
-    for b in bits:
-        exponent = math.frexp(float(rest))[1]
-        scale = decimal.Decimal(2) ** (b - exponent)
-        piece = (rest * scale).to_integral_value(rounding=decimal.ROUND_HALF_EVEN) / scale
-        parts.append(float(piece))
-        rest -= piece
+    with decimal.localcontext(_EXACT):
+        for b in bits:
+            exponent = math.frexp(float(rest))[1]
+            scale = decimal.Decimal(2) ** (b - exponent)
+            piece = (rest * scale).to_integral_value(rounding=decimal.ROUND_HALF_EVEN) / scale
+            parts.append(float(piece))
+            rest -= piece
     return parts
 
 
-_PIO2 = _split(_PI / 2, (33, 33, 53))  # fdlibm's split: j * piece is exact for |j| < 2^20
+_PIO2 = _split(_EXACT.divide(_PI, 2), (33, 33, 53))  # fdlibm's split: j * piece is exact for |j| < 2^20
 _LN2_PARTS = {F64: _split(_LN2, (53, 53)), F32: [float(f) for f in _split(_LN2, (24, 24))]}
 _LN2_SHORT = {F64: _split(_LN2, (33, 53)), F32: _split(_LN2, (12, 24))}  # hi * exponent is exact
 _INV_FACTORIALS = [1 / math.factorial(k) for k in range(0, 25)]

@@ -10,11 +10,11 @@ loop of 25M iterations that vectorises and splits across threads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from srcjax.codegen.llvm.fusion import Expr, Gathered, IndexMap, Nest, Plan, Windowed
+from srcjax.codegen.llvm.plan import Expr, Gathered, IndexMap, Nest, Plan, Windowed
 from srcjax.codegen.llvm.layout import Buffer, View, contiguous_strides
 from srcjax.transpiler.ir import Literal, Value
 
@@ -103,10 +103,8 @@ class NestBody:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def cost(self) -> int:
-        """Rough work per element: 1, plus 1 per op, 10 per transcendental function."""
-        from srcjax.codegen.llvm.fusion import EXPENSIVE
-
+    def cost(self, expensive: Callable[[str], bool]) -> int:
+        """Rough work per element: 1, plus 1 per op, 10 per ``expensive`` one (transcendental functions)."""
         seen: set[int] = set()
         total = 1
         stack = [s.node for s in self.stores] + ([self.reduction.node] if self.reduction else [])
@@ -115,7 +113,7 @@ class NestBody:
             if id(node) in seen or not isinstance(node, Apply):
                 continue
             seen.add(id(node))
-            total += 10 if node.name in EXPENSIVE else 1
+            total += 10 if expensive(node.name) else 1
             stack.extend(node.operands)
         return total
 

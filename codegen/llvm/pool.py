@@ -8,19 +8,52 @@ state lives in the module's globals: one pool per process (per shared library, a
 
 from __future__ import annotations
 
+import threading
+from typing import Callable
+
 import llvmlite.ir as ir
 
-from srcjax.codegen.llvm.kernels import (
-    I32,
-    I64,
-    NEST_TYPE,
-    PARALLEL,
-    PARALLEL_SMALL,
-    PARALLEL_TYPE,
-    PTR,
-    for_range,
-    num_threads,
-)
+from srcjax.codegen.llvm import engine
+from srcjax.codegen.llvm.kernels import I32, I64, NEST_TYPE, PTR, for_range, num_threads
+
+PARALLEL = "srcjax_parallel"
+PARALLEL_TYPE = ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64])
+# added to the chunk count: the task is small, not worth waking sleeping workers for (only awake ones help)
+PARALLEL_SMALL = 1 << 32
+_runtime: list[int] = []  # srcjax_parallel's address, once bound
+_runtime_lock = threading.Lock()
+
+
+def parallel_function(module: ir.Module) -> ir.Function:
+    """``srcjax_parallel(nest, buffers, n, chunks)`` declared in ``module``; it is compiled once per process and
+    bound by symbol, so modules do not each carry a copy."""
+    bind_runtime()
+    if PARALLEL in module.globals:
+        return module.globals[PARALLEL]
+    return ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
+
+
+def bind_runtime(load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], engine.Code] | None = None) -> None:
+    """Compile ``srcjax_parallel`` (or have ``load(build)`` load it: the disk cache) and bind its symbol for the
+    life of the process, unless that is done already."""
+    with _runtime_lock:
+        if _runtime:
+            return
+
+        def build() -> tuple[ir.Module, list[str], int]:
+            module = engine.new_module("srcjax_runtime")
+            emit_runtime(module)
+            return module, [PARALLEL], 2
+
+        code = load(build) if load is not None else engine.compile_module(*build()).code
+        engine.keep(code)
+        engine.add_symbol(PARALLEL, code.addresses[PARALLEL])
+        _runtime.append(code.addresses[PARALLEL])
+
+
+def emit_runtime(module: ir.Module) -> None:
+    """Emit ``srcjax_parallel`` and its thread pool into ``module``."""
+    PoolEmitter(module).emit()
 
 TASK = ir.LiteralStructType([NEST_TYPE.as_pointer(), PTR.as_pointer(), I64])  # (nest, buffers, n)
 IDLE_SPIN_NS = 50_000  # an idle worker polls this long for the next task before it sleeps in the kernel

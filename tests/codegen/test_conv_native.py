@@ -75,7 +75,7 @@ def test_integer_and_mixed_convs_stay_host_calls():
 
 def test_conv_without_blas_is_a_loop_nest(monkeypatch):
     from srcjax.codegen.llvm import blas
-    from srcjax.codegen.llvm.fusion import Gemm
+    from srcjax.codegen.llvm.plan import Gemm
 
     monkeypatch.setattr(blas, "gemm_dtypes", lambda: set())
     monkeypatch.setenv("SRCJAX_CACHE", "0")

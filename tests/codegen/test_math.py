@@ -3,6 +3,8 @@ against NumPy (float64) over wide ranges and at the edge cases."""
 
 import contextlib
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -121,3 +123,9 @@ def test_no_libm_calls():
     assembly = executable.assembly()
     assert called(assembly) <= {"malloc@PLT", "free@PLT", "malloc", "free"}, called(assembly)
     assert packed_multiply_add(assembly, "ps")  # packed float32 polynomials on full vector registers
+
+
+def test_the_code_generator_leaves_the_users_decimal_precision_alone():
+    script = "import decimal\nimport srcjax.codegen.llvm.math\nprint(decimal.getcontext().prec)"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "28", run.stderr

@@ -428,14 +428,13 @@ def test_native_can_be_turned_off(monkeypatch):
 def test_products_split_across_the_pool(monkeypatch, transposed):
     """With SRCJAX_GEMM_SPLIT_MIN_WORK set, large products run as row blocks on the thread pool, each a
     single-threaded BLAS call (batched products too), with the same results."""
-    from srcjax.codegen.llvm import blas
-    from srcjax.codegen.llvm import compile as native_compile
+    from srcjax.codegen.llvm import blas, gemm
 
     found = blas.find_gemm()
     if found is None or not found.thread_control or num_threads() < 2:
         pytest.skip("needs OpenBLAS's thread controls and two threads")
     monkeypatch.setenv("SRCJAX_CACHE", "0")
-    monkeypatch.setattr(native_compile, "GEMM_SPLIT_MIN_WORK", 1)
+    monkeypatch.setattr(gemm, "GEMM_SPLIT_MIN_WORK", 1)
     a, b = _f32(40, 130), _f32(130, 70)
     lhs = a.T.copy() if transposed else a
     f = srcjax.jit((lambda x, y: jnp.tanh(x.T @ y)) if transposed else (lambda x, y: jnp.tanh(x @ y)))
@@ -459,9 +458,9 @@ def test_batches_of_small_products_shared_across_the_pool(monkeypatch):
         pytest.skip("needs OpenBLAS's thread controls and two threads")
     monkeypatch.setenv("SRCJAX_CACHE", "0")
     xs, ys = _f32(70, 33, 40), _f32(70, 40, 25)  # 70 x 33k multiply-adds
-    from srcjax.codegen.llvm import compile as native_compile
+    from srcjax.codegen.llvm import gemm
 
-    monkeypatch.setattr(native_compile, "BATCH_SPLIT_MIN_WORK", 1 << 16)
+    monkeypatch.setattr(gemm, "BATCH_SPLIT_MIN_WORK", 1 << 16)
     f = srcjax.jit(lambda x, y: jnp.tanh(x @ y))
     got = np.asarray(f(xs, ys))
     (compiled,) = f._cache.values()

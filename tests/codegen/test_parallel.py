@@ -13,7 +13,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
-from srcjax.codegen.llvm import kernels
+from srcjax.codegen.llvm import kernels, pool
 
 RNG = np.random.default_rng(7)
 THREADS = "4"  # (16 chunks; the pool has the workers of the thread count when its code was first emitted)
@@ -239,7 +239,7 @@ def test_small_tasks_do_not_wake_workers(monkeypatch):
     monkeypatch.setattr(kernels, "WAKE_MIN_WORK", 0)
     large = srcjax.jit(selu).lower(x).compile().native
     chunks = min(int(THREADS) * kernels.CHUNKS_PER_THREAD, x.shape[0])
-    assert f"i64 {chunks + kernels.PARALLEL_SMALL})" in small.llvm_ir and f"i64 {chunks})" in large.llvm_ir
+    assert f"i64 {chunks + pool.PARALLEL_SMALL})" in small.llvm_ir and f"i64 {chunks})" in large.llvm_ir
     for _ in range(3):
         time.sleep(0.01)  # (the workers fall asleep)
         np.testing.assert_array_equal(small(x)[0], large(x)[0])
