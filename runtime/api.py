@@ -422,9 +422,15 @@ class Jitted:
         self._cache: dict[Any, Compiled] = {}  # in the order compiled (bounded: srcjax_jit_cache_max_entries)
         self._fast: dict[tuple, Callable[[tuple], Any]] = {}  # by the argument types, when all are Arrays
         self._quick: dict[tuple, Compiled] = {}  # by ``_quick_flatten``: pytrees of arrays and scalars
-        self.__srcjax_inline__ = fn
         functools.update_wrapper(self, fn, updated=())
         _jitted.add(self)
+
+    @property
+    def __srcjax_inline__(self) -> Callable:
+        """What code being compiled interprets in place of a call to this ``jit(f)``: ``f``. (A property, not an
+        instance attribute: ``functools.wraps`` copies instance attributes, and ``vmap(jit(f))`` must not
+        pass for ``jit(f)``.)"""
+        return self.fn
 
     def _static_argnums_with_names(self, args: Sequence[Any]) -> tuple[int, ...]:
         if not self.static_argnames:

@@ -756,19 +756,29 @@ class _CustomCall:
         return [args[i] for i in sorted(nondiff)], [a for i, a in enumerate(args) if i not in nondiff]
 
 
+@dataclasses.dataclass(init=False, eq=False)
 class _Batched:
     """A custom call's rules over a batch: each per-example rule mapped with vmap (operands batched along
-    axis 0 or not at all, as ``dims`` says; every output batched along axis 0)."""
+    axis 0 or not at all, as ``dims`` says; every output batched along axis 0). ``inner`` is the call itself
+    or, under nested vmaps, the call batched by the inner ones. (A dataclass whose one field is a name: the IR
+    prints it as ``_Batched(name='batched(f)')``.)"""
 
-    def __init__(self, inner: _CustomCall, dims: Sequence[int | None], size: int):
+    name: str
+
+    def __init__(self, inner: _CustomCall | _Batched, dims: Sequence[int | None], size: int):
         self.inner, self.dims, self.size = inner, list(dims), size
         self.name = f"batched({inner.name})"
 
     def __repr__(self) -> str:
         return self.name
 
+    @property
+    def avals(self) -> list[TensorType]:
+        """The operands' types over the batch."""
+        return [a if d is None else a.update(shape=(self.size, *a.shape)) for a, d in zip(self.inner.avals, self.dims)]
+
     def batched(self, dims: Sequence[int | None], size: int) -> _Batched:
-        raise TypeError("nested vmap of a custom_jvp/custom_vjp function is not supported")
+        return _Batched(self, dims, size)
 
     def _map(self, fn: Callable, in_axes: Sequence[int | None], *args: Any) -> Any:
         from srcjax.runtime.vmap import vmap
@@ -821,7 +831,7 @@ class _CustomJVPCall(_CustomCall):
         tans = self.arguments([instantiate(t) for t in tangents])
         static, diff_args = self.split(args)
         _, diff_tans = self.split(tans)
-        out, tan = rule(*static, tuple(diff_args), tuple(diff_tans))
+        out, tan = _run_user(rule, *static, tuple(diff_args), tuple(diff_tans))
         out_leaves, out_tree = tree_util.tree_flatten(out)
         tan_leaves, tan_tree = tree_util.tree_flatten(tan)
         if out_tree != tan_tree:
@@ -849,7 +859,7 @@ class _CustomVJPCall(_CustomCall):
         if self.custom.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using defvjp.")
         args = self.arguments(primals)
-        out, residuals = self.custom.fwd(*args)
+        out, residuals = _run_user(self.custom.fwd, *args)
         out_leaves, out_tree = tree_util.tree_flatten(out)
         if out_tree != self.out_tree:
             raise TypeError(f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function "
@@ -870,7 +880,7 @@ class _CustomVJPCall(_CustomCall):
         static, diff_args = self.split(args)
         nondiff = set(self.custom.nondiff_argnums)
         diff_positions = [i for i in range(len(args)) if i not in nondiff]
-        cts = self.custom.bwd(*static, res, tree_util.tree_unflatten(self.out_tree, cotangents))
+        cts = _run_user(self.custom.bwd, *static, res, tree_util.tree_unflatten(self.out_tree, cotangents))
         if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
             raise TypeError("Custom VJP bwd rule must produce an output with the same container (pytree) structure "
                             "as the args tuple of the primal function, and in particular must produce a tuple of "
@@ -909,16 +919,34 @@ class _CustomVJPCall(_CustomCall):
         return out
 
 
+def _current_builder() -> Builder | None:
+    interpreter = core.current_interpreter()
+    builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
+    return builder if isinstance(builder, Builder) else None
+
+
+def _run_user(fn: Callable, *args: Any) -> Any:
+    """Call a user's rule (a custom derivative's ``jvp``, ``fwd`` or ``bwd``): while a transform builds IR it is
+    interpreted from its source, so its Python control flow on traced values works as in any other user
+    function; otherwise it is called."""
+    builder = _current_builder()
+    if builder is None or not is_user_function(fn):
+        return fn(*args)
+    trace = Trace(builder)
+    with active(trace):
+        return interpret(trace, fn, list(args), {})
+
+
 def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
     """Run ``custom.fun``: directly when nothing is traced, else as a custom call op holding the function (as a
     region, interpreted from its source) and the rules (as a ``_CustomCall``)."""
     from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 
     interpreter = core.current_interpreter()
-    builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
+    builder = _current_builder()
     leaves, treedef = tree_util.tree_flatten(list(args))
     linear = getattr(interpreter, "linear", {})  # a linearizer's tangent values: the custom rule does not apply
-    if (not isinstance(builder, Builder) or not any(isinstance(x, Value) for x in leaves)
+    if (builder is None or not any(isinstance(x, Value) for x in leaves)
             or any(isinstance(x, Value) and id(x) in linear for x in leaves)):
         return custom.fun(*args)
     is_operand = [isinstance(x, Value) or _is_dynamic(x) for x in leaves]
@@ -942,16 +970,29 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
 
 
 # -- checkpoint, stop_gradient -----------------------------------------------------------------------------------
+class _Checkpointed:
+    """``checkpoint(fun)``: called, it is ``fun``; in code being compiled, ``fun`` is interpreted from its source."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        functools.update_wrapper(self, fun, updated=())
+
+    @property
+    def __srcjax_inline__(self) -> Callable:  # (a property: see ``Jitted.__srcjax_inline__``)
+        return self.fun
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fun(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None, static_argnums: Sequence[int] = ()):
     """``checkpoint`` (``remat``): the same values and derivatives as ``fun``. srcjax saves the forward values
     the backward pass needs; recomputing them instead, to trade time for memory, is not implemented."""
     _check_callable(fun, "checkpoint")
-
-    @functools.wraps(fun)
-    def wrapped(*args, **kwargs):
-        return fun(*args, **kwargs)
-
-    return wrapped
+    return _Checkpointed(fun)
 
 
 remat = checkpoint

@@ -88,8 +88,14 @@ def _record_exit(frame: Frame, exit_: Exit) -> None:
         frame.env[CONT] = True
 
 
-def _containers(env: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    return {k: (id(v), len(v)) for k, v in env.items() if isinstance(v, (list, dict, set))}
+def _containers(env: dict[str, Any]) -> dict[str, tuple]:
+    """The Python containers the locals hold, by what changing one changes (identity and items)."""
+    def items(v: Any) -> tuple:
+        if isinstance(v, dict):
+            return tuple((k, id(x)) for k, x in v.items())
+        return tuple(sorted(map(id, v))) if isinstance(v, set) else tuple(map(id, v))
+
+    return {k: (id(v), items(v)) for k, v in env.items() if isinstance(v, (list, dict, set))}
 
 
 def _zeros_like(frame: Frame, tree: Any) -> Any:
@@ -122,8 +128,11 @@ def exec_if(frame: Frame, stmt: cst.If) -> None:
 
 
 def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: Sequence[str],
-           node: cst.CSTNode, else_flags: dict[str, Any] | None = None) -> None:
-    """Build a ``cond`` op whose regions run ``runs`` on copies of the locals, and merge the locals after it."""
+           node: cst.CSTNode, else_flags: dict[str, Any] | None = None, then_flags: dict[str, Any] | None = None
+           ) -> None:
+    """Build a ``cond`` op whose regions run ``runs`` on copies of the locals, and merge the locals after it.
+    ``then_flags`` and ``else_flags`` are locals the first and the last region start with (what taking it
+    tells: the code after an exit runs only where no exit was taken)."""
     builder = frame.trace.builder
     base = frame.env
     before = _containers(base)
@@ -131,6 +140,8 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
     for i, run in enumerate(runs):
         with builder.region() as block:
             frame.env = dict(base)
+            if i == 0 and then_flags:
+                frame.env.update(then_flags)
             if i == len(runs) - 1 and else_flags:
                 frame.env.update(else_flags)
             try:
@@ -139,6 +150,10 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
                 if e.kind == "raise":
                     raise
                 _record_exit(frame, e)
+            if i == 0 and then_flags:  # a flag still as assumed is the flag itself there: no new cond result
+                for flag, assumed in then_flags.items():
+                    if frame.env.get(flag) is assumed and flag in base:
+                        frame.env[flag] = base[flag]
             envs.append(frame.env)
             blocks.append(block)
     frame.env = base
@@ -165,8 +180,9 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
     avals: list[TensorType] = []
     for name in names:
         values = [env.get(name, _MISSING) for env in envs]
+        values = [_MISSING if isinstance(v, Undefined) else v for v in values]  # (bound on no path through here)
         if all(v is values[0] for v in values):
-            merged[name] = values[0]
+            merged[name] = values[0] if values[0] is not _MISSING else envs[0].get(name)
             continue
         if any(v is _MISSING for v in values):
             present = next(v for v in values if v is not _MISSING)
@@ -256,9 +272,11 @@ def after_exit_flags(frame: Frame, rest: Sequence[cst.CSTNode], stmt: cst.CSTNod
         stop = jnp.logical_or(stop, v)
     only_return = all(flags[f] is False for f in (BRK, CONT))
     else_flags = {RET: True} if only_return else None
+    then_flags = {f: False for f, v in flags.items() if v is not False}  # (the code after runs where none was)
     branch(frame, jnp.logical_not(stop), [lambda: frame.exec_block(rest), lambda: None],
            ["where the code after line {line} runs".replace("{line}", str(frame.loc(stmt).line)),
-            "where an earlier return, break or continue was taken"], stmt, else_flags=else_flags)
+            "where an earlier return, break or continue was taken"], stmt, else_flags=else_flags,
+           then_flags=then_flags)
     if frame.env.get(RET) is True:
         raise Exit("return", frame.env.get(RETVAL))
 
@@ -284,7 +302,9 @@ class _Names(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.names: set[str] = set()
-        self.breaks = self.returns = self.mutates = False
+        self.breaks = self.returns = False
+        self.receivers: set[str] = set()  # names whose mutating method the body calls (``acc.append``)
+        self.mutates_other = False  # a mutating call on something else (``self.items.append``), or ``del``
         self._loop_depth = 0
         self.subscript_targets: set[str] = set()
 
@@ -345,10 +365,19 @@ class _Names(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in self.MUTATORS:
-            self.mutates = True
+            if isinstance(node.func.value, cst.Name):
+                self.receivers.add(node.func.value.value)
+            else:
+                self.mutates_other = True
 
     def visit_Del(self, node: cst.Del) -> None:
-        self.mutates = True
+        self.mutates_other = True
+
+    def mutates(self, frame: Frame) -> bool:
+        """Whether the body may change a Python container that exists before it (``acc.append`` on a list bound
+        outside; ``jnp.add`` is no mutation, nor is appending to a list the body makes itself)."""
+        return self.mutates_other or any(
+            isinstance(frame.peek(name), (list, dict, set, bytearray)) for name in self.receivers)
 
 
 def _scan_body(*nodes: cst.CSTNode) -> _Names:
@@ -400,7 +429,7 @@ def exec_for(frame: Frame, stmt: cst.For) -> None:
     try:
         if isinstance(iterable, SymbolicRange):
             _symbolic_loop(frame, stmt, body, kind="for", rng=iterable)
-        elif isinstance(iterable, range) and len(iterable) > 1 and not scan.mutates and not _mutates_container(
+        elif isinstance(iterable, range) and len(iterable) > 1 and not scan.mutates(frame) and not _mutates_container(
                 frame, scan):
             _counted_loop(frame, stmt, body, iterable, None)
         elif isinstance(iterable, Value):
@@ -455,7 +484,8 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
                 frame.assign(stmt.target, item)
                 _run_iteration(frame, body)
 
-            branch(frame, guard, [iteration, lambda: None], ["in a loop iteration", "after the loop stopped"], stmt)
+            branch(frame, guard, [iteration, lambda: None], ["in a loop iteration", "after the loop stopped"], stmt,
+                   then_flags={BRK: False, RET: False})
             continue
         frame.assign(stmt.target, item)
         _run_iteration(frame, body)
@@ -474,11 +504,15 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else):
         raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
     scan = _scan_body(stmt.body, stmt.test) if isinstance(stmt, cst.While) else _scan_body(stmt.body)
-    if scan.mutates:
-        raise frame.error(stmt, "a loop on a symbolic value cannot change Python lists or dicts",
-                          note="the number of iterations is only known when the compiled function runs; collect "
-                               "results in an array (x = x.at[i].set(v)) or use lax.scan")
-    names = sorted(n for n in scan.names if n in frame.env and not n.startswith("$"))
+    mutation_error = frame.error(stmt, "a loop on a symbolic value cannot change Python lists or dicts",
+                                 note="the number of iterations is only known when the compiled function runs; "
+                                      "collect results in an array (x = x.at[i].set(v)) or use lax.scan")
+    if scan.mutates(frame):
+        raise mutation_error
+    containers = _containers(frame.env)
+    # (a name bound on only some paths so far is not carried: the body binds it before any use, or it stays unbound)
+    names = sorted(n for n in scan.names
+                   if n in frame.env and not n.startswith("$") and not isinstance(frame.env[n], Undefined))
     if scan.breaks:
         names.append(BRK)
     if scan.returns:
@@ -556,10 +590,9 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             # compare what the body leaves with what it was given
             changed = False
             outputs = []
+            returned = _MISSING  # a value returned from inside the loop: carried from the next trace on
             if scan.returns and RETVAL in frame.env and RETVAL not in carried_names:
-                base = dict(base)
-                base[RETVAL] = _zeros_like(frame, frame.env[RETVAL])
-                names.append(RETVAL)
+                returned = frame.env[RETVAL]
                 changed = True
             for name in carried_names:
                 treedef, template = templates[name]
@@ -598,6 +631,12 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 outputs.insert(0, k + 1)
             body_block.results = [builder.operand(v) for v in outputs]
         frame.env = base
+        if _containers(base) != containers:  # (one the syntax did not show: through another name)
+            raise mutation_error
+        if returned is not _MISSING:  # (its zeros, the value before any return, are made outside the loop)
+            base = dict(base)
+            base[RETVAL] = _zeros_like(frame, returned)
+            names.append(RETVAL)
         if not changed:
             break
     else:

@@ -137,6 +137,18 @@ class Frame:
             raise self.error(node, f"'{name}' may be undefined here", note=value.why)
         return value
 
+    def peek(self, name: str) -> Any:
+        """What ``name`` refers to here, or None (no error when it is unbound)."""
+        for scope in (self.env, self.outer or {}):
+            if name in scope:
+                return scope[name]
+        if name in self.closure:
+            try:
+                return self.closure[name].cell_contents
+            except ValueError:
+                return None
+        return self.globals.get(name, getattr(builtins, name, None))
+
     def assign_name(self, name: str, value: Any, node: cst.CSTNode) -> None:
         if isinstance(value, Value) and value.name is None:
             value.name = name

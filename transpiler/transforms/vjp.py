@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.interpret import Evaluator, eval_function
 from srcjax.transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import (
@@ -81,9 +82,13 @@ class PrimRecord:
 
 @dataclass
 class CustomVJPRecord:
+    """A custom-derivative call: ``backward(residuals, output cotangents)`` gives the operands' cotangents (a
+    ``custom_vjp``'s ``bwd``, or the transpose of a ``custom_jvp``'s rule)."""
+
     op: Op
     residuals: list[Any]  # the flat residuals the user's forward function returned
     active: list[bool]
+    backward: Any = None
 
     def refs(self) -> list[Value]:
         return [v for v in self.residuals if isinstance(v, Value) and not isinstance(v, Literal)]
@@ -193,36 +198,49 @@ class VJP:
     def forward_custom(self, op: Op) -> Any:
         primals = [self.read(v) for v in op.operands]
         active = [self.is_active(v) for v in op.operands]
-        if not any(active):  # the function itself, inlined
-            (region,) = op.regions
-            for p, v in zip(region.params, primals):
-                self.write(p, v)
-            records = self.forward_block(region)
-            for r, y in zip(op.results, region.results):
-                self.write(r, self.read(y))
-            assert not records
+        if not any(active):  # the call itself, kept (a transformation of this program still finds its rules)
+            for r, o in zip(op.results, Evaluator()._rebuild(self.builder, op, primals)):
+                self.write(r, o)
             return None
         if op.prim is custom_jvp_call_p:
-            placeholders = [Value(tangent_aval(v.aval)) if a else None for v, a in zip(op.operands, active)]
-            tangents = [p if p is not None else Zero(tangent_aval(v.aval)) for p, v in zip(placeholders, op.operands)]
-            self.linearizer.snippet = snippet = []
-            self.linearizer.linear.add_values(p for p in placeholders if p is not None)
-            outs, touts = op.params["rule"].jvp_rule(primals, tangents)
-            record_tangents = []
-            for r, o, t in zip(op.results, outs, touts):
-                self.write(r, o)
-                linear = isinstance(t, Value) and id(t) in self.linearizer.linear and is_differentiable(r.aval)
-                record_tangents.append(t if linear else None)
-                if linear:
-                    self.active.add(id(r))
-            return PrimRecord(op, placeholders, snippet, record_tangents)
+            return self.forward_custom_jvp(op, primals, active)
         with core.interpreting(self.builder):
             outs, residuals = op.params["rule"].forward(primals)
         for r, o in zip(op.results, outs):
             self.write(r, o)
             if is_differentiable(r.aval):
                 self.active.add(id(r))
-        return CustomVJPRecord(op, residuals, active)
+        return CustomVJPRecord(op, residuals, active, op.params["rule"].backward)
+
+    def forward_custom_jvp(self, op: Op, primals: list[Any], active: list[bool]) -> CustomVJPRecord:
+        """Reverse mode through a ``custom_jvp`` call: its rule, traced into a function of (primals, tangents) (its
+        Python control flow included, as the front end reads it), gives the outputs; the backward pass is that
+        function's transpose in the tangents (its VJP there, the rule being linear in them)."""
+        rule = op.params["rule"]
+        avals = [v.aval for v in op.operands]
+        tangent_avals = [tangent_aval(a) for a in avals]
+        traced = Builder(f"{op.name}_rule", self.fn.source)
+        params = [traced.param(a) for a in avals + tangent_avals]
+        with core.interpreting(traced):
+            outs, touts = rule.jvp_rule(params[: len(avals)], params[len(avals):])
+            jvp = clean(traced.finish(list(outs) + [instantiate(t) for t in touts]))
+        n_out = len(op.results)
+        wrt = [False] * len(avals) + [a and is_differentiable(v.aval) for v, a in zip(op.operands, active)]
+        transposed = vjp_function(jvp, wrt)
+        with core.interpreting(self.builder):
+            results = eval_function(jvp, *primals, *[zeros(t) for t in tangent_avals])[:n_out]
+        for r, o in zip(op.results, results):
+            self.write(r, o)
+            if is_differentiable(r.aval):
+                self.active.add(id(r))
+
+        def backward(residuals: list[Any], cts_out: list[Any]) -> list[Any]:
+            zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them: any value will do)
+            zero_outs = [zeros(tangent_aval(r.aval)) for r in jvp.results[:n_out]]
+            grads = iter(eval_function(transposed, *residuals, *zero_tangents, *zero_outs, *cts_out)[len(jvp.results):])
+            return [next(grads) if on else None for on in wrt[len(avals):]]
+
+        return CustomVJPRecord(op, list(primals), active, backward)
 
     def _bind_structured(self, op: Op) -> None:
         """Re-emit an op that cannot be bound (a stack op), with new operands."""
@@ -275,7 +293,7 @@ class VJP:
         with core.interpreting(builder):
             for b, (block, ys) in enumerate(zip(blocks, yields)):
                 with builder.reopen(block):
-                    extra = [v if eb == b else zeros(v.aval) for eb, v in exports]
+                    extra = [v if eb == b else self._placeholder(v.aval) for eb, v in exports]
                     block.results = [builder.operand(y) for y in ys + extra]
         results = [Value(r.aval, r.name) for r in op.results]
         builder.emit(Op(cond_p, [builder.operand(pred)], {}, results + export_results, regions=blocks, loc=op.loc))
@@ -286,6 +304,15 @@ class VJP:
         defined = [_defined_ids(region) for region in op.regions]
         outer_refs = [v for values in outers for v in values]
         return CondRecord(op, pred if isinstance(pred, Value) else None, branch_records, renames, defined, outer_refs)
+
+    def _placeholder(self, aval: Any) -> Value:
+        """What a branch exports for a value another branch's records need: zeros, or an empty stack (residuals
+        of a ``while`` that this branch does not run)."""
+        if not isinstance(aval, StackType):
+            return zeros(aval)
+        empty = Value(aval)
+        self.builder.emit(Op(stack_new_p, [], {"elem": aval.elem}, [empty]))
+        return empty
 
     def forward_loop(self, op: Op) -> LoopRecord | None:
         builder = self.builder
@@ -429,7 +456,7 @@ class VJP:
         cts_out = [instantiate(c if c is not None else Zero(tangent_aval(r.aval)))
                    for c, r in zip(cts_out, rec.op.results)]
         residuals = [resolve(v) if isinstance(v, Value) else v for v in rec.residuals]
-        cts_in = rec.op.params["rule"].backward(residuals, cts_out)
+        cts_in = rec.backward(residuals, cts_out)
         for v, c, a in zip(rec.op.operands, cts_in, rec.active):
             if a and c is not None and not isinstance(c, Zero):
                 ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
@@ -538,8 +565,17 @@ class VJP:
             ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), r)
 
     def _free_active(self, rec: LoopRecord) -> list[Value]:
-        """Old values from outside the loop whose cotangents the body's records produce (loop invariants)."""
+        """Old values from outside the loop whose cotangents the body produces (loop invariants): operands of
+        its records, and values it (or a ``cond`` in it) yields unchanged."""
         out, seen = [], set()
+
+        def yielded(values: list[Value]) -> None:
+            for v in values:
+                if not isinstance(v, Literal) and self.is_active(v) and id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+
+        yielded(rec.op.regions[-1].results)
 
         def visit(records: list[Any]) -> None:
             for r in records:
@@ -549,6 +585,8 @@ class VJP:
                             seen.add(id(v))
                             out.append(v)
                 elif isinstance(r, CondRecord):
+                    for region in r.op.regions:
+                        yielded(region.results)
                     for branch in r.branches:
                         visit(branch)
                 elif isinstance(r, CustomVJPRecord):

@@ -20,7 +20,7 @@ def boolean_operators(a, b):
             t7 = a - b        # return a - b  (programs.py:355)
             t8 = jnp.bool_(True)
         else:
-            t8, t7 = t4, t3
+            t8, t7 = jnp.bool_(False), t3
         t9 = ~t8              # def boolean_operators(a, b):  (programs.py:351)
         if t9:
             t10 = a * b       # return a * b  (programs.py:356)

@@ -5,30 +5,27 @@ import srcjax.numpy as jnp
 
 
 def break_in_while(x):
-    x_1 = x * np.float32(1.5)                # x = x * 1.5  (programs.py:606)
-    t0 = x_1 > np.float32(10.0)              # if x > 10.0:  (programs.py:608)
+    x_1 = x * np.float32(1.5)            # x = x * 1.5  (programs.py:606)
+    t0 = x_1 > np.float32(10.0)          # if x > 10.0:  (programs.py:608)
     if t0:
         t1 = jnp.bool_(True)
     else:
         t1 = jnp.bool_(False)
-    i = jnp.float32(1.0)                     # while True:  (programs.py:605)
+    i = jnp.float32(1.0)                 # while True:  (programs.py:605)
     while True:
         t2 = ~t1
         t3 = True & t2
         if not t3:
             break
-        x_1 = x_1 * np.float32(1.5)          # x = x * 1.5  (programs.py:606)
-        t4 = ~t1                             # while True:  (programs.py:605)
+        x_1 = x_1 * np.float32(1.5)      # x = x * 1.5  (programs.py:606)
+        t4 = ~t1                         # while True:  (programs.py:605)
         if t4:
-            i_1 = i + 1.0                    # i = i + 1.0  (programs.py:607)
-            if t4:                           # while True:  (programs.py:605)
-                t5 = x_1 > np.float32(10.0)  # if x > 10.0:  (programs.py:608)
-                if t5:
-                    t6 = jnp.bool_(True)
-                else:
-                    t6 = t1
+            i_1 = i + 1.0                # i = i + 1.0  (programs.py:607)
+            t5 = x_1 > np.float32(10.0)  # if x > 10.0:  (programs.py:608)
+            if t5:
+                t6 = jnp.bool_(True)
             else:
-                t6 = t1
+                t6 = jnp.bool_(False)
         else:
             t6, i_1 = t1, i
         i, t1 = i_1, t6

@@ -5,19 +5,16 @@ import srcjax.numpy as jnp
 
 
 def early_return(x):
-    t0 = x < np.float32(0.0)          # if x < 0:  (programs.py:568)
+    t0 = x < np.float32(0.0)      # if x < 0:  (programs.py:568)
     if t0:
-        t1 = -x                       # return -x  (programs.py:569)
+        t1 = -x                   # return -x  (programs.py:569)
         t2 = jnp.bool_(True)
     else:
         t2, t1 = jnp.bool_(False), jnp.float32(0.0)
-    t3 = ~t2                          # def early_return(x):  (programs.py:567)
+    t3 = ~t2                      # def early_return(x):  (programs.py:567)
     if t3:
-        y = x * np.float32(2.0)       # y = x * 2  (programs.py:570)
-        if t3:                        # def early_return(x):  (programs.py:567)
-            t4 = y + np.float32(1.0)  # return y + 1  (programs.py:571)
-        else:
-            t4 = t1
+        y = x * np.float32(2.0)   # y = x * 2  (programs.py:570)
+        t4 = y + np.float32(1.0)  # return y + 1  (programs.py:571)
     else:
         t4 = t1
     return t4
