@@ -393,8 +393,8 @@ def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any
     if ord == 2:
         return jnp.sqrt(jnp.sum(_squared_magnitude(x), axis=axes, keepdims=keepdims))
     magnitude = jnp.abs(x)
-    if ord == np.inf:
-        return jnp.max(magnitude, axis=axes, keepdims=keepdims)
+    if ord == np.inf:  # initial=0, as JAX's: at the zero vector the 0 shares the tie (and its slope) with |x|
+        return jnp.max(magnitude, axis=axes, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return jnp.min(magnitude, axis=axes, keepdims=keepdims)
     if ord == 0:  # the number of nonzero entries
@@ -411,14 +411,16 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
     if ord in (1, -1, np.inf, -np.inf):
         # 1: the largest column sum of |x|; inf: the largest row sum (and the smallest for the negatives)
         summed, across = (row, col) if ord in (1, -1) else (col, row)
+        # the largest one starts from 0, as JAX's: it shares the tie at the zero matrix (half the slope)
         sums = jnp.sum(jnp.abs(x), axis=summed, keepdims=True)
-        out = (jnp.max if ord > 0 else jnp.min)(sums, axis=across, keepdims=True)
+        out = jnp.max(sums, axis=across, keepdims=True, initial=0) if ord > 0 else \
+            jnp.min(sums, axis=across, keepdims=True)
     elif ord in (2, -2, "nuc"):
         s = svdvals(jnp.moveaxis(x, axes, (-2, -1)))
         if ord == "nuc" or aval(s).shape[-1] == 0:  # an empty matrix has norm 0
             out = jnp.sum(s, axis=-1)
         else:
-            out = jnp.max(s, axis=-1) if ord == 2 else jnp.min(s, axis=-1)
+            out = jnp.max(s, axis=-1, initial=0) if ord == 2 else jnp.min(s, axis=-1)
         out = jnp.expand_dims(out, sorted(axes))
     else:
         raise ValueError(f"jnp.linalg.norm: invalid order {ord!r} for a matrix norm")

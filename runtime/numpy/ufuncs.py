@@ -196,11 +196,17 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
 
 
 def power(x1: Any, x2: Any, /) -> Any:
-    """x1 ** x2. A static integer exponent binds ``integer_pow``; integer arrays to integer powers use
-    binary exponentiation over the exponent's low 6 bits, as JAX does (anything above overflows anyway)."""
+    """x1 ** x2. A static integer exponent binds ``integer_pow``; a float base to an integer array binds ``pow``
+    with the integer exponent; integer arrays to integer powers use binary exponentiation over the exponent's
+    low 6 bits, as JAX does (anything above overflows anyway)."""
     if isinstance(x2, (int, np.integer)) and not isinstance(x2, (bool, np.bool_)):
         (x1,) = _bool_to_int(_array("power", x1))
         return ew.integer_pow_p.bind(x1, y=int(x2))
+    base, exponent = _array("power", x1), _array("power", x2)
+    if _kind(base) in "fc" and _kind(exponent) in "iu":
+        # a float base to an integer array keeps the integer exponent unpromoted (as JAX does): pow's
+        # derivative in the base is then 0 where the exponent is 0, also at base 0, instead of 0 * 0^-1
+        return ew.pow_p.bind(*promote_shapes(base, exponent))
     x1, x2 = _bool_to_int(*promote_args("power", x1, x2))
     if _kind(x1) not in "iu":
         return ew.pow_p.bind(x1, x2)
@@ -283,14 +289,31 @@ log2 = _log_base("log2", 2.0)
 log10 = _log_base("log10", 10.0)
 
 
+def _logaddexp_real(x1: Any, x2: Any, exp_prim: Any, log_base: float) -> Any:
+    """log_b(b^x1 + b^x2) = big + log1p(b^(small - big)) / ln b, with big, small = x1, x2 ordered.
+
+    big and small are selects, not max and min: at a tie x1 == x2 the selected formula is still the function
+    itself, smooth there, so every derivative is right (1/2 and 1/2 first, JAX's values), where max's split
+    of the tie would cancel against the kink of -|x1 - x2| in the tail (and give 0 and 1). Equal infinities
+    make small - big NaN; there the value is x1 + x2 (each slope 1, as JAX's), and the tail's argument is a safe
+    0 so that no NaN slope reaches the derivative through the unselected branch. A NaN argument stays NaN.
+    """
+    first = ew.ge_p.bind(x1, x2)
+    big, small = _where(first, x1, x2), _where(first, x2, x1)
+    delta = ew.sub_p.bind(small, big)
+    same_infinity = ew.and_p.bind(ew.eq_p.bind(x1, x2), ew.eq_p.bind(ew.abs_p.bind(x1), _const(x1, np.inf)))
+    tail = ew.log1p_p.bind(exp_prim.bind(_where(same_infinity, _const(delta, 0), delta)))
+    if log_base != math.e:
+        tail = ew.div_p.bind(tail, _const(tail, math.log(log_base)))
+    return _where(same_infinity, ew.add_p.bind(x1, x2), ew.add_p.bind(big, tail))
+
+
 def logaddexp(x1: Any, x2: Any, /) -> Any:
-    """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
+    """log(exp(x1) + exp(x2)) without overflow."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
     if _kind(x1) == "c":
         return _logaddexp_complex(x1, x2)
-    delta = ew.sub_p.bind(x1, x2)
-    out = ew.add_p.bind(ew.max_p.bind(x1, x2), ew.log1p_p.bind(ew.exp_p.bind(ew.neg_p.bind(ew.abs_p.bind(delta)))))
-    return _where(ew.ne_p.bind(delta, delta), ew.add_p.bind(x1, x2), out)  # equal infinities make delta NaN
+    return _logaddexp_real(x1, x2, ew.exp_p, math.e)
 
 
 def _logaddexp_complex(x1: Any, x2: Any) -> Any:
@@ -307,10 +330,7 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
         ln2 = _const(x1, math.log(2))
         out = ew.div_p.bind(_logaddexp_complex(ew.mul_p.bind(x1, ln2), ew.mul_p.bind(x2, ln2)), ln2)
         return _weak_if_all(out, *args)
-    delta = ew.sub_p.bind(x1, x2)
-    tail = ew.log1p_p.bind(ew.exp2_p.bind(ew.neg_p.bind(ew.abs_p.bind(delta))))
-    out = ew.add_p.bind(ew.max_p.bind(x1, x2), ew.div_p.bind(tail, _const(tail, math.log(2))))
-    return _weak_if_all(_where(ew.ne_p.bind(delta, delta), ew.add_p.bind(x1, x2), out), *args)
+    return _weak_if_all(_logaddexp_real(x1, x2, ew.exp2_p, 2.0), *args)
 
 
 # -- trigonometric and hyperbolic functions ------------------------------------------------------------------

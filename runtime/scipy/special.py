@@ -166,14 +166,12 @@ def rel_entr(p: Any, q: Any) -> Any:
 
 
 def kl_div(p: Any, q: Any) -> Any:
-    """p log(p / q) - p + q for p, q > 0; q for p == 0 <= q; inf otherwise."""
-    jnp = _jnp()
+    """rel_entr(p, q) - p + q: p log(p / q) - p + q for p, q > 0; q for p == 0 <= q; inf otherwise.
+
+    Written as that sum everywhere (JAX's form), so that -p + q carries its slopes (-1, 1) also where rel_entr is
+    a constant (at p == 0)."""
     p, q = _inexact("kl_div", p, q)
-    both_positive = (p > 0) & (q > 0)
-    safe_p, safe_q = jnp.where(both_positive, p, 1), jnp.where(both_positive, q, 1)
-    zero = (p == 0) & (q >= 0)
-    value = safe_p * jnp.log(safe_p / safe_q) - safe_p + safe_q
-    return jnp.where(both_positive, value, jnp.where(zero, q, np.inf)).astype(_core.aval(p).dtype)
+    return rel_entr(p, q) - p + q
 
 
 def softmax(x: Any, /, *, axis: Any = None) -> Any:

@@ -268,10 +268,13 @@ def _pow_jvp(primals, tangents):
     gx, gy = tangents
     out = pow_p.bind(x, y)
     total = Zero(aval_of(out).update(weak_type=False))
-    if not isinstance(gx, Zero):  # y x^(y-1), zero where y == 0 (so 0^0 has no slope)
-        yf = y if aval_of(y).dtype == aval_of(x).dtype else convert_element_type_p.bind(y, new_dtype=aval_of(x).dtype)
+    if not isinstance(gx, Zero):  # y x^(y-1)
+        integer_exponent = aval_of(y).dtype.kind in "iu"
+        yf = convert_element_type_p.bind(y, new_dtype=aval_of(x).dtype) if integer_exponent else y
         slope = mul_p.bind(yf, pow_p.bind(x, sub_p.bind(yf, _like(1, x))))
-        slope = select_n_p.bind(eq_p.bind(yf, _like(0, x)), slope, _like(0, x))
+        if integer_exponent:  # x^0 is the constant 1 for an integer 0: slope 0, also at x == 0 (JAX's rule)
+            slope = select_n_p.bind(eq_p.bind(yf, _like(0, x)), slope, _like(0, x))
+        # a float exponent keeps 0 * 0^-1 = NaN at x == y == 0, as JAX's rule does
         total = mul_p.bind(gx, slope)
     if not isinstance(gy, Zero) and aval_of(y).dtype.kind in "fc":  # x^y log x, zero where x == 0
         safe = select_n_p.bind(eq_p.bind(x, _like(0, x)), x, _like(1, x))
@@ -533,22 +536,25 @@ clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 
 
 def _clamp_jvp(primals, tangents):
+    """clamp(lo, x, hi) = min(max(x, lo), hi) passes on the slope of the operand it returns, as JAX's rule: x's
+    strictly inside the bounds, lo's where x < lo < hi, hi's where hi < x. At a bound no operand gets a slope;
+    where the bounds cross (lo >= hi, the result is hi) only hi does, and only where hi < x."""
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
     total = Zero(aval_of(out).update(weak_type=False))
     zero = _like(0, x)
-    for _bound, g, picks in ((lo, tangents[0], lambda: gt_p.bind(_full(lo, x) if not aval_of(lo).shape else lo, x)),
-                            (x, tangents[1], None),
-                            (hi, tangents[2], lambda: lt_p.bind(_full(hi, x) if not aval_of(hi).shape else hi, x))):
+
+    def full(bound):  # a scalar bound at x's shape (built only for the tangents asked for)
+        return _full(bound, x) if not aval_of(bound).shape else bound
+
+    picks = (lambda: and_p.bind(gt_p.bind(full(lo), x), lt_p.bind(full(lo), full(hi))),
+             lambda: and_p.bind(gt_p.bind(x, full(lo)), lt_p.bind(x, full(hi))),
+             lambda: lt_p.bind(full(hi), x))
+    for g, picked in zip(tangents, picks):
         if isinstance(g, Zero):
             continue
         g = _full(g, x) if aval_of(g).shape != aval_of(x).shape else g
-        if picks is None:  # the operand's slope: 1 strictly inside the bounds
-            inside = and_p.bind(gt_p.bind(x, _full(lo, x) if not aval_of(lo).shape else lo),
-                                lt_p.bind(x, _full(hi, x) if not aval_of(hi).shape else hi))
-            term = select_n_p.bind(inside, zero, g)
-        else:
-            term = select_n_p.bind(picks(), zero, g)
+        term = select_n_p.bind(picked(), zero, g)
         total = term if isinstance(total, Zero) else add_p.bind(total, term)
     return out, total
 
