@@ -78,7 +78,10 @@ def graph(prefix: str) -> dict[str, set[str]]:
     }
 
 
-@pytest.mark.parametrize("lower, upper", [("srcjax.codegen", ("srcjax.runtime",))])
+@pytest.mark.parametrize("lower, upper", [
+    ("srcjax.transpiler", ("srcjax.runtime", "srcjax.codegen")),
+    ("srcjax.codegen", ("srcjax.runtime",)),
+])
 def test_lower_packages_import_nothing_above_them(lower, upper):
     offenders = {
         name: sorted(n for n in imported(path, name) if n.startswith(upper) or n == "srcjax")

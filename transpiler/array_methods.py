@@ -1,8 +1,9 @@
 """Operators and methods shared by concrete arrays and the symbolic values of a function being compiled.
 
-Both answer ``x + y``, ``x.sum()``, ``x.T`` or ``x.at[i].set(v)`` by calling ``srcjax.numpy`` (which binds
-primitives). The numpy module belongs to the runtime, so it is installed here at import time
-(``install_numpy_api``) rather than imported: ``transpiler`` imports nothing above it.
+Both answer ``x + y``, ``x.sum()``, ``x.T`` or ``x.at[i].set(v)`` as ``srcjax.numpy`` does (which binds
+primitives): user code run or compiled means NumPy's semantics on these values. The numpy module belongs to the
+runtime, which installs it here when it is imported (``install_numpy_api``); ``transpiler`` imports nothing
+above it, now or later.
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ def install_numpy_api(module: ModuleType) -> None:
 
 def numpy_api() -> ModuleType:
     if not _api:
-        import importlib
-
-        importlib.import_module("srcjax.runtime.numpy")  # installs itself
+        raise RuntimeError("array operators and methods need srcjax.numpy: import srcjax (or srcjax.numpy) first")
     return _api[0]
 
 

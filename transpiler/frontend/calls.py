@@ -44,14 +44,11 @@ _LIBRARY_ROOTS = tuple(
 
 
 class Trace:
-    """One compilation: its builder, the array library, and the call depth."""
+    """One compilation: its builder and the call depth."""
 
     def __init__(self, builder: Builder):
         self.builder = builder
         self.depth = 0
-        from srcjax.transpiler.array_methods import numpy_api
-
-        self.jnp = numpy_api()
 
 
 _traces = threading.local()  # per thread: the compilations in progress, innermost last

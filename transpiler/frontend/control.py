@@ -19,12 +19,15 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 import numpy as np
 
+from srcjax.transpiler.frontend import values
 from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.frontend.frame import (
     BRK, CONT, FLAGS, RET, RETVAL, Exit, Frame, Undefined, flatten_statements, is_symbolic,
 )
 from srcjax.transpiler.ir import ConcretizationError, Op, Value
 from srcjax.transpiler.primitives.control import cond_p, for_p, while_p
+from srcjax.transpiler.primitives.indexing import dynamic_slice_p
+from srcjax.transpiler.primitives.shape import reshape_p
 from srcjax.transpiler.trees import tree_flatten, tree_unflatten
 from srcjax.transpiler.types import TensorType
 
@@ -36,7 +39,7 @@ _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 # -- helpers ---------------------------------------------------------------------------------------------------
 def _aval(frame: Frame, x: Any) -> TensorType:
-    return frame.trace.jnp._core.aval(x)
+    return values.aval(x)
 
 
 def _is_array_like(x: Any) -> bool:
@@ -60,23 +63,23 @@ def to_predicate(frame: Frame, value: Any, node: cst.CSTNode) -> Any:
     if aval.shape != ():
         raise frame.error(node, f"the truth value of an array of shape {aval.shape} is ambiguous",
                           note="reduce it to one value with .any() or .all(), or use jnp.where elementwise")
-    return value if aval.dtype == np.bool_ else value != 0
+    return value if aval.dtype == np.bool_ else values.as_bool(value)
 
 
-def _join_types(frame: Frame, name: str, values: Sequence[Any], where: Sequence[str], node: cst.CSTNode
+def _join_types(frame: Frame, name: str, leaves: Sequence[Any], where: Sequence[str], node: cst.CSTNode
                 ) -> tuple[np.dtype, bool, tuple[int, ...]]:
-    avals = [_aval(frame, v) for v in values]
+    avals = [_aval(frame, v) for v in leaves]
     shapes = {a.shape for a in avals}
     if len(shapes) > 1:
         detail = " and ".join(f"{a} {w}" for a, w in zip(avals, where))
         raise frame.error(node, "a value's shape differs between the paths of control flow on a symbolic value",
                           note=f"'{name}' is {detail}")
-    dtype, weak = frame.trace.jnp.result_type(*values, return_weak_type=True)
+    dtype, weak = values.result_type(*leaves)
     return dtype, weak, avals[0].shape
 
 
 def _convert(frame: Frame, x: Any, dtype: np.dtype, weak: bool) -> Any:
-    return frame.trace.jnp._core.convert(x, dtype, weak)
+    return values.convert(x, dtype, weak)
 
 
 def _record_exit(frame: Frame, exit_: Exit) -> None:
@@ -99,10 +102,9 @@ def _containers(env: dict[str, Any]) -> dict[str, tuple]:
 
 
 def _zeros_like(frame: Frame, tree: Any) -> Any:
-    jnp = frame.trace.jnp
     leaves, treedef = tree_flatten(tree)
-    return tree_unflatten(treedef, [jnp.zeros(_aval(frame, leaf).shape, _aval(frame, leaf).dtype)
-                                    if _is_array_like(leaf) else leaf for leaf in leaves])
+    return tree_unflatten(treedef, [values.zeros(_aval(frame, leaf).strong()) if _is_array_like(leaf) else leaf
+                                    for leaf in leaves])
 
 
 # -- if --------------------------------------------------------------------------------------------------------
@@ -164,8 +166,8 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
     where = [f"{w} (line {{line}})" for w in where]
     merged, yields, avals = _merge(frame, envs, blocks, where, node)
     results = [Value(t) for t in avals]
-    for block, values in zip(blocks, yields):
-        block.results = [builder.operand(v) for v in values]
+    for block, yielded in zip(blocks, yields):
+        block.results = [builder.operand(v) for v in yielded]
     builder.emit(Op(cond_p, [builder.operand(pred)], {}, results, regions=blocks, loc=builder.loc))
     _rebind(frame, merged, results)
 
@@ -265,15 +267,14 @@ def after_exit_flags(frame: Frame, rest: Sequence[cst.CSTNode], stmt: cst.CSTNod
         raise Exit("continue")
     if not rest:
         return
-    jnp = frame.trace.jnp
     active = [v for v in flags.values() if v is not False]
     stop = active[0]
     for v in active[1:]:
-        stop = jnp.logical_or(stop, v)
+        stop = values.logical_or(stop, v)
     only_return = all(flags[f] is False for f in (BRK, CONT))
     else_flags = {RET: True} if only_return else None
     then_flags = {f: False for f, v in flags.items() if v is not False}  # (the code after runs where none was)
-    branch(frame, jnp.logical_not(stop), [lambda: frame.exec_block(rest), lambda: None],
+    branch(frame, values.logical_not(stop), [lambda: frame.exec_block(rest), lambda: None],
            ["where the code after line {line} runs".replace("{line}", str(frame.loc(stmt).line)),
             "where an earlier return, break or continue was taken"], stmt, else_flags=else_flags,
            then_flags=then_flags)
@@ -288,8 +289,7 @@ def select_values(frame: Frame, test: Any, a: Any, b: Any, node: cst.CSTNode) ->
     if ta != tb:
         raise frame.error(node, "the two sides of a conditional expression on a symbolic value differ in "
                                 f"structure ({_describe(a)} and {_describe(b)})")
-    jnp = frame.trace.jnp
-    out = [x if _static_equal(x, y) else jnp.where(pred, x, y) for x, y in zip(la, lb)]
+    out = [x if _static_equal(x, y) else values.where(pred, x, y) for x, y in zip(la, lb)]
     return tree_unflatten(ta, out)
 
 
@@ -477,8 +477,7 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
             break
         stop = [v for v in (frame.env[BRK], frame.env.get(RET, False)) if is_symbolic(v)]
         if stop:
-            jnp = frame.trace.jnp
-            guard = jnp.logical_not(stop[0] if len(stop) == 1 else jnp.logical_or(*stop))
+            guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
 
             def iteration(item=item):
                 frame.assign(stmt.target, item)
@@ -500,7 +499,6 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     from srcjax.transpiler.frontend.calls import SymbolicRange
 
     builder = frame.trace.builder
-    jnp = frame.trace.jnp
     if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else):
         raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
     scan = _scan_body(stmt.body, stmt.test) if isinstance(stmt, cst.While) else _scan_body(stmt.body)
@@ -525,8 +523,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     if counted:
         if isinstance(rng, SymbolicRange):
             start, stop, step = rng.start, rng.stop, rng.step
-            trip = jnp.maximum((stop - start + (step - (1 if step > 0 else -1))) // step, 0)
-            trip = jnp.asarray(trip, np.int32)
+            trip = values.trip_count(start, stop, step)
         else:
             start, step = rng.start, rng.step
             trip = len(rng)
@@ -574,8 +571,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 k = body_block.params[0]
                 builder.own(k)
             if counted:
-                index = k if (start, step) == (0, 1) else (k + start if step == 1 else k * step + start)
-                target = rows[index] if rows is not None else index
+                index = k if (start, step) == (0, 1) else values.add(k if step == 1 else values.mul(k, step), start)
+                target = _row(rows, index) if rows is not None else index
                 frame.assign(stmt.target, target)
             frame.env[CONT] = False
             try:
@@ -615,7 +612,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                                               note=f"'{name}' is {want} before the loop and {got} after an "
                                                    f"iteration (line {frame.env.get('@' + name, '?')})")
                         if (got.dtype, got.weak_type) != (want.dtype, want.weak_type):
-                            dtype, weak = jnp.result_type(_Typed(want), leaf, return_weak_type=True)
+                            dtype, weak = values.result_type(_Typed(want), leaf)
                             if (dtype, weak) != (want.dtype, want.weak_type):
                                 joined[(name, j)] = (dtype, weak)
                                 changed = True
@@ -628,7 +625,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                         promoted.add((name, j))
                         changed = True
             if counted and use_while:
-                outputs.insert(0, k + 1)
+                outputs.insert(0, values.add(k, np.int32(1)))
             body_block.results = [builder.operand(v) for v in outputs]
         frame.env = base
         if _containers(base) != containers:  # (one the syntax did not show: through another name)
@@ -653,13 +650,13 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 k, params = params[0], params[1:]
             _bind_templates(frame, templates, params)
             if counted:
-                test = k < trip
+                test = values.less(k, trip)
             else:
                 test = to_predicate(frame, frame.eval(stmt.test), stmt.test)
             for flag in (BRK, RET):
                 if flag in carried_names:
-                    test = jnp.logical_and(test, jnp.logical_not(frame.env[flag]))
-            cond_block.results = [builder.operand(jnp.asarray(test))]
+                    test = values.logical_and(test, values.logical_not(frame.env[flag]))
+            cond_block.results = [builder.operand(test)]
             frame.env = base
         counter = [builder.operand(np.int32(0))] if counted else []
         op_results = ([Value(TensorType(np.int32, ()))] if counted else []) + results
@@ -676,6 +673,14 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     if counted:
         frame.env[_target_name(stmt)] = Undefined(_target_name(stmt), "the loop variable of a compiled loop is "
                                                                       "not available after the loop")
+
+
+def _row(rows: Any, index: Any) -> Any:
+    """Row ``index`` (a traced int32) of an array: what ``for row in array`` binds on each trip."""
+    shape = values.aval(rows).shape
+    start = [values.convert(index, np.dtype(np.int32))] + [np.int32(0)] * (len(shape) - 1)
+    row = dynamic_slice_p.bind(rows, *start, slice_sizes=(1, *shape[1:]))
+    return reshape_p.bind(row, new_sizes=shape[1:], dimensions=None)
 
 
 def _strip_counter(avals: list[TensorType], has_counter: bool) -> list[TensorType]:

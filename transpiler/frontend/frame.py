@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
+from srcjax.transpiler.frontend import values
 from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.frontend.source import FunctionSource
 from srcjax.transpiler.ir import ConcretizationError, SourceLoc, Value
@@ -455,7 +456,7 @@ class Frame:
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
             if is_symbolic(value):
-                return self.trace.jnp.logical_not(value)
+                return values.logical_not(value)
             return not value
         return _UNARY[type(node.operator)](value)
 
@@ -477,14 +478,14 @@ class Frame:
         return result
 
     def logical(self, kind: str, a: Any, b: Any) -> Any:
-        jnp = self.trace.jnp
+        """``a and b`` / ``a or b`` where one side is symbolic: Python's value (b where a is true for ``and``),
+        elementwise; on bools, the logical operation."""
         if not is_symbolic(a) and not is_symbolic(b):
             return (a and b) if kind == "and" else (a or b)
-        a, b = jnp.asarray(a), jnp.asarray(b)
-        if a.dtype == bool and b.dtype == bool:
-            return jnp.logical_and(a, b) if kind == "and" else jnp.logical_or(a, b)
-        truth = a != 0
-        return jnp.where(truth, b, a) if kind == "and" else jnp.where(truth, a, b)
+        if values.aval(a).dtype == bool and values.aval(b).dtype == bool:
+            return values.logical_and(a, b) if kind == "and" else values.logical_or(a, b)
+        truth = values.as_bool(a)
+        return values.where(truth, b, a) if kind == "and" else values.where(truth, a, b)
 
     def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Any:
         kind = "and" if isinstance(node.operator, cst.And) else "or"

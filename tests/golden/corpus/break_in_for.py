@@ -16,21 +16,18 @@ def break_in_for(x):
         t4 = t2 & t3
         if not t4:
             break
-        t5 = t0 < np.int32(0)
-        t6 = t0 + np.int32(6)
-        t7 = lax.select_n(t5, t0, t6)
-        t8 = dynamic_slice_p.bind(x, t7, slice_sizes=(1,))
-        v = lax.reshape(t8, new_sizes=())
-        t9 = v < np.float32(-0.5)  # if v < -0.5:  (programs.py:586)
-        if t9:
-            t10 = jnp.bool_(True)
+        t5 = dynamic_slice_p.bind(x, t0, slice_sizes=(1,))
+        v = lax.reshape(t5, new_sizes=())
+        t6 = v < np.float32(-0.5)  # if v < -0.5:  (programs.py:586)
+        if t6:
+            t7 = jnp.bool_(True)
         else:
-            t10 = t1
-        t11 = ~t10                 # for v in x:  (programs.py:585)
-        if t11:
+            t7 = t1
+        t8 = ~t7                   # for v in x:  (programs.py:585)
+        if t8:
             total_1 = total + v    # total = total + v  (programs.py:588)
         else:
             total_1 = total
         t0 = t0 + np.int32(1)      # for v in x:  (programs.py:585)
-        total, t1 = total_1, t10
+        total, t1 = total_1, t7
     return total

@@ -11,18 +11,15 @@ dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 def continue_in_for(x):
     total = jnp.float32(0.0)      # for v in x:  (programs.py:595)
     for k in map(jnp.int32, range(6)):
-        t0 = k < np.int32(0)
-        t1 = k + np.int32(6)
-        t2 = lax.select_n(t0, k, t1)
-        t3 = dynamic_slice_p.bind(x, t2, slice_sizes=(1,))
-        v = lax.reshape(t3, new_sizes=())
-        t4 = v < np.float32(0.0)  # if v < 0:  (programs.py:596)
-        if t4:
-            t5 = jnp.bool_(True)
+        t0 = dynamic_slice_p.bind(x, k, slice_sizes=(1,))
+        v = lax.reshape(t0, new_sizes=())
+        t1 = v < np.float32(0.0)  # if v < 0:  (programs.py:596)
+        if t1:
+            t2 = jnp.bool_(True)
         else:
-            t5 = jnp.bool_(False)
-        t6 = ~t5                  # for v in x:  (programs.py:595)
-        if t6:
+            t2 = jnp.bool_(False)
+        t3 = ~t2                  # for v in x:  (programs.py:595)
+        if t3:
             total_1 = total + v   # total = total + v  (programs.py:598)
         else:
             total_1 = total

@@ -11,11 +11,8 @@ dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 def for_over_matrix_rows(m):
     acc = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # acc = jnp.zeros(4)  (programs.py:392)
     for k in map(jnp.int32, range(3)):  # for row in m:  (programs.py:393)
-        t0 = k < np.int32(0)
-        t1 = k + np.int32(3)
-        t2 = lax.select_n(t0, k, t1)
-        t3 = dynamic_slice_p.bind(m, t2, np.int32(0), slice_sizes=(1, 4))
-        row = lax.reshape(t3, new_sizes=(4,))
-        t4 = lax.tanh(row)              # acc = acc + jnp.tanh(row)  (programs.py:394)
-        acc = acc + t4
+        t0 = dynamic_slice_p.bind(m, k, np.int32(0), slice_sizes=(1, 4))
+        row = lax.reshape(t0, new_sizes=(4,))
+        t1 = lax.tanh(row)              # acc = acc + jnp.tanh(row)  (programs.py:394)
+        acc = acc + t1
     return acc

@@ -17,16 +17,9 @@ def for_symbolic_trip_count(x, n):
     t8 = t7 - np.int32(0)
     t9 = t8 + np.int32(0)
     t10 = lax.div(t9, np.int32(1))
-    t11 = lax.sign(t9)
-    t12 = t11 != np.int32(1)
-    t13 = lax.rem(t9, np.int32(1))
-    t14 = t13 != np.int32(0)
-    t15 = t12 & t14
-    t16 = t10 - np.int32(1)
-    t17 = lax.select_n(t15, t10, t16)
-    t18 = lax.max(t17, np.int32(0))
+    t11 = lax.max(t10, np.int32(0))
     i, acc = jnp.int32(0), x
-    while i < t18:
+    while i < t11:
         acc = acc * np.float32(1.5)  # acc = acc * 1.5  (programs.py:489)
         i = i + np.int32(1)          # for i in range(jnp.abs(n) % 5):  (programs.py:488)
     return acc
