@@ -13,6 +13,7 @@ import contextlib
 import threading
 import functools
 import inspect
+import linecache
 import os
 import sysconfig
 import types
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from srcjax.transpiler.builder import Builder
-from srcjax.transpiler.frontend.errors import TranspileError
+from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
 from srcjax.transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
 from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
 from srcjax.transpiler.ir import Function, SourceLoc, Value
@@ -77,8 +78,8 @@ def is_user_function(fn: Any) -> bool:
     if not isinstance(fn, types.FunctionType):
         return False
     path = fn.__code__.co_filename
-    if path.startswith("<"):
-        return False
+    if path.startswith("<"):  # a notebook's or REPL's cell is read through linecache; other code has no source
+        return bool(linecache.getlines(path))
     return not os.path.realpath(path).startswith(_LIBRARY_ROOTS) and not path.startswith(_LIBRARY_ROOTS)
 
 
@@ -144,7 +145,8 @@ def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: 
         return fn.run(trace, args, kwargs, caller, node)
     try:
         source = function_source(fn)
-    except SourceNotFound:
+    except SourceNotFound as e:
+        _warn_traced(fn, str(e))
         return fn(*args, **kwargs)
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -155,6 +157,33 @@ def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: 
     bound.apply_defaults()
     frame = Frame(trace, source, fn, dict(bound.arguments))
     return run_function_body(frame, source.node)
+
+
+_warned: set[Any] = set()  # the code objects MissingSourceWarning has named
+
+
+def _warn_traced(fn: Any, why: str) -> None:
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None or code in _warned:
+        return
+    _warned.add(code)
+    import warnings
+
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    warnings.warn_explicit(
+        f"srcjax traces '{code.co_name}' ({where}) as JAX does, without its source: {why}. Python control flow on "
+        "traced values (an `if` or `while` on an array) is then not available in it",
+        MissingSourceWarning, code.co_filename, code.co_firstlineno)
+
+
+def _warn_if_sourceless(fn: Any) -> None:
+    """A function of the user's defined where no source is kept (``python -c``, a script on stdin, a terminal
+    REPL, ``exec``): traced, and said so."""
+    target = inspect.unwrap(fn) if callable(fn) else fn
+    code = getattr(target, "__code__", None)
+    if isinstance(target, types.FunctionType) and code is not None and code.co_filename.startswith("<"):
+        _warn_traced(target, f"it was defined in {code.co_filename}, whose text Python does not keep (python -c, a "
+                             "script on standard input, a terminal REPL, exec)")
 
 
 def run_function_body(frame: Frame, node: cst.FunctionDef | cst.Lambda) -> Any:
@@ -263,6 +292,7 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
         if target is not None:
             out = interpret(trace, target, call_args, kwargs)
         else:
+            _warn_if_sourceless(fn)
             out = fn(*args, **kwargs)
     out_leaves, out_tree = tree_flatten(out)
     for leaf in out_leaves:

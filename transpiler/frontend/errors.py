@@ -38,3 +38,8 @@ class TranspileError(Exception):
         if self.note:
             lines.extend(f"  {line}" for line in self.note.splitlines())
         return "\n".join(lines)
+
+
+class MissingSourceWarning(UserWarning):
+    """A function's source cannot be used (none on disk or in ``linecache``, or not the code that runs): it is
+    traced instead, as JAX traces it. Said once per function."""

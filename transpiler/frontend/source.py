@@ -3,6 +3,11 @@
 Whole files are parsed once (cached by path and modification time) so that positions are the file's
 own lines and columns. A lambda is found among the lambdas of its first line by its parameters and the
 column of its body.
+
+The text found must be what runs: the file may have been edited since the function was defined, or its code
+rewritten before it ran (pytest rewrites the ``assert`` statements of test modules). So the file's text is
+compiled, and the function's code object must equal the one compiled at its place (bytecode, constants,
+names); where it does not, the source counts as missing.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import functools
 import inspect
 import linecache
 import os
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -110,10 +116,53 @@ def _index(file: ParsedFile) -> _Index:
     return file.index
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(path: str, text: str) -> dict[tuple[str, int], list[types.CodeType]] | None:
+    """The code objects compiling ``text`` gives, by (name, first line); None if it does not compile."""
+    try:
+        top = compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+    found: dict[tuple[str, int], list[types.CodeType]] = {}
+    todo = [top]
+    while todo:
+        code = todo.pop()
+        found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return found
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects compute the same thing (line numbers aside)."""
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars, a.co_argcount, a.co_kwonlyargcount,
+            a.co_posonlyargcount, a.co_flags) != (b.co_code, b.co_names, b.co_varnames, b.co_freevars,
+                                                   b.co_cellvars, b.co_argcount, b.co_kwonlyargcount,
+                                                   b.co_posonlyargcount, b.co_flags):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):  # (repr: NaN equals NaN, -0.0 differs from 0.0)
+            return False
+    return True
+
+
+def _check_current(code: types.CodeType, file: ParsedFile) -> None:
+    """Raise ``SourceNotFound`` unless the file's text, compiled, gives ``code`` at its place."""
+    compiled = _compiled(file.path, "".join(file.lines))
+    if compiled is None or not any(_same_code(code, c) for c in compiled.get((code.co_name, code.co_firstlineno), ())):
+        raise SourceNotFound(f"the source of {code.co_name} in {file.path} is not the code that runs (the file was "
+                             "edited after it was loaded, or its code was rewritten before it ran)")
+
+
 @functools.lru_cache(maxsize=1024)
 def _find(code: Any) -> FunctionSource:
     path = code.co_filename
     file = parse_file(path)
+    _check_current(code, file)
     index, line = _index(file), code.co_firstlineno
     if code.co_name == "<lambda>":
         params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
@@ -146,4 +195,5 @@ def function_source(fn: Callable[..., Any]) -> FunctionSource:
 def clear_caches() -> None:
     """Forget parsed files and located functions (``srcjax.clear_caches``)."""
     _parse_file.cache_clear()
+    _compiled.cache_clear()
     _find.cache_clear()

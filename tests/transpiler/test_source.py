@@ -1,0 +1,68 @@
+"""Where a function's source comes from, and what happens when it cannot be used: a file edited after the
+function was loaded, code rewritten before it ran (pytest's asserts), code typed where Python keeps no text
+(standard input, ``python -c``). The function is then traced, as JAX traces it, and srcjax says so once."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax.transpiler.frontend.errors import MissingSourceWarning
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_file_edited_after_loading_gives_the_loaded_function_not_the_new_text(tmp_path):
+    path = tmp_path / "edited_module.py"
+    path.write_text("def f(x):\n    return x * 2.0\n")
+    module = _load(path, "edited_module")
+    path.write_text("def f(x):\n    return x * 100.0\n")
+    os.utime(path, (os.path.getmtime(path) + 5,) * 2)  # (a newer modification time, as an editor leaves it)
+    with pytest.warns(MissingSourceWarning, match=r"'f' .*edited_module.py:1.*not the code that runs"):
+        assert float(srcjax.jit(module.f)(1.0)) == 2.0
+    assert float(srcjax.grad(module.f)(1.0)) == 2.0
+    assert float(module.f(1.0)) == 2.0
+
+
+def test_an_unedited_file_is_read_and_its_control_flow_compiled(tmp_path):
+    path = tmp_path / "steady_module.py"
+    path.write_text("def f(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n")
+    module = _load(path, "steady_module")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingSourceWarning)
+        f = srcjax.jit(module.f)
+        assert [float(f(v)) for v in (3.0, -3.0)] == [6.0, 3.0]
+
+
+def test_code_pytest_rewrote_is_traced_not_misread():
+    def checked(x):
+        assert x.shape == (3,)  # (pytest rewrites this statement in test modules)
+        return jnp.sum(x * 2.0)
+
+    with pytest.warns(MissingSourceWarning, match="rewritten before it ran"):
+        value = srcjax.jit(checked)(np.ones(3, np.float32))
+    assert float(value) == 6.0
+
+
+def test_a_script_on_standard_input_is_traced_with_one_message(tmp_path):
+    script = ("import srcjax as jax, srcjax.numpy as jnp\n"
+              "f = lambda x: jnp.sin(x) * 2\n"
+              "print(float(jax.jit(f)(1.0)), float(jax.grad(f)(1.0)), float(jax.jit(f)(2.0)))\n")
+    run = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "SRCJAX_CACHE": "0"})
+    assert run.returncode == 0, run.stderr
+    values = [float(v) for v in run.stdout.split()]
+    np.testing.assert_allclose(values, [2 * np.sin(1.0), 2 * np.cos(1.0), 2 * np.sin(2.0)], rtol=1e-6)
+    assert run.stderr.count("MissingSourceWarning") == 1
+    assert "<stdin>" in run.stderr and "standard input" in run.stderr
