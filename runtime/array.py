@@ -78,18 +78,33 @@ class Array(ArrayMethods):
 
     @property
     def device(self):
+        """The device holding the array; for an array laid out over several devices, its sharding (as JAX)."""
         from srcjax.runtime import devices
 
-        return self._device or devices.default_device()
+        if self._device is None:
+            return devices.default_device()
+        return self._device
 
     def devices(self) -> set:
-        return {self.device}
+        return self.sharding.device_set
 
     @property
     def sharding(self):
+        """Where the data lives: one device (``SingleDeviceSharding``) or several (``NamedSharding``: pmap's and
+        shard_map's results). The ``_device`` slot holds a ``Device``, a sharding, or None (the default device)."""
         from srcjax.runtime import devices
 
-        return devices.SingleDeviceSharding(self.device)
+        if self._device is None or isinstance(self._device, devices.Device):
+            return devices.SingleDeviceSharding(self.device)
+        return self._device
+
+    @property
+    def addressable_shards(self) -> list:
+        from srcjax.runtime.sharding import shards_of
+
+        return shards_of(self, self.sharding)
+
+    global_shards = addressable_shards
 
     @property
     def is_fully_addressable(self) -> bool:

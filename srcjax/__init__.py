@@ -8,6 +8,7 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 from srcjax.runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
 from srcjax.runtime.api import ShapeDtypeStruct, clear_caches, disable_jit, eval_shape, jit, make_jaxpr
 from srcjax.runtime.array import Array
+from srcjax.runtime.pmap import pmap
 from srcjax.runtime.vmap import vmap
 from srcjax.runtime.autodiff import (
     checkpoint,
@@ -57,5 +58,5 @@ __all__ = [
     "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
     "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
     "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
-    "device_get", "block_until_ready", "default_backend", "process_index", "process_count", "clear_caches",
+    "device_get", "block_until_ready", "default_backend", "process_index", "process_count", "clear_caches", "pmap",
 ]

@@ -1,0 +1,76 @@
+"""pmap over virtual CPU devices, against JAX 0.10.2's recorded results (8 host devices)."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax import lax
+
+
+@pytest.fixture(autouse=True)
+def eight_devices():
+    saved = srcjax.config.jax_num_cpu_devices
+    srcjax.config.update("jax_num_cpu_devices", 8)
+    yield
+    srcjax.config.update("jax_num_cpu_devices", saved)
+
+
+X = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+
+
+def test_results_are_laid_out_over_the_devices_as_jax_lays_them_out():
+    y = srcjax.pmap(lambda v: v * 2 + lax.axis_index("i"), axis_name="i")(X)
+    np.testing.assert_array_equal(np.asarray(y), X * 2 + np.arange(4)[:, None])
+    assert y.shape == (4, 3) and len(y.addressable_shards) == 4
+    shard = y.addressable_shards[2]
+    assert shard.index == (slice(2, 3), slice(None)) and shard.data.shape == (1, 3)
+    np.testing.assert_array_equal(np.asarray(shard.data), [[14.0, 16.0, 18.0]])
+    assert y.devices() == set(srcjax.devices()[:4])
+    assert y.sharding.spec == ("_internal_pmap_axis_name",)
+
+
+def test_collectives():
+    np.testing.assert_array_equal(np.asarray(srcjax.pmap(lambda v: lax.psum(v, "i"), "i")(X)),
+                                  np.tile(X.sum(0), (4, 1)))
+    mean, top = srcjax.pmap(lambda v: (lax.pmean(v, "i"), lax.pmax(v, "i")), "i")(X)
+    np.testing.assert_allclose(np.asarray(mean), np.tile(X.mean(0), (4, 1)))
+    np.testing.assert_array_equal(np.asarray(top), np.tile(X[-1], (4, 1)))
+    assert srcjax.pmap(lambda v: lax.all_gather(v, "i"), "i")(X).shape == (4, 4, 3)
+
+
+def test_static_broadcast_and_unmapped_arguments_and_out_axes():
+    np.testing.assert_array_equal(np.asarray(srcjax.pmap(lambda v, k: v * k, static_broadcasted_argnums=1)(X, 3)),
+                                  X * 3)
+    np.testing.assert_array_equal(np.asarray(srcjax.pmap(lambda v, w: v + w, in_axes=(0, None))(X, np.ones(3))),
+                                  X + 1)
+    moved = srcjax.pmap(lambda v: v * 2, out_axes=1)(X)
+    assert moved.shape == (3, 4)
+    np.testing.assert_array_equal(np.asarray(moved), (X * 2).T)
+
+
+def test_compositions():
+    # recorded from JAX: grad through a pmap, pmap of a grad with a psum (psum's transpose is psum: 4 * 2 v)
+    np.testing.assert_allclose(
+        np.asarray(srcjax.grad(lambda v: jnp.sum(srcjax.pmap(jnp.sin)(v)))(X)), np.cos(X), rtol=1e-6)
+    np.testing.assert_array_equal(
+        np.asarray(srcjax.pmap(srcjax.grad(lambda v: lax.psum(v * v, "i").sum()), axis_name="i")(X)), 8 * X)
+    np.testing.assert_array_equal(np.asarray(srcjax.jit(srcjax.pmap(lambda v: v * 3))(X)), X * 3)
+    assert srcjax.vmap(srcjax.pmap(lambda v: v * 3))(np.ones((5, 4, 3))).shape == (5, 4, 3)
+    assert srcjax.pmap(srcjax.vmap(lambda v: v * 3))(np.ones((4, 5, 3))).shape == (4, 5, 3)
+    assert srcjax.pmap(srcjax.pmap(lambda v: v + 1))(np.ones((2, 4, 3))).shape == (2, 4, 3)
+
+
+def test_seed_normalize_with_psum():
+    @partial(srcjax.pmap, axis_name="i")
+    def normalize(x):
+        return x / lax.psum(x, "i")
+
+    np.testing.assert_allclose(np.asarray(normalize(jnp.arange(4.0))), [0.0, 1 / 6, 1 / 3, 0.5], rtol=1e-6)
+
+
+def test_more_replicas_than_devices_is_an_error():
+    with pytest.raises(ValueError, match="requires 9 logical devices, but only 8"):
+        srcjax.pmap(lambda v: v)(np.ones((9, 2)))
