@@ -360,13 +360,15 @@ def _compile(key: bytes, module, entries: list[str], speed_level: int) -> tuple[
 def _load(entry: tuple[dict, bytes, str], directory) -> tuple[str, Any, str] | None:
     """Bind the symbols an entry calls, then load its object code; None if a symbol cannot be resolved
     (LLVM's loader would abort the process on it)."""
-    from srcjax.codegen.llvm import blas, engine, interrupt, pool
+    from srcjax.codegen.llvm import blas, engine, interrupt, pool, replicas
 
     meta, obj, llvm_ir = entry
     if pool.PARALLEL in meta.get("externals", []):
         _parallel_runtime(directory)
     if interrupt.COUNTER in meta.get("externals", []):
         interrupt.bind()
+    if replicas.BARRIER in meta.get("externals", []):
+        replicas.bind_runtime()
     blas.find_gemm()
     if not all(engine.symbol_address(s) for s in meta.get("externals", [])):
         return None

@@ -1,9 +1,14 @@
 """``pmap``: a function mapped over the leading axis of its arguments, one replica per device, with collectives
 (``psum``, ``all_gather``, ...) over the named axis.
 
-Called on arrays, a ``pmap`` is compiled once per signature: the function is read for one replica with the
-axis named (``collectives.named_axis``) and mapped as ``vmap`` maps it (the collectives' batching rules give them
-their meaning along the mapped axis); the result is laid out over the devices as JAX lays out pmap's results
+Called on arrays, a ``pmap`` is compiled once per signature. The function is read for one replica with the axis
+named (``collectives.named_axis``). When that program has collectives and compiles natively, it can run as one
+replica per device, each on a thread of its own, the collectives meeting in shared memory
+(codegen/llvm/replicas.py). Otherwise it runs as the ``vmap`` of the function over the named axis, one compiled
+call (its nests shared out on the thread pool), the collectives' batching rules giving them their meaning: the
+same results. Virtual devices share the host's cores, so ``SRCJAX_PMAP=auto`` (the default) takes the replicas only
+when each has a core and the work is large (``REPLICA_MIN_WORK``); ``replicas`` and ``batched`` force one way.
+Either way the results are laid out over the devices as JAX lays out pmap's results
 (``sharding.pmap_sharding``). Called inside a transformation or a compiled function (``grad`` of a pmap, a pmap
 inside ``jit``, nested pmaps), it is that ``vmap``: the transformations compose through it.
 """
@@ -13,13 +18,23 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
 from srcjax.runtime import devices as device_api
 from srcjax.runtime import tree_util
-from srcjax.runtime.api import jit
+from srcjax.runtime.api import _flags, _is_dynamic, _native_enabled, abstractify, jit
 from srcjax.runtime.array import Array
+from srcjax.runtime.config import config
 from srcjax.runtime.sharding import PMAP_AXIS, NamedSharding, PartitionSpec, pmap_sharding
 from srcjax.runtime.vmap import _broadcast_prefix, vmap
-from srcjax.transpiler.primitives import core
+from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.ir import walk
+from srcjax.transpiler.primitives import collectives, core
+from srcjax.transpiler.types import TensorType
 
 
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
@@ -48,7 +63,8 @@ class Pmapped:
                  devices: Sequence[Any] | None, axis_size: int | None, donate: tuple[int, ...]):
         self.fun, self.axis_name, self.in_axes, self.out_axes = fun, axis_name, in_axes, out_axes
         self.static, self.devices, self.axis_size, self.donate = static, devices, axis_size, donate
-        self._compiled: dict[int, Callable] = {}  # by the number of replicas
+        self._compiled: dict[tuple, Callable] = {}  # the batched form, by (argument count, number of replicas)
+        self._spmd: dict[tuple, _Replicated | None] = {}  # native replicas by signature (None: runs batched)
         functools.update_wrapper(self, fun, updated=())
 
     def _axes(self, n_args: int) -> Any:
@@ -80,13 +96,41 @@ class Pmapped:
         if size > len(available):
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(available)} XLA devices are available (num_replicas={size})")
-        call = self._compiled.get((len(args), size))
-        if call is None:
-            static = tuple(i % len(args) for i in self.static)
-            call = self._compiled[(len(args), size)] = jit(self._mapped(len(args), size), static_argnums=static,
-                                                           donate_argnums=self.donate)
-        out = call(*args)
+        out = self._replicas(args, size)
+        if out is _BATCHED:
+            call = self._compiled.get((len(args), size))
+            if call is None:
+                static = tuple(i % len(args) for i in self.static)
+                call = self._compiled[(len(args), size)] = jit(self._mapped(len(args), size), static_argnums=static,
+                                                               donate_argnums=self.donate)
+            out = call(*args)
         return self._place(out, available[:size], {id(leaf) for leaf in tree_util.tree_leaves(args)})
+
+    # -- replicas on threads ------------------------------------------------------------------------------------------
+    def _replicas(self, args: Sequence[Any], size: int) -> Any:
+        """The results of running one native replica per device, or ``_BATCHED`` when this call runs batched."""
+        mode = os.environ.get("SRCJAX_PMAP", "auto")
+        if mode == "batched" or not _native_enabled() or self.donate:
+            return _BATCHED
+        if mode == "auto":  # threads of their own pay off only with a core each and enough work to share
+            work = sum(int(np.size(leaf)) for leaf in tree_util.tree_leaves(args))
+            if size > _usable_cores() or work < REPLICA_MIN_WORK:
+                return _BATCHED
+        axes = self._axes(len(args))
+        leaves, treedef = tree_util.tree_flatten((list(args), {}))
+        leaf_axes = _broadcast_prefix(axes, tuple(args), "in_axes")
+        dynamic = [_is_dynamic(leaf) for leaf in leaves]
+        example = [_drop_axis(abstractify(leaf), a) if d and a is not None else abstractify(leaf) if d else leaf
+                   for leaf, a, d in zip(leaves, leaf_axes, dynamic)]
+        key = (treedef, tuple(t if d else ("static", _hashable(t)) for t, d in zip(example, dynamic)),
+               tuple(leaf_axes), size, _flags["jax_enable_x64"])
+        spmd = self._spmd.get(key)
+        if spmd is None:
+            spmd = self._spmd[key] = _Replicated.build(self, treedef, example, dynamic, size)
+        if spmd is None:
+            return _BATCHED
+        return spmd.run([leaf for leaf, d in zip(leaves, dynamic) if d],
+                        [a for a, d in zip(leaf_axes, dynamic) if d])
 
     def _size(self, args: Sequence[Any]) -> int:
         """The number of replicas: the mapped axes' common size (or ``axis_size``)."""
@@ -124,3 +168,99 @@ class Pmapped:
                 leaf._device = NamedSharding(mesh, spec)
             placed_leaves.append(leaf)
         return tree_util.tree_unflatten(tree, placed_leaves)
+
+
+_BATCHED = object()
+# elements of the arguments from which ``SRCJAX_PMAP=auto`` runs replicas on threads (below, starting the threads and
+# meeting at the barriers costs more than the batched call)
+REPLICA_MIN_WORK = 1 << 20
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _drop_axis(aval: TensorType, axis: int) -> TensorType:
+    axis %= aval.ndim
+    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def _hashable(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return id(x)
+
+
+class _Replicated:
+    """A pmap's program for one replica, compiled natively with its collectives, and threads to run the replicas
+    on (the caller runs replica 0)."""
+
+    def __init__(self, native: Any, out_tree: Any, out_axes: list[Any], size: int):
+        self.native, self.out_tree, self.out_axes, self.size = native, out_tree, out_axes, size
+        self.threads = ThreadPoolExecutor(max_workers=max(size - 1, 1), thread_name_prefix="srcjax-replica")
+        self.lock = threading.Lock()  # (one call at a time: the threads are the replicas of one call)
+
+    @staticmethod
+    def build(pmapped: Pmapped, treedef: Any, example: list[Any], dynamic: list[bool], size: int
+              ) -> _Replicated | None:
+        from srcjax.codegen.cache import compile_function
+
+        args, kwargs = tree_util.tree_unflatten(treedef, example)
+        with collectives.named_axis(pmapped.axis_name, size) if pmapped.axis_name is not None else _nothing():
+            ir, out_tree = trace_function(pmapped.fun, args, kwargs)
+        if ir.captured or not any(op.prim.name in _COLLECTIVE_NAMES for op in walk(ir.body)):
+            return None  # (no collectives: nothing to share, the batched call is one fused program)
+        native = compile_function(ir, config.jax_compilation_cache_dir)
+        if native is None or not native.plan.replicated:
+            return None
+        probe = tree_util.tree_unflatten(out_tree, list(range(len(ir.results))))
+        out_axes = _broadcast_prefix(pmapped.out_axes, probe, "out_axes")
+        return _Replicated(native, out_tree, out_axes, size)
+
+    def run(self, leaves: list[Any], axes: list[Any]) -> Any:
+        from srcjax.codegen.llvm import replicas  # (the code generator loads on first use)
+
+        n, native = self.size, self.native
+        values = [np.asarray(leaf) for leaf in leaves]
+        shapes, dtypes = native.result_shapes, native.result_dtypes
+        outs = [np.empty((n, *shape), dtype) for shape, dtype in zip(shapes, dtypes)]
+        context = replicas.new_context(n)
+        address = context.ctypes.data
+
+        def replica(r: int) -> None:  # (indexing with an Ellipsis gives views, 0-d ones too, never scalars)
+            inputs = [v if a is None else v[(slice(None),) * (a % v.ndim) + (r, Ellipsis)]
+                      for v, a in zip(values, axes)]
+            native.run_replica(inputs, tuple(o[r, ...] for o in outs), np.array([address, r], np.int64))
+
+        with self.lock:
+            others = [self.threads.submit(replica, r) for r in range(1, n)]
+            try:
+                replica(0)
+            finally:
+                for job in others:
+                    job.result()
+        results = []
+        for out, axis, aval in zip(outs, self.out_axes, native.fn.results):
+            if axis is None:
+                value = out[0]
+            else:
+                value = np.moveaxis(out, 0, axis % out.ndim) if axis % out.ndim else out
+            results.append(Array(np.ascontiguousarray(value), aval.aval.weak_type))
+        del context
+        return tree_util.tree_unflatten(self.out_tree, results)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+
+_COLLECTIVE_NAMES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "psum_scatter"})

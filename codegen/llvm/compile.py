@@ -44,7 +44,7 @@ def emit_entry(module: ir.Module, plan: Plan, name: str, python_entry: bool = Tr
         entry = module.globals[name]
     else:
         entry = EntryEmitter(module, plan, name, split_blas).emit()
-    if python_entry and emit_tuple_entry(module, entry, plan, name):
+    if python_entry and not plan.replicated and emit_tuple_entry(module, entry, plan, name):
         return [name, name + ".py"]
     return [name]
 
@@ -70,7 +70,7 @@ class Executable:
         work = sum(p.aval.size for p in self.fn.params) + sum(r.aval.size for r in self.fn.results)
         self.work = work  # elements read and written: what the runtime weighs against the cost of dispatch
         self._aliases: dict[int, int] | None = None
-        if self.py_address is not None:
+        if self.py_address is not None and not self.plan.replicated:
             # small calls keep the GIL (cheaper to enter); large ones release it like any ctypes call
             factory = ctypes.PYFUNCTYPE if work < 1 << 15 else ctypes.CFUNCTYPE
             self._call = factory(None, ctypes.py_object)(self.py_address)
@@ -84,12 +84,19 @@ class Executable:
                 raise RuntimeError(f"the JIT has no host-call slot for {self.name}")
             ctypes.c_void_p.from_address(slot).value = self._host.address
             self._call = self._host.checked(self._call)
-        if self.plan.control and has_loops(self.fn):  # its loops stop early on Ctrl-C: never return that
+        if (self.plan.control and has_loops(self.fn)) or self.plan.replicated:
+            # loops stop early on Ctrl-C, and so do barriers: such results are never returned
             self._call = interrupt.guard(self._call)
 
     def _call_with_pointers(self, arrays: tuple) -> None:
         pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
         self._entry(pointers)
+
+    def run_replica(self, args: list, outs: tuple[np.ndarray, ...], replica: np.ndarray) -> None:
+        """One replica of a function with collectives (``plan.replicated``): ``replica`` is the i64 pair (the
+        address of the replicas' context, this replica's index). Runs without the GIL, for the other replicas'
+        threads to run meanwhile."""
+        self._call(tuple(map(_contiguous, args, self.param_dtypes)) + self.consts + outs + (replica,))
 
     def __call__(self, *args: Any) -> tuple[np.ndarray, ...]:
         # (``map`` of builtins over prebuilt tuples: this is the whole Python-side cost of a call)

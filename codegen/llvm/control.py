@@ -32,7 +32,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from srcjax.codegen.llvm import interrupt
+from srcjax.codegen.llvm import interrupt, replicas
 from srcjax.codegen.llvm.entry import EntryEmitter
 from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 from srcjax.codegen.llvm.layout import Buffer
@@ -45,8 +45,15 @@ LOOPS = frozenset({"while", "for"})  # loops whose trips Ctrl-C can cut short
 
 
 def has_control(fn: Function) -> bool:
-    """Whether ``fn`` needs this emitter: control flow, slices at run-time indices, stacks or host calls."""
-    return any(op.regions or kind(op.name) is Kind.BETWEEN or not lowers(op) for op in fn.body.ops)
+    """Whether ``fn`` needs this emitter: control flow, slices at run-time indices, stacks, collectives or host
+    calls."""
+    return any(op.regions or kind(op.name) in (Kind.BETWEEN, Kind.COLLECTIVE) or not lowers(op)
+               for op in fn.body.ops)
+
+
+def is_replicated(fn: Function) -> bool:
+    """Whether ``fn`` has collectives: it runs as one of several replicas (codegen/llvm/replicas.py)."""
+    return any(kind(op.name) is Kind.COLLECTIVE for op in walk(fn.body))
 
 
 def has_loops(fn: Function) -> bool:
@@ -57,7 +64,7 @@ def has_loops(fn: Function) -> bool:
 def is_host(op: Op) -> bool:
     """Whether ``op`` runs as a call back into the host: no native lowering (yet), or dtypes the nests do not
     handle (complex numbers, float16). Its NumPy implementation computes it between native segments."""
-    return not op.regions and kind(op.name) is not Kind.BETWEEN and not lowers(op)
+    return not op.regions and kind(op.name) not in (Kind.BETWEEN, Kind.COLLECTIVE) and not lowers(op)
 
 
 def host_ops(fn: Function) -> list[Op]:
@@ -90,6 +97,7 @@ class ControlEmitter:
         self.segments = 0
         self.literals = 0
         self.interrupts_at_entry: ir.Value | None = None  # the interrupt count when the function began
+        self.collectives_emitter: replicas.Collectives | None = None
         # the ops (at any depth) reading each value, and the values some block yields
         self.users: dict[int, set[int]] = {}
         self.yielded: set[int] = {id(v) for v in fn.body.results}
@@ -153,12 +161,16 @@ class ControlEmitter:
             return raw
         return self.b.sext(raw, I64) if dtype.kind == "i" else self.b.zext(raw, I64)
 
-    def not_interrupted(self) -> ir.Value:
-        """True while no SIGINT has arrived since the function began (read on a loop's every trip)."""
+    def entry_interrupts(self) -> ir.Value:
+        """The interrupt count when the function began (codegen/llvm/interrupt.py)."""
         if self.interrupts_at_entry is None:
             interrupt.bind()
             self.interrupts_at_entry = interrupt.read(self.head, self.module)
-        return self.b.icmp_unsigned("==", interrupt.read(self.b, self.module), self.interrupts_at_entry)
+        return self.interrupts_at_entry
+
+    def not_interrupted(self) -> ir.Value:
+        """True while no SIGINT has arrived since the function began (read on a loop's every trip)."""
+        return self.b.icmp_unsigned("==", interrupt.read(self.b, self.module), self.entry_interrupts())
 
     # -- the entry ----------------------------------------------------------------------------------------
     def emit(self) -> Plan:
@@ -179,6 +191,14 @@ class ControlEmitter:
         slots = [*fn.params, *(v for v, _ in fn.consts)]
         for i, v in enumerate(slots):
             self.ptrs[id(v)] = self.head.load(self.head.gep(args, [ir.Constant(I64, i)]))
+        self.collectives = None
+        if is_replicated(fn):  # (its context and index: the buffer after the outputs)
+            extra = self.head.load(self.head.gep(args, [ir.Constant(I64, len(slots) + len(fn.results))]))
+            words = self.head.bitcast(extra, I64.as_pointer())
+            context = self.head.inttoptr(self.head.load(words), I64.as_pointer())
+            replica = self.head.load(self.head.gep(words, [ir.Constant(I64, 1)]))
+            count = self.head.load(self.head.gep(context, [ir.Constant(I64, replicas.COUNT)]))
+            self.collectives = (context, replica, count)
         inputs = [Buffer("input", i, p.aval.dtype, p.aval.size) for i, p in enumerate(fn.params)]
         consts = [
             (Buffer("const", i, v.aval.dtype, v.aval.size), np.ascontiguousarray(data, v.aval.dtype))
@@ -195,13 +215,14 @@ class ControlEmitter:
             self.b.call(self.free, [pointer])
         self.b.ret_void()
         self.head.branch(start)
-        return Plan(fn, {}, {}, [], inputs, consts, outputs, [], control=True, host_ops=host_ops(fn))
+        return Plan(fn, {}, {}, [], inputs, consts, outputs, [], control=True, host_ops=host_ops(fn),
+                    replicated=self.collectives is not None)
 
     def block(self, block: Block) -> None:
         run: list[Op] = []
         for op in block.ops:
             host = id(op) in self.host_index
-            if not op.regions and kind(op.name) is not Kind.BETWEEN and not host:
+            if not op.regions and kind(op.name) not in (Kind.BETWEEN, Kind.COLLECTIVE) and not host:
                 run.append(op)
                 continue
             self.segment(run)
@@ -212,6 +233,8 @@ class ControlEmitter:
                 self.emit_host(op)
             elif kind(op.name) is Kind.INLINED:
                 self.emit_custom(op)
+            elif kind(op.name) is Kind.COLLECTIVE:
+                self.emit_collective(op)
             else:
                 getattr(self, "emit_" + op.name)(op)
         self.segment(run)
@@ -385,6 +408,19 @@ class ControlEmitter:
             slot = ir.GlobalVariable(self.module, kind, name=name)
             slot.initializer = ir.Constant(kind, None)
         return self.b.load(slot)
+
+    def emit_collective(self, op: Op) -> None:
+        """A collective among the replicas (codegen/llvm/replicas.py)."""
+        axes = op.params.get("axes", (op.params.get("axis_name"),))
+        if len(axes) != 1:
+            raise Unsupported(f"'{op.name}' over several named axes is not compiled natively")
+        if self.collectives_emitter is None:
+            self.collectives_emitter = replicas.Collectives(self.b, *self.collectives, self.entry_interrupts())
+        emitter = self.collectives_emitter
+        (result,) = op.results
+        source = self.pointer(op.operands[0]) if op.operands else self.allocate(1)
+        emitter.emit(op.name, op.params, source, self.buffer(result), int(op.operands[0].aval.size) if op.operands
+                     else 0, np.dtype(op.operands[0].aval.dtype) if op.operands else np.dtype(np.int32))
 
     def emit_host(self, op: Op) -> None:
         """``op`` computed by its NumPy implementation: the callback gets the op's index and the buffers of its

@@ -155,6 +155,8 @@ class Plan:
     control: bool = False  # the function has control flow: ``control.ControlEmitter`` emits it
     # ops run by the host (NumPy) from inside the native code, in the order of their index in the call
     host_ops: list[Op] = field(default_factory=list)
+    # the function has collectives: it runs as replicas (codegen/llvm/replicas.py) and takes their context
+    replicated: bool = False
 
     def source(self, v: Value) -> Source:
         return v if isinstance(v, Literal) else self.sources[id(v)]

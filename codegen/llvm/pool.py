@@ -64,6 +64,33 @@ _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SIG_SETMASK, _CLOCK_MONOTONIC = 128, 
 _SPIN_HINT = {"x86_64": ("llvm.x86.sse2.pause", []), "aarch64": ("llvm.aarch64.hint", [1])}  # pause; yield
 
 
+def _extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
+    if name in module.globals:
+        return module.globals[name]
+    return ir.Function(module, ir.FunctionType(ret, args, var_arg=var_arg), name=name)
+
+
+def has_futex(module: ir.Module) -> bool:
+    return "linux" in module.triple and module.triple.split("-")[0] in _FUTEX
+
+
+def futex(b: ir.IRBuilder, word: ir.Value, op: int, value: ir.Value) -> None:
+    """The futex system call on the i32 at ``word`` (Linux: ``has_futex``)."""
+    module = b.module
+    syscall = _extern(module, "syscall", I64, [I64], var_arg=True)
+    null = ir.Constant(PTR, None)
+    number = _FUTEX[module.triple.split("-")[0]]
+    b.call(syscall, [ir.Constant(I64, number), word, ir.Constant(I64, op), value, null, null, null])
+
+
+def spin_hint(b: ir.IRBuilder) -> None:
+    """Tell the core this is a polling loop (it yields to its sibling hyperthread)."""
+    hint = _SPIN_HINT.get(b.module.triple.split("-")[0])
+    if hint is not None:
+        name, args = hint
+        b.call(_extern(b.module, name, ir.VoidType(), [I32] * len(args)), [ir.Constant(I32, a) for a in args])
+
+
 class PoolEmitter:
     """``srcjax_parallel(nest, buffers, n, chunks)`` runs ``nest`` over [0, n) as ``chunks`` chunks, chunk t
     being about [t n / chunks, (t + 1) n / chunks) (long ones aligned to 16) with slot t, on a pool of
@@ -90,7 +117,6 @@ class PoolEmitter:
         self.module = module
         arch = module.triple.split("-")[0]
         self.futex = _FUTEX.get(arch) if "linux" in module.triple else None
-        self.hint = _SPIN_HINT.get(arch)
         self.size = num_threads()  # the calling thread and size - 1 workers (the count is in every cache key)
         self.lock = self.state("lock", I32)  # the pid of the process whose thread holds the pool, or 0
         self.pid = self.state("pid", I32)  # the process the workers were started in
@@ -162,15 +188,10 @@ class PoolEmitter:
         return fn
 
     def spin_hint(self, b: ir.IRBuilder) -> None:
-        if self.hint is not None:  # (tells the core this is a polling loop: it yields to its sibling thread)
-            name, args = self.hint
-            hint = self.extern(name, ir.VoidType(), [I32] * len(args))
-            b.call(hint, [ir.Constant(I32, a) for a in args])
+        spin_hint(b)
 
     def futex_call(self, b: ir.IRBuilder, word: ir.GlobalVariable, op: int, value: ir.Value) -> None:
-        syscall = self.extern("syscall", I64, [I64], var_arg=True)
-        null = ir.Constant(PTR, None)
-        b.call(syscall, [ir.Constant(I64, self.futex), word, ir.Constant(I64, op), value, null, null, null])
+        futex(b, word, op, value)
 
     def emit_drain(self) -> ir.Function:
         """``drain()``: claim and run chunks of the published task until none is left; returns how many it ran. A

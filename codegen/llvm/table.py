@@ -37,6 +37,7 @@ class Kind(enum.Enum):
     CONTROL = "control"  # branches between straight-line segments (control.py)
     BETWEEN = "between segments"  # slices at run-time starts and stacks, emitted between segments (control.py)
     INLINED = "inlined"  # a custom-derivative call: its function is compiled in its place
+    COLLECTIVE = "collective"  # replicas meet at barriers in shared memory (replicas.py, from control.py)
     HOST = "host call"  # the primitive's NumPy implementation, called from the native code
 
 
@@ -66,7 +67,7 @@ _COSTS = {
 
 _LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 _COMPLEX = "complex numbers are not in the nests' dtypes"
-_COLLECTIVE = "collectives run only under vmap or pmap"
+_COLLECTIVE = "collectives run only under vmap or pmap (not yet natively, as pmap's replicas: vmap's meaning then)"
 
 
 def _host(reason: str) -> Row:
@@ -132,7 +133,7 @@ CPU: dict[str, Row] = {
     "top_k": _host("NumPy's partial sort"),
     **{name: _host(_COMPLEX) for name in ("complex", "conj", "real", "imag")},
     "polygamma": _host("rare; per order m, a recurrence and an asymptotic series in NumPy"),
-    **{name: _host(_COLLECTIVE) for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "axis_index")},
+    **{name: Row(Kind.COLLECTIVE) for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "axis_index")},
 }
 
 

@@ -74,3 +74,50 @@ def test_seed_normalize_with_psum():
 def test_more_replicas_than_devices_is_an_error():
     with pytest.raises(ValueError, match="requires 9 logical devices, but only 8"):
         srcjax.pmap(lambda v: v)(np.ones((9, 2)))
+
+
+# -- replicas on threads, collectives in shared memory (codegen/llvm/replicas.py) -------------------------------------
+def _both_ways(monkeypatch, f, *args):
+    """``f(*args)`` as replicas on threads and as one batched call: the results must agree (bit for bit)."""
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    threaded = srcjax.pmap(f, axis_name="i")
+    got = threaded(*args)
+    assert any(s is not None for s in threaded._spmd.values()), "the replicas did not run natively"
+    monkeypatch.setenv("SRCJAX_PMAP", "batched")
+    want = srcjax.pmap(f, axis_name="i")(*args)
+    for g, w in zip(srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(want)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+    return got
+
+
+@pytest.mark.parametrize("size", [6, 40_000])  # (the second shares the reduction out by slices)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_replicas_meet_for_every_collective(monkeypatch, size, dtype):
+    x = (np.random.default_rng(0).normal(size=(4, size)) * 10).astype(dtype)
+
+    def f(v):
+        return (lax.psum(v, "i"), lax.pmax(v, "i"), lax.pmin(v, "i"), lax.pmean(v, "i"), lax.all_gather(v, "i"),
+                lax.axis_index("i"))
+
+    total, top, bottom, mean, gathered, index = _both_ways(monkeypatch, f, x)
+    np.testing.assert_array_equal(np.asarray(top)[2], x.max(0))
+    np.testing.assert_array_equal(np.asarray(gathered)[1], x)
+    np.testing.assert_array_equal(np.asarray(index), np.arange(4))
+    for row in np.asarray(total):  # every replica holds the same bits
+        np.testing.assert_array_equal(row, np.asarray(total)[0])
+
+
+def test_replicas_in_loops_and_branches(monkeypatch):
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2) + 1.0
+
+    def f(v):
+        while lax.psum(jnp.sum(v), "i") < 1000.0:  # a loop every replica leaves on the same trip
+            v = v * 2.0
+        if lax.axis_index("i") % 2 == 0:
+            v = v + lax.pmax(v, "i")
+        else:
+            v = v - lax.pmax(v, "i")
+        return v
+
+    _both_ways(monkeypatch, f, x)
