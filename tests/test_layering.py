@@ -91,26 +91,44 @@ def test_lower_packages_import_nothing_above_them(lower, upper):
     assert not {k: v for k, v in offenders.items() if v}
 
 
-def test_the_code_generator_has_no_import_cycles():
-    edges = graph("srcjax.codegen")
+def first_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of the graph ``edges`` (as the list of its modules, the first repeated at the end), or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
-    def visit(node: str) -> None:
+    def visit(node: str) -> list[str] | None:
         state[node] = 1
         path.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                visit(nxt)
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
         path.pop()
         state[node] = 2
+        return None
 
     for node in sorted(edges):
-        if node not in state:
-            visit(node)
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_code_generator_has_no_import_cycles():
+    cycle = first_cycle(graph("srcjax.codegen"))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+# The front end's modules still import one another (the package, calls, control, frame): the one knot left in the
+# transpiler, whose imports among themselves are not counted until it is untied. Every other import counts.
+KNOT = "srcjax.transpiler.frontend"
+
+
+def test_the_transpiler_has_no_import_cycles():
+    edges = {name: {m for m in targets if not (name.startswith(KNOT) and m.startswith(KNOT))}
+             for name, targets in graph("srcjax.transpiler").items()}
+    cycle = first_cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 @pytest.mark.slow

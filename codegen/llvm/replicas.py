@@ -25,6 +25,7 @@ import numpy as np
 
 from srcjax.codegen.llvm import engine, interrupt
 from srcjax.codegen.llvm.kernels import I32, I64, combine_values, for_range, load_value, store_value
+from srcjax.codegen.llvm.plan import Unsupported
 from srcjax.codegen.llvm.pool import _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, futex, has_futex, spin_hint
 from srcjax.codegen.llvm.rules import Lowering, mtype
 
@@ -33,7 +34,7 @@ BARRIER_TYPE = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64])  # (conte
 COUNT, ARRIVED, GENERATION, SLOTS = 0, 1, 2, 8  # i64 words of the context
 SPIN = 4000  # polls of the generation before sleeping on it
 SMALL = 1 << 14  # elements up to which every replica reduces the whole collective itself
-COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"})
+COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index"})
 _COMBINE = {"psum": "add", "pmean": "add", "pmax": "max", "pmin": "min"}
 
 _runtime: list[int] = []
@@ -170,9 +171,36 @@ class Collectives:
                     b.gep(target, [b.add(b.mul(j, ir.Constant(I64, size)), i)]), dtype))
 
             for_range(b, ir.Constant(I64, 0), self.count, gather)
+        elif name == "psum_scatter":
+            self.scatter(params, source, target, size, dtype, typ)
         else:
             self.reduce(_COMBINE[name], source, target, size, dtype, typ, mean=name == "pmean")
         self.barrier()
+
+    def scatter(self, params: dict[str, Any], source: ir.Value, target: ir.Value, size: int, dtype: np.dtype,
+                typ: ir.Type) -> None:
+        """``psum_scatter``: target[i] = the sum over replicas j of source_j[r * part + i], replica r's part of the
+        sum (its block along axis 0, the one contiguous in memory), added in the order of j."""
+        if params["scatter_dimension"] != 0:
+            raise Unsupported("'psum_scatter' along an axis other than the first is not compiled natively")
+        b = self.b
+        part = size // params["axis_size"]
+        offset = b.mul(self.replica, ir.Constant(I64, part))
+        first = self.peer(ir.Constant(I64, 0), 0, typ)
+        for_range(b, ir.Constant(I64, 0), ir.Constant(I64, part), lambda i: store_value(
+            b, load_value(b, b.gep(first, [b.add(offset, i)]), dtype), b.gep(target, [i]), dtype))
+
+        def add_replica(j):
+            other = self.peer(j, 0, typ)
+
+            def element(i):
+                x = load_value(b, b.gep(target, [i]), dtype)
+                y = load_value(b, b.gep(other, [b.add(offset, i)]), dtype)
+                store_value(b, self._combine("add", dtype, x, y), b.gep(target, [i]), dtype)
+
+            for_range(b, ir.Constant(I64, 0), ir.Constant(I64, part), element)
+
+        for_range(b, ir.Constant(I64, 1), self.count, add_replica)
 
     def reduce(self, combine: str, source: ir.Value, target: ir.Value, size: int, dtype: np.dtype, typ: ir.Type,
                mean: bool) -> None:

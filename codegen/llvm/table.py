@@ -67,7 +67,6 @@ _COSTS = {
 
 _LAPACK = "LAPACK through NumPy (no native kernel would beat it)"
 _COMPLEX = "complex numbers are not in the nests' dtypes"
-_COLLECTIVE = "collectives run only under vmap or pmap (not yet natively, as pmap's replicas: vmap's meaning then)"
 
 
 def _host(reason: str) -> Row:
@@ -133,7 +132,8 @@ CPU: dict[str, Row] = {
     "top_k": _host("NumPy's partial sort"),
     **{name: _host(_COMPLEX) for name in ("complex", "conj", "real", "imag")},
     "polygamma": _host("rare; per order m, a recurrence and an asymptotic series in NumPy"),
-    **{name: Row(Kind.COLLECTIVE) for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "axis_index")},
+    **{name: Row(Kind.COLLECTIVE)
+       for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index")},
 }
 
 

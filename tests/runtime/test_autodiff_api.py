@@ -842,7 +842,7 @@ def test_jacobians_through_python_control_flow():
 
 
 @pytest.mark.xfail(strict=True, raises=Exception, reason=(
-    "engine limitation (transpiler/transforms/vjp.py, VJP.forward_op on stack_* ops): reverse mode of a "
+    "engine limitation (transpiler/primitives/control_vjp.py, _stack_vjp): reverse mode of a "
     "reverse-mode derivative through a data-dependent while loop raises TransformError; JAX gives the value, "
     "as srcjax's jacfwd(grad(f)) does"))
 def test_second_order_reverse_mode_through_a_while_loop():

@@ -210,5 +210,5 @@ def test_every_shape_primitive_has_a_batching_rule_or_says_why():
     family = [p for p in PRIMITIVES.values() if p.family == "transpiler/primitives/shape.py"]
     assert len(family) == 9
     for prim in family:
-        assert prim.vmap_rule is not None or len(prim.no_rule.get("vmap", "").split()) >= 2, prim
-    assert S.iota_p.vmap_rule is None and "vmap" in S.iota_p.no_rule
+        assert prim.rule_state("vmap") in ("rule", "unsupported"), prim
+    assert S.iota_p.vmap_rule is None and S.iota_p.rule_state("vmap") == "unsupported"

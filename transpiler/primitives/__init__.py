@@ -1,8 +1,12 @@
-"""The closed set of primitives, one family module each; importing this registers them all."""
+"""The closed set of primitives, one family module each; importing this registers them all (and the op rules of
+control flow, which live in modules of their own beside ``control``)."""
 
 from srcjax.transpiler.primitives import (  # noqa: F401 - imported to register
     collectives,
     control,
+    control_jvp,
+    control_vjp,
+    control_vmap,
     convolution,
     custom,
     elementwise,

@@ -20,8 +20,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from srcjax.transpiler.primitives.core import Primitive
-from srcjax.transpiler.types import TensorType
+from srcjax.transpiler.primitives.core import Primitive, registered
+from srcjax.transpiler.types import StackType, TensorType
 
 
 class Zero:
@@ -76,16 +76,17 @@ def is_differentiable(aval: TensorType) -> bool:
     return aval.dtype.kind in "fc"
 
 
+def has_tangent(aval: Any) -> bool:
+    """Floats have tangents, and so do stacks (of residuals: their tangent is the stack of tangents)."""
+    return isinstance(aval, StackType) or is_differentiable(aval)
+
+
 def zeros(aval: TensorType) -> Any:
     """A materialised zero of ``aval``: a broadcast of a scalar 0 (recorded, not a big constant)."""
-    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
-
     scalar = np.zeros((), aval.dtype)
     if aval.shape == ():
-        from srcjax.transpiler.primitives.elementwise import convert_element_type_p
-
-        return convert_element_type_p.bind(scalar, new_dtype=aval.dtype, weak_type=aval.weak_type)
-    return broadcast_in_dim_p.bind(scalar, shape=aval.shape, broadcast_dimensions=())
+        return registered("convert_element_type").bind(scalar, new_dtype=aval.dtype, weak_type=aval.weak_type)
+    return registered("broadcast_in_dim").bind(scalar, shape=aval.shape, broadcast_dimensions=())
 
 
 def instantiate(t: Any) -> Any:
@@ -97,9 +98,7 @@ def add_tangents(a: Any, b: Any) -> Any:
         return b
     if isinstance(b, Zero):
         return a
-    from srcjax.transpiler.primitives.elementwise import add_p
-
-    return add_p.bind(a, b)
+    return registered("add").bind(a, b)
 
 
 def defjvp(prim: Primitive, *partials: Callable[..., Any] | None) -> None:

@@ -14,16 +14,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from srcjax.transpiler.primitives.core import Primitive
-from srcjax.transpiler.types import TensorType
+from srcjax.transpiler.primitives.ad import aval_of
+from srcjax.transpiler.primitives.core import Primitive, registered
+from srcjax.transpiler.types import StackType, TensorType
 
 NOT_MAPPED = None
 
 
-def aval_of(x: Any) -> TensorType:
-    from srcjax.transpiler.primitives.ad import aval_of as _aval_of
-
-    return _aval_of(x)
+def batched_aval(aval: Any, dim: int | None, size: int) -> Any:
+    """The type of a value batched along ``dim`` (a stack's entries are batched)."""
+    if dim is None:
+        return aval
+    if isinstance(aval, StackType):
+        return StackType(batched_aval(aval.elem, dim, size))
+    return aval.update(shape=(*aval.shape[:dim], size, *aval.shape[dim:]))
 
 
 def axis_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
@@ -35,25 +39,28 @@ def axis_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
 
 def moveaxis(x: Any, src: int, dst: int) -> Any:
     """``x`` with axis ``src`` moved to position ``dst`` (a transpose, or nothing)."""
-    from srcjax.transpiler.primitives.shape import transpose_p
-
     ndim = aval_of(x).ndim
     src, dst = src % ndim, dst % ndim
     if src == dst:
         return x
     perm = [a for a in range(ndim) if a != src]
     perm.insert(dst, src)
-    return transpose_p.bind(x, permutation=tuple(perm))
+    return registered("transpose").bind(x, permutation=tuple(perm))
 
 
 def bdim_at_front(x: Any, dim: int | None, size: int) -> Any:
     """``x`` with its batch axis first; an unbatched ``x`` is broadcast along a new first axis."""
-    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
+    return move_batch_axis(x, dim, size, 0)
 
-    if dim is None:
-        shape = aval_of(x).shape
-        return broadcast_in_dim_p.bind(x, shape=(size, *shape), broadcast_dimensions=tuple(range(1, len(shape) + 1)))
-    return moveaxis(x, dim, 0)
+
+def move_batch_axis(x: Any, dim: int | None, size: int, to: int) -> Any:
+    """``x`` with its batch axis at ``to``: moved there, or, unbatched, broadcast along a new axis there."""
+    if dim is not None:
+        return moveaxis(x, dim, to)
+    shape = aval_of(x).shape
+    out = (*shape[:to], size, *shape[to:])
+    return registered("broadcast_in_dim").bind(x, shape=out, broadcast_dimensions=tuple(
+        a for a in range(len(out)) if a != to))
 
 
 def elementwise_rule(prim: Primitive):
@@ -71,8 +78,7 @@ def elementwise_rule(prim: Primitive):
 def unbatched_scalar_broadcast(x: Any, dim: int | None, like: TensorType, size: int) -> Any:
     """An operand that may be a scalar (``clamp``'s bounds, ``select_n``'s predicate) brought to ``like``'s
     batched shape with the batch axis first."""
-    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
-
+    broadcast_in_dim_p = registered("broadcast_in_dim")
     x = bdim_at_front(x, dim, size) if dim is not None else x
     shape = (size, *like.shape)
     have = aval_of(x).shape

@@ -29,12 +29,15 @@ RunBlock = Callable[[Any, Sequence[Any]], list[Any]]
 
 
 class ControlPrimitive(Primitive):
-    """A primitive whose ops hold regions; ``run`` and ``check_regions`` replace impl and shape rule."""
+    """A primitive whose ops hold regions (or, for stacks, cannot be bound): ``run`` and ``check_regions`` replace
+    impl and shape rule, and every rule is an op rule, ``rule(engine, op)`` (``primitives/engine.py``). The rules
+    live in ``control_jvp.py``, ``control_vjp.py`` and ``control_vmap.py``."""
 
     def __init__(self, name: str, *, params: Sequence[str] = ()):
         super().__init__(name, params=params, multiple_results=True)
         self.run: Callable[..., list[Any]] | None = None
         self.check_regions: Callable[..., list[str]] | None = None
+        self.op_rules = {"jvp", "transpose", "vmap"}
 
     def abstract_eval(self, *types, **params):
         raise TypeError(f"'{self.name}' ops are built with regions by the front end, not through bind")

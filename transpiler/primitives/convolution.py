@@ -19,8 +19,8 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from srcjax.transpiler.primitives import elementwise as ew
-from srcjax.transpiler.primitives import shape as sh
+import srcjax.transpiler.primitives.elementwise as ew
+import srcjax.transpiler.primitives.shape as sh
 from srcjax.transpiler.primitives.ad import aval_of, defjvp, is_undefined, zeros
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
 from srcjax.transpiler.types import TensorType, short_name

@@ -1,10 +1,15 @@
 """The ``Primitive`` class and the interpreter stack that ``bind`` dispatches to.
 
-A primitive owns its math: a shape/dtype rule, a NumPy implementation, and (filled by the autodiff and
-batching issues) JVP, transpose and batching rules. ``bind`` does not compute anything itself: it hands
-the operands to the current interpreter, which is the runtime's eager interpreter when nothing is being
-compiled and the front end's IR builder while a function is. This is how one ``jnp.dot`` works on
-concrete arrays and inside a compiled function alike.
+A primitive owns its math: a shape/dtype rule, a NumPy implementation, and JVP, transpose and batching
+rules. Each of those three rules is in one of three states, never two: a rule; a declared zero derivative
+(``def_zero_jvp``: comparisons, integer ops; the engine uses a symbolic zero); or unsupported
+(``def_unsupported``: the engine raises ``TransformError`` naming the primitive, the transform and the
+reason). A rule neither given nor declared is a hole, which the engines report the same way and the rule
+matrix test fails on: no rule is never read as a zero derivative.
+
+``bind`` does not compute anything itself: it hands the operands to the current interpreter, which is the
+runtime's eager interpreter when nothing is being compiled and the front end's IR builder while a function
+is. This is how one ``jnp.dot`` works on concrete arrays and inside a compiled function alike.
 """
 
 from __future__ import annotations
@@ -30,6 +35,18 @@ class PrimitiveValueError(PrimitiveError, ValueError):
     pass
 
 
+class TransformError(Exception):
+    """A transform met a primitive it cannot transform: the rule is unsupported or missing (the message names the
+    primitive, the transform, and the reason or where to add the rule)."""
+
+
+RULES = ("jvp", "transpose", "vmap")  # the rules the transforms look up, each in one of the states below
+RULE, ZERO, UNSUPPORTED, MISSING = "rule", "zero", "unsupported", "missing"
+_NOUN = {"jvp": "JVP", "transpose": "transpose", "vmap": "batching"}
+_TRANSFORM = {"jvp": "differentiation (jvp, grad)", "transpose": "reverse-mode differentiation (grad, vjp)",
+              "vmap": "batching (vmap)"}
+
+
 def check(condition: bool, prim: str, message: str, *, kind: str = "type") -> None:
     """Raise a primitive error ``'<prim>: <message>'`` unless ``condition`` holds."""
     if not condition:
@@ -53,8 +70,13 @@ class Primitive:
         self.linear = False
         # recorded even when every operand is concrete (``axis_index`` means something only under a vmap)
         self.always_record = False
-        # Why a rule is absent on purpose, e.g. {"jvp": "comparisons have zero derivative"}.
-        self.no_rule: dict[str, str] = {}
+        # Rules that are absent on purpose: rule -> (ZERO or UNSUPPORTED, why), e.g.
+        # {"jvp": (ZERO, "comparisons have zero derivative"), "transpose": (UNSUPPORTED, "not linear")}.
+        self.declared: dict[str, tuple[str, str]] = {}
+        # Rules called as ``rule(engine, op)`` rather than on values: those of ops that hold regions (the rule
+        # transforms the regions through the engine) and of collectives (the rule needs the batched axis).
+        # For such a primitive the transpose rule is its reverse-mode hook (see ``transforms/vjp.py``).
+        self.op_rules: set[str] = set()
 
     def __repr__(self) -> str:
         return self.name
@@ -68,8 +90,9 @@ class Primitive:
         self.impl = impl
         return impl
 
-    def def_jvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+    def def_jvp(self, rule: Callable[..., Any], *, op_rule: bool = False) -> Callable[..., Any]:
         self.jvp_rule = rule
+        self._set_op_rule("jvp", op_rule)
         return rule
 
     def def_linear(self, transpose: Callable[..., Any]) -> Callable[..., Any]:
@@ -78,17 +101,54 @@ class Primitive:
         self.transpose_rule = transpose
         return transpose
 
-    def def_transpose(self, transpose: Callable[..., Any]) -> Callable[..., Any]:
-        """Linear in some operands (``dynamic_slice`` in its operand, ``mul`` in either): how to transpose."""
+    def def_transpose(self, transpose: Callable[..., Any], *, op_rule: bool = False) -> Callable[..., Any]:
+        """Linear in some operands (``dynamic_slice`` in its operand, ``mul`` in either): how to transpose. An op
+        rule here is a reverse-mode hook, ``hook(engine, op) -> record``: it linearizes and transposes the op."""
         self.transpose_rule = transpose
+        self._set_op_rule("transpose", op_rule)
         return transpose
 
-    def def_vmap(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+    def def_vmap(self, rule: Callable[..., Any], *, op_rule: bool = False) -> Callable[..., Any]:
         self.vmap_rule = rule
+        self._set_op_rule("vmap", op_rule)
         return rule
 
-    def mark_no_rule(self, rule: str, reason: str) -> None:
-        self.no_rule[rule] = reason
+    def def_zero_jvp(self, reason: str) -> None:
+        """The derivative is zero (comparisons, integer results, piecewise constants): the tangent is a symbolic
+        zero, and the primitive never appears in a linear part, so it has no transpose either."""
+        self.declared["jvp"] = (ZERO, reason)
+        self.declared.setdefault("transpose", (UNSUPPORTED, "not linear: its derivative is a declared zero"))
+
+    def def_zero_transpose(self, reason: str) -> None:
+        """Linear, but differentiation sees the zero map (``stop_gradient``): no cotangent flows back."""
+        self.declared["transpose"] = (ZERO, reason)
+
+    def def_unsupported(self, rule: str, reason: str) -> None:
+        """The transform that needs ``rule`` raises ``TransformError`` with ``reason`` ("not linear", ...)."""
+        if rule not in RULES:
+            raise ValueError(f"unknown rule {rule!r}; the rules are {RULES}")
+        self.declared[rule] = (UNSUPPORTED, reason)
+
+    def _set_op_rule(self, rule: str, on: bool) -> None:
+        if on:
+            self.op_rules.add(rule)
+
+    def rule_state(self, rule: str) -> str:
+        """``RULE``, ``ZERO``, ``UNSUPPORTED`` or ``MISSING`` (a hole: neither a rule nor a declaration)."""
+        present = {"jvp": self.jvp_rule is not None or self.linear, "transpose": self.transpose_rule is not None,
+                   "vmap": self.vmap_rule is not None}[rule]
+        if present:
+            return RULE
+        return self.declared.get(rule, (MISSING, ""))[0]
+
+    def rule_error(self, rule: str, detail: str = "") -> TransformError:
+        """The error a transform raises for a primitive whose ``rule`` is unsupported or missing."""
+        state, reason = self.declared.get(rule, (MISSING, ""))
+        if state == UNSUPPORTED:
+            message = f"{_TRANSFORM[rule]} of '{self.name}' is not supported: {reason} ({self.family})"
+        else:
+            message = f"no {_NOUN[rule]} rule for '{self.name}' ({self.family}), needed by {_TRANSFORM[rule]}"
+        return TransformError(message + (f"; {detail}" if detail else ""))
 
     # -- use -----------------------------------------------------------------------------------------
     def abstract_eval(self, *types: TensorType, **params: Any) -> TensorType | list[TensorType]:
@@ -171,6 +231,13 @@ def interpreting(interpreter: Interpreter) -> Iterator[Interpreter]:
 
 # -- the registry --------------------------------------------------------------------------------------
 PRIMITIVES: dict[str, Primitive] = {}
+
+
+def registered(name: str) -> Primitive:
+    """The primitive ``name``, looked up when a rule runs. The vocabulary modules (``ad``, ``batching``) and the
+    lower families use it for the primitives of families above them (``ad.zeros`` binds ``broadcast_in_dim``,
+    whose family imports ``ad``), so that the modules import one way."""
+    return PRIMITIVES[name]
 
 
 def register_module(namespace: dict[str, Any]) -> None:

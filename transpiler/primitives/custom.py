@@ -2,17 +2,21 @@
 
 ``custom_jvp_call`` and ``custom_vjp_call`` hold the traced function as a region (what runs) and the
 user's rules as parameters (opaque Python callables: they print by name and do not parse back). The
-transforms call the rules; everything else runs the region.
+transforms call the rules (op rules, below); everything else runs the region. A call no tangent reaches is
+kept as it is, so that a later transformation of the program still finds its rules.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from srcjax.transpiler.primitives.ad import Zero
-from srcjax.transpiler.primitives.batching import elementwise_rule
+from srcjax.transpiler.ir import Literal, Op, Value
+from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
+from srcjax.transpiler.primitives.batching import batched_aval, elementwise_rule
 from srcjax.transpiler.primitives.control import ControlPrimitive
-from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.core import Primitive, check, interpreting, register_module
+from srcjax.transpiler.primitives.engine import BatchEngine, JVPEngine, VJPEngine
 from srcjax.transpiler.types import TensorType
 
 stop_gradient_p = Primitive("stop_gradient")
@@ -25,8 +29,8 @@ def _stop_gradient_shape(x: TensorType) -> TensorType:
 
 
 stop_gradient_p.def_impl(lambda x: x)
-stop_gradient_p.def_jvp(lambda primals, tangents: (stop_gradient_p.bind(*primals), Zero(tangents[0].aval)))
-stop_gradient_p.mark_no_rule("transpose", "stop_gradient has a zero derivative, so it never appears in a linear part")
+stop_gradient_p.def_zero_jvp("stop_gradient's derivative is zero by definition")
+stop_gradient_p.def_zero_transpose("the identity to evaluation, the zero map to differentiation")
 stop_gradient_p.def_vmap(elementwise_rule(stop_gradient_p))  # the identity, elementwise
 
 
@@ -52,6 +56,146 @@ custom_jvp_call_p = CustomCall("custom_jvp_call", params=("rule", "in_tree", "ou
 custom_vjp_call_p = CustomCall("custom_vjp_call", params=("rule", "in_tree", "out_tree", "nondiff"))
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.check_regions, _p.run = _custom_check, _custom_run
-custom_jvp_call_p.def_jvp(lambda primals, tangents, *, rule, **_: rule.jvp_rule(primals, tangents))
+
+
+# -- forward mode ---------------------------------------------------------------------------------------------------
+def _kept(engine: JVPEngine | VJPEngine, op: Op, primals: list[Any]) -> None:
+    """The call itself, emitted again with new operands."""
+    for r, o in zip(op.results, engine.rebuild(op, primals)):
+        engine.write(r, o)
+
+
+def _custom_jvp_call_jvp(engine: JVPEngine, op: Op) -> None:
+    """The user's JVP rule (``rule.jvp_rule``, over flat primals and tangents) gives the outputs' tangents."""
+    primals = [engine.read(v) for v in op.operands]
+    tangents = [engine.tangent(v) for v in op.operands]
+    if all(isinstance(t, Zero) for t in tangents):
+        return _kept(engine, op, primals)
+    outs, touts = op.params["rule"].jvp_rule(primals, tangents)
+    for r, o, t in zip(op.results, outs, touts):
+        engine.write(r, o, t)
+
+
+def _custom_vjp_call_jvp(engine: JVPEngine, op: Op) -> None:
+    primals = [engine.read(v) for v in op.operands]
+    if not all(isinstance(engine.tangent(v), Zero) for v in op.operands):
+        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")  # (JAX's words)
+    _kept(engine, op, primals)
+
+
+# -- reverse mode ---------------------------------------------------------------------------------------------------
+@dataclass
+class CustomVJPRecord:
+    """A custom-derivative call: ``backward(residuals, output cotangents)`` gives the operands' cotangents (a
+    ``custom_vjp``'s ``bwd``, or the transpose of a ``custom_jvp``'s rule)."""
+
+    op: Op
+    residuals: list[Any]  # the flat residuals the user's forward function returned
+    active: list[bool]
+    backward_rule: Callable[[list[Any], list[Any]], list[Any]]
+
+    def refs(self) -> list[Value]:
+        return [v for v in self.residuals if isinstance(v, Value) and not isinstance(v, Literal)]
+
+    def targets(self, engine: VJPEngine) -> list[Value]:
+        return [v for v, active in zip(self.op.operands, self.active) if active]
+
+    def backward(self, engine: VJPEngine, ct: dict[int, Any], resolve: Callable[[Value], Any]) -> None:
+        cts_out = [ct.pop(id(r), None) for r in self.op.results]
+        if all(c is None for c in cts_out):
+            return
+        cts_out = [instantiate(c if c is not None else Zero(tangent_aval(r.aval)))
+                   for c, r in zip(cts_out, self.op.results)]
+        residuals = [resolve(v) if isinstance(v, Value) else v for v in self.residuals]
+        cts_in = self.backward_rule(residuals, cts_out)
+        for v, c, a in zip(self.op.operands, cts_in, self.active):
+            if a and c is not None and not isinstance(c, Zero):
+                ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
+
+
+def _outputs(engine: VJPEngine, op: Op, outs: list[Any]) -> None:
+    for r, o in zip(op.results, outs):
+        engine.write(r, o)
+        if is_differentiable(r.aval):
+            engine.activate(r)
+
+
+def _custom_vjp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
+    """The user's ``fwd`` runs in the forward sweep; its ``bwd`` is the backward sweep."""
+    primals = [engine.read(v) for v in op.operands]
+    active = [engine.is_active(v) for v in op.operands]
+    if not any(active):
+        return _kept(engine, op, primals)
+    rule = op.params["rule"]
+    with interpreting(engine.builder):
+        outs, residuals = rule.forward(primals)
+    _outputs(engine, op, outs)
+    return CustomVJPRecord(op, residuals, active, rule.backward)
+
+
+def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
+    """Reverse mode through a ``custom_jvp`` call: its rule, traced into a function of (primals, tangents) (its
+    Python control flow included, as the front end reads it), gives the outputs; the backward pass is that
+    function's transpose in the tangents (its VJP there, the rule being linear in them)."""
+    primals = [engine.read(v) for v in op.operands]
+    active = [engine.is_active(v) for v in op.operands]
+    if not any(active):
+        return _kept(engine, op, primals)
+    rule = op.params["rule"]
+    avals = [v.aval for v in op.operands]
+    tangent_avals = [tangent_aval(a) for a in avals]
+
+    def traced(params: list[Value]) -> list[Any]:
+        outs, touts = rule.jvp_rule(params[: len(avals)], params[len(avals):])
+        return list(outs) + [instantiate(t) for t in touts]
+
+    jvp = engine.trace(f"{op.name}_rule", avals + tangent_avals, traced)
+    n_out = len(op.results)
+    wrt = [False] * len(avals) + [a and is_differentiable(v.aval) for v, a in zip(op.operands, active)]
+    transposed = engine.vjp(jvp, wrt)
+    with interpreting(engine.builder):
+        _outputs(engine, op, engine.evaluate(jvp, *primals, *[zeros(t) for t in tangent_avals])[:n_out])
+
+    def backward(residuals: list[Any], cts_out: list[Any]) -> list[Any]:
+        zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them: any value will do)
+        zero_outs = [zeros(tangent_aval(r.aval)) for r in jvp.results[:n_out]]
+        args = [*residuals, *zero_tangents, *zero_outs, *cts_out]
+        grads = iter(engine.evaluate(transposed, *args)[len(jvp.results):])
+        return [next(grads) if on else None for on in wrt[len(avals):]]
+
+    return CustomVJPRecord(op, list(primals), active, backward)
+
+
+# -- batching -------------------------------------------------------------------------------------------------------
+def _custom_vmap(engine: BatchEngine, op: Op) -> None:
+    """A custom-rule call stays one, over the batched function, with the rules batched as well (the rule
+    object's ``batched(dims, size)`` maps the per-example rules over the batch)."""
+    builder = engine.builder
+    (region,) = op.regions
+    args = [engine.read(v) for v in op.operands]
+    batched = any(d is not None for _, d in args)
+    with interpreting(builder):
+        values = [engine.at_front(v, d) if d is not None else v for v, d in args]
+    dims = [0 if d is not None else None for _, d in args]
+    with builder.region([getattr(v, "aval", None) or batched_aval(p.aval, None, engine.size)
+                         for v, p in zip(values, region.params)]) as block:
+        outs, out_dims = engine.region_yields(region, region.params, block.params, dims)
+        with interpreting(builder):
+            outs = [engine.at_front(v, d) if batched else v for v, d in zip(outs, out_dims)]
+        block.results = [builder.operand(v) for v in outs]
+    rule = op.params["rule"]
+    params = dict(op.params, rule=rule.batched(dims, engine.size)) if batched else dict(op.params)
+    results = [Value(r.aval, r.name) for r in block.results]
+    builder.emit(Op(op.prim, [builder.operand(v) for v in values], params, results, regions=[block], loc=op.loc))
+    for r, new in zip(op.results, results):
+        engine.write(r, new, 0 if batched else None)
+
+
+custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+custom_vjp_call_p.def_jvp(_custom_vjp_call_jvp)
+custom_jvp_call_p.def_transpose(_custom_jvp_call_vjp)
+custom_vjp_call_p.def_transpose(_custom_vjp_call_vjp)
+for _p in (custom_jvp_call_p, custom_vjp_call_p):
+    _p.def_vmap(_custom_vmap)
 
 register_module(globals())

@@ -14,10 +14,10 @@ from typing import Callable
 
 import numpy as np
 
-from srcjax.transpiler.primitives import special
-from srcjax.transpiler.primitives.batching import axis_size, elementwise_rule, moveaxis
+import srcjax.transpiler.primitives.special as special
+from srcjax.transpiler.primitives.batching import axis_size, elementwise_rule, move_batch_axis, moveaxis
 from srcjax.transpiler.primitives.ad import Zero, aval_of, defjvp, defjvp2, is_undefined, zeros
-from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.core import Primitive, check, register_module, registered
 from srcjax.transpiler.types import TensorType, complex_dtype, real_dtype, short_name
 
 # dtype classes, as sets of NumPy kind letters (b bool, i signed, u unsigned, f float, c complex)
@@ -74,7 +74,7 @@ def unary(name: str, impl: Callable, *, jvp: Callable | None = None, **kw) -> Pr
     prim = elementwise(name, impl, 1, **kw)
     if jvp is not None:
         defjvp2(prim, lambda g, y, x: jvp(g, x, y))
-        prim.mark_no_rule("transpose", "not linear")
+        prim.def_unsupported("transpose", "not linear")
     return prim
 
 
@@ -88,8 +88,8 @@ def binary(name: str, impl: Callable, *, jvp: tuple[Callable, Callable] | None =
 
 def _zero_derivative(*prims: Primitive, why: str) -> None:
     for prim in prims:
-        prim.mark_no_rule("jvp", why)
-        prim.mark_no_rule("transpose", "not linear")
+        prim.def_zero_jvp(why)
+        prim.def_unsupported("transpose", "not linear")
 
 
 def _bind(prim_name: str):
@@ -185,10 +185,8 @@ def _balanced_eq(x, z, y):
 
 
 def _full(scalar, like):
-    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
-
     shape = aval_of(like).shape
-    return broadcast_in_dim_p.bind(scalar, shape=shape, broadcast_dimensions=()) if shape else \
+    return registered("broadcast_in_dim").bind(scalar, shape=shape, broadcast_dimensions=()) if shape else \
         convert_element_type_p.bind(scalar, new_dtype=aval_of(like).dtype, weak_type=False)
 
 
@@ -224,19 +222,19 @@ div_p = binary("div", _div, kinds="iufc",
 div_p.def_transpose(lambda ct, x, y: [div_p.bind(ct, y), None])
 rem_p = binary("rem", _rem, kinds="iuf",  # x - y * trunc(x / y)
                jvp=(lambda g, x, y: g, lambda g, x, y: mul_p.bind(neg_p.bind(g), _trunc(div_p.bind(x, y)))))
-rem_p.mark_no_rule("transpose", "not linear")
+rem_p.def_unsupported("transpose", "not linear")
 max_p = binary("max", _extremum(np.maximum, prefer_negative_zero=False), kinds="biufc")
 defjvp2(max_p, lambda g, z, x, y: mul_p.bind(g, _balanced_eq(x, z, y)),
         lambda g, z, x, y: mul_p.bind(g, _balanced_eq(y, z, x)))
-max_p.mark_no_rule("transpose", "not linear")
+max_p.def_unsupported("transpose", "not linear")
 min_p = binary("min", _extremum(np.minimum, prefer_negative_zero=True), kinds="biufc")
 defjvp2(min_p, lambda g, z, x, y: mul_p.bind(g, _balanced_eq(x, z, y)),
         lambda g, z, x, y: mul_p.bind(g, _balanced_eq(y, z, x)))
-min_p.mark_no_rule("transpose", "not linear")
+min_p.def_unsupported("transpose", "not linear")
 atan2_p = binary("atan2", _atan2, kinds="fc",  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
                  jvp=(lambda g, x, y: mul_p.bind(g, div_p.bind(y, _sum_squares(x, y))),
                       lambda g, x, y: mul_p.bind(g, div_p.bind(neg_p.bind(x), _sum_squares(x, y)))))
-atan2_p.mark_no_rule("transpose", "not linear")
+atan2_p.def_unsupported("transpose", "not linear")
 nextafter_p = binary("nextafter", np.nextafter, kinds="f")
 abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype, jvp=lambda g, x, y: _abs_jvp(g, x, y))
 sign_p = unary("sign", _sign, kinds="iufc")
@@ -284,7 +282,7 @@ def _pow_jvp(primals, tangents):
 
 
 pow_p.def_jvp(_pow_jvp)
-pow_p.mark_no_rule("transpose", "not linear")
+pow_p.def_unsupported("transpose", "not linear")
 pow_p.def_vmap(elementwise_rule(pow_p))
 
 integer_pow_p = Primitive("integer_pow", params=("y",))
@@ -325,7 +323,7 @@ def _integer_pow_jvp(primals, tangents, *, y):
 
 
 integer_pow_p.def_jvp(_integer_pow_jvp)
-integer_pow_p.mark_no_rule("transpose", "not linear")
+integer_pow_p.def_unsupported("transpose", "not linear")
 integer_pow_p.def_vmap(elementwise_rule(integer_pow_p))
 
 
@@ -375,7 +373,7 @@ digamma_p = unary("digamma", special.digamma, kinds="f",
                   jvp=lambda g, x, y: g * polygamma_p.bind(np.ones(aval_of(x).shape, aval_of(x).dtype), x))
 polygamma_p = binary("polygamma", special.polygamma, kinds="f",  # d psi^(m)(x)/dx = psi^(m+1)(x); m is an order
                      jvp=(None, lambda g, m, x: g * polygamma_p.bind(m + 1, x)))
-polygamma_p.mark_no_rule("transpose", "not linear")
+polygamma_p.def_unsupported("transpose", "not linear")
 
 # -- comparisons and logic -------------------------------------------------------------------------------
 eq_p = comparison("eq", np.equal, "biufc")
@@ -391,7 +389,7 @@ xor_p = binary("xor", np.bitwise_xor, kinds="biu")
 population_count_p = unary("population_count", lambda x: special.population_count(x), kinds="iu")
 clz_p = unary("clz", special.count_leading_zeros, kinds="iu")
 for _p in (not_p, and_p, or_p, xor_p, population_count_p, clz_p):
-    _zero_derivative(_p, why="bit operations are not differentiable")
+    _zero_derivative(_p, why="bit operations act on integers and bools: zero derivative")
 
 
 def _shift(direction: str) -> Callable:
@@ -420,7 +418,7 @@ shift_left_p = binary("shift_left", _shift("left"), kinds="iu")
 shift_right_arithmetic_p = binary("shift_right_arithmetic", _shift("right_arithmetic"), kinds="iu")
 shift_right_logical_p = binary("shift_right_logical", _shift("right_logical"), kinds="iu")
 for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
-    _zero_derivative(_p, why="bit shifts are not differentiable")
+    _zero_derivative(_p, why="bit shifts act on integers: zero derivative")
 
 
 # -- complex numbers -------------------------------------------------------------------------------------
@@ -491,8 +489,7 @@ def _scalar_operands_vmap(prim: Primitive, may_be_scalar: tuple[int, ...]) -> Ca
     batch axis to the result's shape."""
 
     def rule(args, dims):
-        from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, move_batch_axis
-
+        broadcast_in_dim_p = registered("broadcast_in_dim")  # (shape.py is above this family)
         size = axis_size(args, dims)
         examples = [aval_of(x).shape if d is None else aval_of(x).shape[:d] + aval_of(x).shape[d + 1:]
                     for x, d in zip(args, dims)]
@@ -560,7 +557,7 @@ def _clamp_jvp(primals, tangents):
 
 
 clamp_p.def_jvp(_clamp_jvp)
-clamp_p.mark_no_rule("transpose", "not linear")
+clamp_p.def_unsupported("transpose", "not linear")
 clamp_p.def_vmap(_scalar_operands_vmap(clamp_p, may_be_scalar=(0, 2)))
 
 convert_element_type_p = Primitive("convert_element_type", params=("new_dtype", "weak_type"))
@@ -605,7 +602,7 @@ convert_element_type_p.def_transpose(_convert_transpose)
 convert_element_type_p.def_vmap(elementwise_rule(convert_element_type_p))
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type", params=("new_dtype",))
-_zero_derivative(bitcast_convert_type_p, why="reinterpreting bits is not differentiable")
+_zero_derivative(bitcast_convert_type_p, why="reinterpreting bits has zero derivative, as in JAX")
 
 
 @bitcast_convert_type_p.def_shape

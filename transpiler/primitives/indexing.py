@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srcjax.transpiler.primitives import elementwise as ew
-from srcjax.transpiler.primitives import shape as sh
+import srcjax.transpiler.primitives.elementwise as ew
+import srcjax.transpiler.primitives.shape as sh
 from srcjax.transpiler.primitives.ad import Zero, add_tangents, aval_of, instantiate, is_undefined, tangent_aval, zeros
 from srcjax.transpiler.primitives.batching import axis_size, moveaxis
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
@@ -861,13 +861,13 @@ scatter_min_p.def_shape(_scatter_shape("scatter_min", "biuf"))
 scatter_min_p.def_impl(_scatter_impl(np.minimum.at))
 scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
 scatter_min_p.def_vmap(_scatter_vmap(scatter_min_p))
-scatter_min_p.mark_no_rule("transpose", "not linear")
+scatter_min_p.def_unsupported("transpose", "not linear")
 
 scatter_max_p = Primitive("scatter_max", params=_SCATTER_PARAMS)
 scatter_max_p.def_shape(_scatter_shape("scatter_max", "biuf"))
 scatter_max_p.def_impl(_scatter_impl(np.maximum.at))
 scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
 scatter_max_p.def_vmap(_scatter_vmap(scatter_max_p))
-scatter_max_p.mark_no_rule("transpose", "not linear")
+scatter_max_p.def_unsupported("transpose", "not linear")
 
 register_module(globals())

@@ -212,7 +212,7 @@ def _cholesky_jvp(primals, tangents):
     return low, _matmul(low, _halved_triangle(inner, lower=True))
 
 
-cholesky_p.mark_no_rule("transpose", "not linear")
+cholesky_p.def_unsupported("transpose", "not linear")
 cholesky_p.def_vmap(_stack_vmap(cholesky_p))
 
 
@@ -377,14 +377,14 @@ def _lu_jvp(primals, tangents):
     return outs, [dlu, *_zero_tangents(outs[1:])]
 
 
-lu_p.mark_no_rule("transpose", "not linear")
+lu_p.def_unsupported("transpose", "not linear")
 lu_p.def_vmap(_stack_vmap(lu_p))
 
 
 # -- lu_pivots_to_permutation: apply the swaps i <-> pivots[i] in order to 0..size-1 -------------------------
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation", params=("permutation_size",))
-lu_pivots_to_permutation_p.mark_no_rule("jvp", "a permutation of indices has no derivative")
-lu_pivots_to_permutation_p.mark_no_rule("transpose", "not linear")
+lu_pivots_to_permutation_p.def_zero_jvp("a permutation of indices has zero derivative")
+lu_pivots_to_permutation_p.def_unsupported("transpose", "not linear")
 
 
 @lu_pivots_to_permutation_p.def_shape
@@ -458,7 +458,7 @@ def _qr_jvp(primals, tangents, *, full_matrices=True):
     return outs, [dq, dr]
 
 
-qr_p.mark_no_rule("transpose", "not linear")
+qr_p.def_unsupported("transpose", "not linear")
 qr_p.def_vmap(_stack_vmap(qr_p))
 
 
@@ -503,7 +503,7 @@ def _eigh_jvp(primals, tangents, *, lower=True, sort_eigenvalues=True):
     return outs, [dv, real_p.bind(dw) if dtype.kind == "c" else dw]
 
 
-eigh_p.mark_no_rule("transpose", "not linear")
+eigh_p.def_unsupported("transpose", "not linear")
 eigh_p.def_vmap(_stack_vmap(eigh_p))
 
 
@@ -582,7 +582,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors=True, compute_right
     return [w], [dw]
 
 
-eig_p.mark_no_rule("transpose", "not linear")
+eig_p.def_unsupported("transpose", "not linear")
 eig_p.def_vmap(_stack_vmap(eig_p))
 
 
@@ -664,7 +664,7 @@ def _svd_jvp(primals, tangents, *, full_matrices=True, compute_uv=True):
     return outs, [ds, du, _H(dv)]
 
 
-svd_p.mark_no_rule("transpose", "not linear")
+svd_p.def_unsupported("transpose", "not linear")
 svd_p.def_vmap(_stack_vmap(svd_p))
 
 

@@ -53,8 +53,8 @@ def _threefry2x32_impl(k0, k1, x0, x1):
     return [np.asarray(x0, np.uint32), np.asarray(x1, np.uint32)]
 
 
-threefry2x32_p.mark_no_rule("jvp", "threefry2x32 is an integer hash: it has no derivative")
-threefry2x32_p.mark_no_rule("transpose", "not linear")
+threefry2x32_p.def_zero_jvp("threefry2x32 is an integer hash: zero derivative")
+threefry2x32_p.def_unsupported("transpose", "not linear")
 
 
 @threefry2x32_p.def_vmap

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from srcjax.transpiler.primitives import elementwise as ew
-from srcjax.transpiler.primitives import shape as sh
+import srcjax.transpiler.primitives.elementwise as ew
+import srcjax.transpiler.primitives.shape as sh
 from srcjax.transpiler.primitives.ad import Zero, aval_of, defjvp2, is_zero, jvp_of, tangent_aval, zeros
 from srcjax.transpiler.primitives.batching import moveaxis
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
@@ -69,7 +69,7 @@ def _constant(value, aval: TensorType):
 
 def _not_linear(*prims: Primitive) -> None:
     for prim in prims:
-        prim.mark_no_rule("transpose", "not linear")
+        prim.def_unsupported("transpose", "not linear")
 
 
 def _slice_axis(x, start: int, stop: int, axis: int, stride: int = 1):
@@ -201,7 +201,7 @@ reduce_and_p = reduction("reduce_and", lambda x, axes: np.bitwise_and.reduce(x, 
 reduce_or_p = reduction("reduce_or", lambda x, axes: np.bitwise_or.reduce(x, axes), _LOGICAL)
 reduce_xor_p = reduction("reduce_xor", lambda x, axes: np.bitwise_xor.reduce(x, axes), _LOGICAL)
 for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
-    _p.mark_no_rule("jvp", "bitwise reductions are not differentiable")
+    _p.def_zero_jvp("bitwise reductions have integer or bool results: zero derivative")
 _not_linear(reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, reduce_xor_p)
 
 
@@ -223,8 +223,8 @@ def arg_reduction(name: str, impl: Callable[..., np.ndarray]) -> Primitive:
     # NumPy's argmax/argmin already return the first NaN, as XLA's do
     prim.def_impl(lambda x, *, axes, index_dtype: np.asarray(impl(x, axis=axes[0])).astype(index_dtype))
     prim.def_vmap(_axes_vmap(prim))
-    prim.mark_no_rule("jvp", "an index has zero derivative")
-    prim.mark_no_rule("transpose", "not linear")
+    prim.def_zero_jvp("an index has zero derivative")
+    prim.def_unsupported("transpose", "not linear")
     return prim
 
 
@@ -292,7 +292,7 @@ def _cumulative_jvp(prim: Primitive, combine: Callable) -> None:
         return out, flip(tangent)
 
     prim.def_jvp(rule)
-    prim.mark_no_rule("transpose", "not linear")
+    prim.def_unsupported("transpose", "not linear")
 
 
 def _mul_combine(a, b):
@@ -384,7 +384,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable=True, num_keys=1):
                  for o, t in zip(out, tangents)]
 
 
-sort_p.mark_no_rule("transpose", "not linear")
+sort_p.def_unsupported("transpose", "not linear")
 
 
 @sort_p.def_vmap
@@ -439,7 +439,7 @@ def _top_k_jvp(primals, tangents, *, k):
     return [values, indices], [tangent, _zero_tangent(indices)]
 
 
-top_k_p.mark_no_rule("transpose", "not linear")
+top_k_p.def_unsupported("transpose", "not linear")
 
 
 @top_k_p.def_vmap
@@ -638,7 +638,7 @@ def _window_chooser_jvp(prim: Primitive, arg_prim: Primitive, op: str) -> None:
         return out, _gather_points(spread, chosen)
 
     prim.def_jvp(rule)
-    prim.mark_no_rule("transpose", "not linear")
+    prim.def_unsupported("transpose", "not linear")
 
 
 reduce_window_max_p = window_reduction("reduce_window_max", "max", np.max, "biuf")

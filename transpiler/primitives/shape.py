@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from srcjax.transpiler.primitives.ad import aval_of, is_undefined
-from srcjax.transpiler.primitives.batching import axis_size, moveaxis
-from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.batching import axis_size, move_batch_axis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module, registered
 from srcjax.transpiler.primitives.elementwise import convert_element_type_p, select_n_p, sub_p
 from srcjax.transpiler.types import TensorType, short_name
 
@@ -33,15 +33,6 @@ def _inverse(permutation) -> tuple[int, ...]:
 def batched_axes(axes, dim: int) -> tuple[int, ...]:
     """Axes of one example, numbered in the batched operand whose batch axis is ``dim``."""
     return tuple(int(a) + (a >= dim) for a in axes)
-
-
-def move_batch_axis(x, dim: int | None, size: int, to: int):
-    """``x`` with its batch axis at ``to``: moved there, or, unbatched, broadcast along a new axis there."""
-    if dim is not None:
-        return moveaxis(x, dim, to)
-    shape = aval_of(x).shape
-    out = (*shape[:to], size, *shape[to:])
-    return broadcast_in_dim_p.bind(x, shape=out, broadcast_dimensions=tuple(a for a in range(len(out)) if a != to))
 
 
 def common_batch_axis(args, dims) -> tuple[list, int]:
@@ -82,8 +73,7 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     """Sum the cotangent over the axes the broadcast created or stretched, then restore the operand's shape."""
-    from srcjax.transpiler.primitives.reduce import reduce_sum_p
-
+    reduce_sum_p = registered("reduce_sum")  # (reduce.py is above this family)
     in_shape = x.aval.shape
     stretched = tuple(d for a, d in enumerate(broadcast_dimensions) if in_shape[a] == 1 and shape[d] != 1)
     new_axes = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
@@ -245,8 +235,7 @@ concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension)
 @concatenate_p.def_linear
 def _concatenate_transpose(ct, *xs, dimension):
     """Each operand's cotangent is its stretch of the cotangent along ``dimension``."""
-    from srcjax.transpiler.primitives.indexing import slice_p
-
+    slice_p = registered("slice")  # (indexing.py is above this family)
     shape = aval_of(ct).shape
     cotangents, start = [], 0
     for x in xs:
@@ -307,9 +296,7 @@ def _pad_transpose(ct, x, value, *, padding_config):
     """Linear in the operand and the padding value together (JAX's rule). The operand's cotangent is the
     cotangent at the operand's positions: undo lo/hi (where they were negative they cut elements, which
     now get zeros), then take every (interior + 1)-th element. The value's is the sum of the rest."""
-    from srcjax.transpiler.primitives.indexing import slice_p
-    from srcjax.transpiler.primitives.reduce import reduce_sum_p
-
+    slice_p, reduce_sum_p = registered("slice"), registered("reduce_sum")
     ndim, everything = len(padding_config), tuple(range(len(padding_config)))
     unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
     unpadded = pad_p.bind(ct, np.zeros((), aval_of(ct).dtype), padding_config=unpad)
@@ -358,9 +345,9 @@ def _iota_impl(*, dtype, shape, dimension):
     return np.broadcast_to(line.reshape([-1 if axis == dimension else 1 for axis in range(len(shape))]), shape)
 
 
-iota_p.mark_no_rule("jvp", "iota has no operands: its value is a constant")
-iota_p.mark_no_rule("transpose", "not linear")
-iota_p.mark_no_rule("vmap", "iota has no operands, so nothing of it is ever batched")
+iota_p.def_zero_jvp("iota has no operands: its value is a constant, of zero derivative")
+iota_p.def_unsupported("transpose", "not linear")
+iota_p.def_unsupported("vmap", "iota has no operands, so nothing of it is ever batched")
 
 
 rev_p = Primitive("rev", params=("dimensions",))

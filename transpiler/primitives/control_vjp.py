@@ -1,0 +1,375 @@
+"""Reverse mode of the ops that hold regions (``cond``, ``while``, ``for``) and of stacks: reverse-mode hooks.
+
+A hook re-emits its op in the forward sweep and returns a record (``primitives/engine.py``'s ``Record``)
+whose ``backward`` emits the transposed op. A ``cond``'s branches keep their records; the values a branch's
+records need are exported as extra results of the forward ``cond``, and the backward ``cond`` transposes
+the taken branch. A loop saves what its body's records need at every iteration, into a preallocated buffer
+when the trip count is known, onto a growing stack when it is not (``while``), and the backward loop runs
+the iterations in reverse, reading them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from srcjax.transpiler.ir import Block, Literal, Op, Value
+from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
+    stack_size_p, while_p
+from srcjax.transpiler.primitives.core import TransformError, interpreting
+from srcjax.transpiler.primitives.elementwise import add_p, sub_p
+from srcjax.transpiler.primitives.engine import Record, VJPEngine
+from srcjax.transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
+from srcjax.transpiler.primitives.shape import reshape_p
+from srcjax.transpiler.types import StackType, TensorType
+
+Resolve = Callable[[Value], Any]
+
+
+def defined_ids(block: Block) -> set[int]:
+    """The ids of the values defined in ``block`` (params, results of its ops and of their regions)."""
+    ids = {id(p) for p in block.params}
+    for op in block.ops:
+        ids.update(id(r) for r in op.results)
+        for region in op.regions:
+            ids |= defined_ids(region)
+    ids.update(id(r) for r in block.results if not isinstance(r, Literal) and id(r) in ids)
+    return ids
+
+
+def _accumulate(ct: dict[int, Any], v: Value, c: Any) -> None:
+    ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
+
+
+def _active_yields(engine: VJPEngine, values: list[Value]) -> list[Value]:
+    return [v for v in values if not isinstance(v, Literal) and engine.is_active(v)]
+
+
+# -- cond ------------------------------------------------------------------------------------------------------------
+@dataclass
+class CondRecord:
+    op: Op
+    pred: Any
+    branches: list[list[Record]]  # the records of each branch
+    renames: list[dict[int, Value]]  # per branch: branch-local value -> the forward cond's export result
+    defined: list[set[int]]  # per branch: old values defined inside it
+    outer_refs: list[Value] = field(default_factory=list)
+
+    def refs(self) -> list[Value]:
+        return ([self.pred] if isinstance(self.pred, Value) else []) + [
+            v for rename in self.renames for v in rename.values()] + self.outer_refs
+
+    def targets(self, engine: VJPEngine) -> list[Value]:
+        out = [v for region in self.op.regions for v in _active_yields(engine, region.results)]
+        return out + [v for branch in self.branches for record in branch for v in record.targets(engine)]
+
+    def backward(self, engine: VJPEngine, ct: dict[int, Any], resolve: Resolve) -> None:
+        builder = engine.builder
+        cts_out = [ct.pop(id(r), None) for r in self.op.results]
+        if all(c is None for c in cts_out):
+            return
+        blocks, branch_cts = [], []
+        for b, (region, records) in enumerate(zip(self.op.regions, self.branches)):
+            rename = self.renames[b]
+            with builder.region() as block:
+                inner: dict[int, Any] = {}
+                for y, c in zip(region.results, cts_out):
+                    if c is not None and not isinstance(y, Literal):
+                        _accumulate(inner, y, c)
+
+                def inner_resolve(v: Value, rename=rename) -> Any:
+                    return resolve(rename.get(id(v), v))
+
+                engine.backward_block(records, inner, inner_resolve)
+            blocks.append(block)
+            branch_cts.append({k: v for k, v in inner.items() if k not in self.defined[b]})
+        outer_ids = list(dict.fromkeys(k for d in branch_cts for k in d))
+        outer_values = [engine.old_value(k) for k in outer_ids]
+        with interpreting(builder):
+            for block, d in zip(blocks, branch_cts):
+                with builder.reopen(block):
+                    block.results = [builder.operand(instantiate(d.get(id(v), Zero(tangent_aval(v.aval)))))
+                                     for v in outer_values]
+        results = [Value(tangent_aval(v.aval), f"{v.name}_bar" if v.name else None) for v in outer_values]
+        pred = resolve(self.pred) if self.pred is not None else engine.read(self.op.operands[0])
+        builder.emit(Op(cond_p, [builder.operand(pred)], {}, results, regions=blocks, loc=self.op.loc))
+        for v, c in zip(outer_values, results):
+            _accumulate(ct, v, c)
+
+
+def _placeholder(engine: VJPEngine, aval: Any) -> Value:
+    """What a branch exports for a value another branch's records need: zeros, or an empty stack (residuals
+    of a ``while`` that this branch does not run)."""
+    if not isinstance(aval, StackType):
+        return zeros(aval)
+    empty = Value(aval)
+    engine.builder.emit(Op(stack_new_p, [], {"elem": aval.elem}, [empty]))
+    return empty
+
+
+def _cond_vjp(engine: VJPEngine, op: Op) -> CondRecord | None:
+    builder = engine.builder
+    pred = engine.read(op.operands[0])
+    blocks, branch_records, yields = [], [], []
+    for region in op.regions:
+        with builder.region() as block:
+            records = engine.forward_block(region)
+            yields.append([engine.read(r) for r in region.results])
+        blocks.append(block)
+        branch_records.append(records)
+    for i, r in enumerate(op.results):
+        if any(engine.is_active(region.results[i]) for region in op.regions) and is_differentiable(r.aval):
+            engine.active.add(id(r))
+    locals_, outers = zip(*(engine.local_refs(recs, blk) for recs, blk in zip(branch_records, blocks)))
+    exports = [(b, v) for b, values in enumerate(locals_) for v in values]
+    renames: list[dict[int, Value]] = [{} for _ in op.regions]
+    export_results = []
+    for b, v in exports:
+        result = Value(v.aval, v.name)
+        renames[b][id(v)] = result
+        export_results.append(result)
+    with interpreting(builder):
+        for b, (block, ys) in enumerate(zip(blocks, yields)):
+            with builder.reopen(block):
+                extra = [v if eb == b else _placeholder(engine, v.aval) for eb, v in exports]
+                block.results = [builder.operand(y) for y in ys + extra]
+    results = [Value(r.aval, r.name) for r in op.results]
+    builder.emit(Op(cond_p, [builder.operand(pred)], {}, results + export_results, regions=blocks, loc=op.loc))
+    for r, new in zip(op.results, results):
+        engine.write(r, new)
+    if not any(branch_records) and not any(engine.is_active(r) for r in op.results):
+        return None
+    defined = [defined_ids(region) for region in op.regions]
+    outer_refs = [v for values in outers for v in values]
+    return CondRecord(op, pred if isinstance(pred, Value) else None, branch_records, renames, defined, outer_refs)
+
+
+# -- while and for -----------------------------------------------------------------------------------------------------
+@dataclass
+class LoopRecord:
+    op: Op
+    trip: Any  # the trip count (a value or an int)
+    records: list[Record]
+    saved: dict[int, tuple[Value, Any]]  # body-local value -> (its buffer or stack after the loop, its type)
+    stacked: bool
+    defined: set[int]  # old values defined in the body (params included)
+    active_carried: list[bool]
+    outer_refs: list[Value] = field(default_factory=list)
+
+    def refs(self) -> list[Value]:
+        return ([self.trip] if isinstance(self.trip, Value) else []) + [b for b, _ in self.saved.values()] + \
+            self.outer_refs
+
+    def targets(self, engine: VJPEngine) -> list[Value]:
+        """Old values from outside the loop whose cotangents the body produces (loop invariants): those its
+        records send cotangents to, and values it (or a ``cond`` in it) yields unchanged."""
+        found = _active_yields(engine, self.op.regions[-1].results)
+        found += [v for record in self.records for v in record.targets(engine)]
+        unique: dict[int, Value] = {}  # (by identity: values overload ==)
+        for v in found:
+            unique.setdefault(id(v), v)
+        return [v for key, v in unique.items() if key not in self.defined]
+
+    def backward(self, engine: VJPEngine, ct: dict[int, Any], resolve: Resolve) -> None:
+        builder = engine.builder
+        op = self.op
+        counted = op.prim is for_p
+        body = op.regions[-1]
+        carried_ops = op.operands[1:] if counted else op.operands
+        body_params = body.params[1:] if counted else body.params
+        cts_out = [ct.pop(id(r), None) for r in op.results]
+        if all(c is None for c in cts_out):
+            return
+        # the cotangents the backward loop carries: one per active carried value, plus accumulators for the
+        # active values from outside the loop that the body reads
+        active_pos = [i for i, a in enumerate(self.active_carried) if a]
+        free = self.targets(engine)
+        carried_avals = [tangent_aval(carried_ops[i].aval) for i in active_pos] + [tangent_aval(v.aval) for v in free]
+        trip = resolve(self.trip) if isinstance(self.trip, Value) else self.trip
+        with builder.region([TensorType(np.int32, ())] + carried_avals) as block:
+            k_rev, params = block.params[0], block.params[1:]
+            with interpreting(builder):
+                k = sub_p.bind(sub_p.bind(builder.operand(trip), np.int32(1)), k_rev)  # iteration trip - 1 - k_rev
+                if counted:
+                    engine.write(body.params[0], k, keep_name=False)
+                inner_resolve = self._reader(engine, block, k, resolve)
+                inner: dict[int, Any] = {}
+                for i, p in zip(active_pos, params):
+                    y = body.results[i]
+                    if not isinstance(y, Literal):
+                        _accumulate(inner, y, p)
+                engine.backward_block(self.records, inner, inner_resolve)
+                new_carried = [instantiate(inner.get(id(body_params[i]), Zero(tangent_aval(body_params[i].aval))))
+                               for i in active_pos]
+                accumulated = [add_tangents(acc, inner.get(id(v), Zero(acc.aval)))
+                               for acc, v in zip(params[len(active_pos):], free)]
+                with builder.reopen(block):
+                    block.results = [builder.operand(x) for x in new_carried + accumulated]
+        init = [instantiate(cts_out[i] if cts_out[i] is not None else Zero(tangent_aval(op.results[i].aval)))
+                for i in active_pos]
+        with interpreting(builder):
+            init += [zeros(tangent_aval(v.aval)) for v in free]
+            results = [Value(a) for a in carried_avals]
+            trip_operand = builder.operand(trip)
+        builder.emit(Op(for_p, [trip_operand] + [builder.operand(x) for x in init], {}, results, regions=[block],
+                        loc=op.loc))
+        for i, r in zip(active_pos, results[: len(active_pos)]):
+            v = carried_ops[i]
+            if not isinstance(v, Literal):
+                _accumulate(ct, v, r)
+        for v, r in zip(free, results[len(active_pos):]):
+            _accumulate(ct, v, r)
+
+    def _reader(self, engine: VJPEngine, block: Block, k: Any, resolve: Resolve) -> Resolve:
+        """Where the backward body reads a forward value: iteration ``k``'s entry of what the loop saved, read
+        once at the top of the body; values from outside the loop as the enclosing code reads them."""
+        builder = engine.builder
+        reads: dict[int, Any] = {}
+
+        def inner_resolve(v: Value) -> Any:
+            entry = self.saved.get(id(v))
+            if entry is None:
+                return resolve(v)
+            if id(v) not in reads:
+                buffer, typ = entry
+                stored = resolve(buffer)
+                with builder.reopen(block):
+                    if self.stacked:
+                        got = Value(typ.elem, v.name)
+                        builder.emit(Op(stack_get_p, [stored, k], {}, [got]))
+                    else:
+                        index = [k] + [np.int32(0)] * (typ.ndim - 1)
+                        row = dynamic_slice_p.bind(stored, *index, slice_sizes=(1, *typ.shape[1:]))
+                        got = reshape_p.bind(row, new_sizes=typ.shape[1:], dimensions=None)
+                reads[id(v)] = got
+            return reads[id(v)]
+
+        return inner_resolve
+
+
+def _loop_vjp(engine: VJPEngine, op: Op) -> LoopRecord | None:
+    builder = engine.builder
+    counted = op.prim is for_p
+    body = op.regions[-1]
+    carried_ops = op.operands[1:] if counted else op.operands
+    body_params = body.params[1:] if counted else body.params
+    init = [engine.read(v) for v in carried_ops]
+    active = [engine.is_active(v) for v in carried_ops]
+    saved_active = set(engine.active)
+    while True:  # which carried values become active: a fixed point over the body
+        engine.active = set(saved_active)
+        engine.active.update(id(p) for p, a in zip(body_params, active) if a)
+        lead = [body.params[0].aval] if counted else []
+        with builder.region(lead + [v.aval for v in carried_ops]) as new_body:
+            if counted:
+                engine.write(body.params[0], new_body.params[0])
+            for p, new in zip(body_params, new_body.params[len(lead):]):
+                engine.write(p, new)
+            with interpreting(engine.linearizer):
+                records = engine.forward_block(body)
+            outs = [engine.read(r) for r in body.results]
+        grown = [a or (engine.is_active(r) and is_differentiable(r.aval)) for a, r in zip(active, body.results)]
+        if grown == active:
+            break
+        active = grown
+    cond_block = None
+    if not counted:
+        cond = op.regions[0]
+        with builder.region([v.aval for v in carried_ops]) as cond_block:
+            for p, new in zip(cond.params, cond_block.params):
+                engine.write(p, new)
+            engine.forward_block(cond)
+            cond_block.results = [builder.operand(engine.read(cond.results[0]))]
+    local, outer = engine.local_refs(records, new_body)
+    trip = engine.read(op.operands[0]) if counted else None
+    static_trip = isinstance(trip, Literal) or isinstance(trip, (int, np.integer))
+    stacked = not static_trip or any(isinstance(v.aval, StackType) for v in local)
+    saved, extra = _save_residuals(engine, op, new_body, local, trip, stacked)
+    extra_init, extra_params, extra_yields, extra_results = extra
+    with builder.reopen(new_body):
+        new_body.params.extend(extra_params)
+        new_body.results = [builder.operand(o) for o in outs] + [builder.operand(y) for y in extra_yields]
+    regions = [new_body]
+    if cond_block is not None:
+        cond_block.params.extend(Value(p.aval) for p in extra_params)
+        regions = [cond_block, new_body]
+    results = [Value(r.aval, r.name) for r in op.results]
+    lead_operands = [builder.operand(trip)] if counted else []
+    builder.emit(Op(op.prim, lead_operands + [builder.operand(v) for v in init] + extra_init, dict(op.params),
+                    results + extra_results, regions=regions, loc=op.loc))
+    for r, new, a in zip(op.results, results, active):
+        engine.write(r, new)
+        if a:
+            engine.active.add(id(r))
+    if not records and not any(active):
+        return None
+    trip_value = trip if counted else extra_results[0]
+    return LoopRecord(op, trip_value, records, saved, stacked, defined_ids(body), active, outer)
+
+
+def _save_residuals(engine: VJPEngine, op: Op, new_body: Block, local: list[Value], trip: Any, stacked: bool):
+    """Extra carried values of the forward loop: its trip count (a ``while``'s), and per value the backward
+    body reads, a buffer with a row per iteration (a stack when the trip count is not known)."""
+    builder = engine.builder
+    counted = op.prim is for_p
+    saved: dict[int, tuple[Value, Any]] = {}
+    extra_init, extra_params, extra_yields, extra_results = [], [], [], []
+    with interpreting(builder):
+        k = new_body.params[0] if counted else None
+        if not counted:  # count the iterations: the backward loop runs that many
+            counter = Value(TensorType(np.int32, ()), "trip")
+            extra_params.append(counter)
+            extra_init.append(builder.operand(np.int32(0)))
+            with builder.reopen(new_body):
+                extra_yields.append(add_p.bind(counter, np.int32(1)))
+            extra_results.append(Value(TensorType(np.int32, ()), "trip"))
+        for v in local:
+            if stacked:
+                typ: Any = StackType(v.aval)
+                start = Value(typ)
+                builder.emit(Op(stack_new_p, [], {"elem": v.aval}, [start], loc=op.loc))
+                param = Value(typ)
+                with builder.reopen(new_body):
+                    pushed = Value(typ)
+                    builder.emit(Op(stack_push_p, [param, v], {}, [pushed], loc=op.loc))
+            else:
+                n = int(np.asarray(trip.value if isinstance(trip, Literal) else trip))
+                typ = TensorType(v.aval.dtype, (n, *v.aval.shape))
+                start = zeros(typ)
+                param = Value(typ)
+                with builder.reopen(new_body):
+                    row = reshape_p.bind(v, new_sizes=(1, *v.aval.shape), dimensions=None)
+                    index = [k] + [np.int32(0)] * v.aval.ndim
+                    pushed = dynamic_update_slice_p.bind(param, row, *index)
+            extra_init.append(builder.operand(start))
+            extra_params.append(param)
+            extra_yields.append(pushed)
+            result = Value(typ, f"{v.name}_saved" if v.name else None)
+            extra_results.append(result)
+            saved[id(v)] = (result, typ)
+    return saved, (extra_init, extra_params, extra_yields, extra_results)
+
+
+# -- stacks ------------------------------------------------------------------------------------------------------------
+def _stack_vjp(engine: VJPEngine, op: Op) -> None:
+    """Stacks only hold residuals of a reverse-mode derivative: re-emitted as they are, never differentiated."""
+    if any(engine.is_active(v) for v in op.operands):
+        raise TransformError("reverse mode through the reverse-mode derivative of a while loop is not supported; "
+                             "take the outer derivative in forward mode (jacfwd(grad(f)))")
+    builder = engine.builder
+    results = [Value(r.aval, r.name) for r in op.results]
+    builder.emit(Op(op.prim, [builder.operand(engine.read(v)) for v in op.operands], dict(op.params), results,
+                    loc=op.loc))
+    for r, new in zip(op.results, results):
+        engine.write(r, new)
+
+
+cond_p.def_transpose(_cond_vjp)
+while_p.def_transpose(_loop_vjp)
+for_p.def_transpose(_loop_vjp)
+scan_p.def_unsupported("transpose", "not implemented for 'scan' ops yet (lax.scan compiles to 'for' loops)")
+for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p):
+    _p.def_transpose(_stack_vjp)
