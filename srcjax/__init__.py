@@ -9,6 +9,7 @@ from srcjax.runtime import eager as _eager  # noqa: F401 - installs the eager in
 from srcjax.runtime.api import ShapeDtypeStruct, clear_caches, disable_jit, eval_shape, jit, make_jaxpr
 from srcjax.runtime.array import Array
 from srcjax.runtime.pmap import pmap
+from srcjax.runtime.shard_map import shard_map
 from srcjax.runtime.vmap import vmap
 from srcjax.runtime.autodiff import (
     checkpoint,
@@ -42,8 +43,22 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
 _SUBMODULES = {
-    "dtypes", "example_libraries", "lax", "nn", "ops", "random", "scipy", "test_util", "tree", "tree_util",
+    "dtypes", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy", "sharding",
+    "test_util", "tree", "tree_util",
 }
+
+
+def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
+    """A ``Mesh`` of the first devices, shaped ``axis_shapes`` and named ``axis_names`` (JAX's ``make_mesh``)."""
+    import numpy as _np
+
+    from srcjax.runtime.sharding import Mesh
+
+    size = int(_np.prod(axis_shapes))
+    chosen = list(devices) if devices is not None else globals()["devices"]()
+    if len(chosen) < size:
+        raise ValueError(f"make_mesh: the mesh {tuple(axis_shapes)} needs {size} devices, {len(chosen)} are available")
+    return Mesh(_np.array(chosen[:size], dtype=object).reshape(axis_shapes), axis_names)
 
 
 def __getattr__(name: str):
@@ -59,4 +74,5 @@ __all__ = [
     "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
     "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
     "device_get", "block_until_ready", "default_backend", "process_index", "process_count", "clear_caches", "pmap",
+    "shard_map", "make_mesh",
 ]
