@@ -1,11 +1,12 @@
 """The ``srcjax`` command.
 
-    srcjax transpile FILE.py:FUNC --args 'f32[3], f32[]' [--emit ir|python]
+    srcjax transpile FILE.py:FUNC --args 'f32[3], f32[]' [--emit ir|python] [--grad --vmap ...]
 
 prints the IR or the generated Python of FUNC specialised to the argument types. ``--args`` takes a
 comma-separated list of ``dtype[shape]`` types (``f32[3,4]``, ``i32[]``, ``bool[5]``) and Python literals
 for static arguments; it may be left out when FUNC's parameters are annotated with such strings.
-Transformations (``--grad``, ``--vmap``, ...) are listed in ``TRANSFORMS`` as they are built.
+Transformations (``TRANSFORMS``) compose in the order given (``--grad --vmap``: ``vmap(grad(f))``);
+``srcjax/transpile.py`` builds their IR. What FILE prints goes to stderr; the output is the source alone.
 
     srcjax compile FILE.py -o DIR
 
@@ -27,10 +28,12 @@ from typing import Any, Callable
 
 from srcjax.transpiler.types import DTYPES_BY_SHORT_NAME, TensorType
 
+
 def _argnums(options: argparse.Namespace) -> int | tuple[int, ...]:
-    nums = tuple(int(n) for n in options.argnums.split(",")) if options.argnums else (0,)
-    return nums[0] if len(nums) == 1 and options.argnums is None or (options.argnums and "," not in options.argnums
-                                                                      and len(nums) == 1) else nums
+    if not options.argnums:
+        return 0
+    nums = tuple(int(n) for n in options.argnums.split(","))
+    return nums[0] if len(nums) == 1 else nums
 
 
 def _in_axes(options: argparse.Namespace) -> Any:
@@ -40,43 +43,25 @@ def _in_axes(options: argparse.Namespace) -> Any:
     return axes[0] if len(axes) == 1 else axes
 
 
-def _transform(name: str) -> Callable[[Callable, argparse.Namespace], Callable]:
-    def make(fn: Callable, options: argparse.Namespace) -> Callable:
-        import srcjax
-
-        argnums = _argnums(options)
-        if name == "grad":
-            return srcjax.grad(fn, argnums=argnums, has_aux=options.has_aux)
-        if name == "value_and_grad":
-            return srcjax.value_and_grad(fn, argnums=argnums, has_aux=options.has_aux)
-        if name in ("jacfwd", "jacrev", "hessian"):
-            return getattr(srcjax, name)(fn, argnums=argnums)
-        if name == "vmap":
-            return srcjax.vmap(fn, in_axes=_in_axes(options))
-        if name == "jvp":
-            return lambda *args: srcjax.jvp(fn, args, args)
-        if name == "vjp":
-            def vjp_fn(*args):
-                out, f_vjp = srcjax.vjp(fn, *args)
-                return out, f_vjp(out)
-
-            return vjp_fn
-        raise UsageError(f"unknown transformation {name}")
-
-    return make
-
-
-# name -> (help, function(fn, options) -> transformed fn)
-TRANSFORMS: dict[str, tuple[str, Callable[[Callable, argparse.Namespace], Callable]]] = {
-    "grad": ("the gradient (reverse mode) with respect to --argnums", _transform("grad")),
-    "vmap": ("the function batched over --in-axes (--args gives the batched types)", _transform("vmap")),
-    "value_and_grad": ("the value and the gradient", _transform("value_and_grad")),
-    "vjp": ("the vector-Jacobian product, with the output as cotangent", _transform("vjp")),
-    "jvp": ("the Jacobian-vector product, with the input as tangent", _transform("jvp")),
-    "jacfwd": ("the Jacobian by forward mode", _transform("jacfwd")),
-    "jacrev": ("the Jacobian by reverse mode", _transform("jacrev")),
-    "hessian": ("the Hessian", _transform("hessian")),
+# name -> help (``srcjax/transpile.py`` applies them)
+TRANSFORMS: dict[str, str] = {
+    "grad": "the gradient (reverse mode) with respect to --argnums",
+    "value_and_grad": "the value and the gradient",
+    "vjp": "the outputs and the vector-Jacobian product: (*args, *out_bars) -> (*outs, *arg_bars)",
+    "jvp": "the outputs and the Jacobian-vector product: (*args, *arg_dots) -> (*outs, *out_dots)",
+    "vmap": "the function batched over --in-axes (--args gives the batched types)",
+    "jacfwd": "the Jacobian by forward mode",
+    "jacrev": "the Jacobian by reverse mode",
+    "hessian": "the Hessian",
 }
+
+
+class _InOrder(argparse.Action):
+    """Records the transformation flags in the order given: they compose in that order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.transforms = [*(getattr(namespace, "transforms", None) or []), self.dest]
+
 
 _TYPE = re.compile(r"^\s*([a-z]+[0-9]*)\[([0-9,\s]*)\]\s*$")
 
@@ -159,21 +144,38 @@ def load_function(spec: str) -> Callable:
 
 
 def transpile(options: argparse.Namespace) -> str:
-    from srcjax.transpiler.frontend.calls import trace_function
-
+    """The text ``srcjax transpile`` prints. What the user's module prints while it loads or is traced goes
+    to stderr: the output is the generated source alone."""
     import srcjax  # noqa: F401 - loads the runtime (arrays, numpy) that compiled code runs with
+    from srcjax import transpile as transform_ir
 
-    fn = load_function(options.target)
-    args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
-    name = fn.__name__
-    if (options.grad or options.value_and_grad) and not options.has_aux:
-        return _emit(_reverse_mode(fn, args, options), options.emit)
-    for transform in TRANSFORMS:
-        if getattr(options, transform, False):
-            fn = TRANSFORMS[transform][1](fn, options)
-            name = f"{transform}_{name}"
-    ir, _ = trace_function(fn, args, name=name)
-    return _emit(ir, options.emit)
+    with contextlib.redirect_stdout(sys.stderr):
+        fn = load_function(options.target)
+        args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
+        _check_arity(fn, args)
+        ir = transform_ir.transformed(fn, args, options.transforms, argnums=_argnums(options),
+                                      in_axes=_in_axes(options), has_aux=options.has_aux)
+        return _emit(ir, options.emit)
+
+
+def _check_arity(fn: Callable, args: list[Any]) -> None:
+    """One line naming the parameters when --args gives too few or too many arguments."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args)
+    except TypeError:
+        params = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        needed = sum(p.default is p.empty for p in params)
+        if any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
+            count = f"at least {needed}"
+        else:
+            count = f"{needed}" if needed == len(params) else f"{needed} to {len(params)}"
+        plural = "" if count == "1" else "s"
+        raise UsageError(f"{fn.__name__}({', '.join(p.name for p in params)}) takes {count} argument{plural}; "
+                         f"--args gives {len(args)}") from None
 
 
 def _emit(ir: Any, form: str) -> str:
@@ -192,27 +194,14 @@ def _emit(ir: Any, form: str) -> str:
     return native.llvm_ir if form == "llvm" else native.assembly()
 
 
-def _reverse_mode(fn: Callable, args: list[Any], options: argparse.Namespace):
-    """``--grad``/``--value-and-grad`` as the reverse-mode transform of the function's IR itself, so the
-    printed code keeps its forward and backward sections."""
-    from srcjax.transpiler.frontend.calls import trace_function
-    from srcjax.transpiler.ir import Function
-    from srcjax.transpiler.passes import clean
-    from srcjax.transpiler.transforms.vjp import vjp_function
-
-    ir, _ = trace_function(fn, args)
-    if len(ir.results) != 1 or ir.results[0].aval.shape != ():
-        raise UsageError(f"--grad needs a function with one scalar output; {fn.__name__} returns "
-                         f"{', '.join(str(r.aval) for r in ir.results)}")
-    argnums = _argnums(options)
-    nums = {argnums} if isinstance(argnums, int) else set(argnums)
-    wrt = [i in nums for i in range(len(ir.params))]
-    grad = vjp_function(ir, wrt, seed_ones=True)
-    results = grad.results if options.value_and_grad else grad.results[1:]
-    prefix = "value_and_grad" if options.value_and_grad else "grad"
-    trimmed = Function(f"{prefix}_{fn.__name__}", grad.params, type(grad.body)(grad.body.params, grad.body.ops,
-                       list(results)), grad.consts, grad.source, sections=grad.sections)
-    return clean(trimmed)
+def _print(text: str) -> None:
+    """Print the output; a reader that stops early (``| head``) ends it quietly, as for any command."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # Python flushes stdout again at exit: let that succeed
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,26 +211,30 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("target", help="FILE.py:FUNCTION")
     t.add_argument("--args", help="argument types, e.g. 'f32[3], f32[]' (Python literals for static ones)")
     t.add_argument("--emit", choices=["ir", "python", "llvm", "asm"], default="python")
-    for name, (help_text, _) in TRANSFORMS.items():
-        t.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", help=help_text)
+    for name, help_text in TRANSFORMS.items():
+        t.add_argument(f"--{name.replace('_', '-')}", dest=name, action=_InOrder, nargs=0,
+                       help=help_text)
+    t.set_defaults(transforms=[])
     t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")
     t.add_argument("--in-axes", dest="in_axes", help="for --vmap: the mapped axis of each argument, e.g. 0,None")
     t.add_argument("--has-aux", dest="has_aux", action="store_true", help="the function returns (value, aux)")
+    t.epilog = "Transformations compose in the order given: --grad --vmap is vmap(grad(f))."
     c = commands.add_parser("compile", help="compile a file's @jit functions ahead of time into a loadable module")
     c.add_argument("file", help="FILE.py; its @jit functions declare signatures with @srcjax.aot.signatures")
     c.add_argument("-o", "--output", default=".", help="where lib<stem>_aot.so and <stem>_aot.py go (default: .)")
     options = parser.parse_args(argv)
     from srcjax.codegen.aot import AotError
     from srcjax.transpiler.frontend.errors import TranspileError
+    from srcjax.transpile import TransformRefused
 
     try:
         if options.command == "transpile":
-            print(transpile(options))
+            _print(transpile(options))
         elif options.command == "compile":
             from srcjax.aot import compile_file
 
-            print(compile_file(options.file, options.output))
-    except (UsageError, TranspileError, AotError) as e:
+            _print(compile_file(options.file, options.output))
+    except (UsageError, TranspileError, AotError, TransformRefused) as e:
         print(f"srcjax: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,278 +1,42 @@
 """Emits a function of the IR as a Python module that computes it with srcjax, readable as hand-written code.
 
-Each op becomes one statement: a Python operator where it means exactly the primitive (operands of one
-dtype, e.g. ``h + b``, ``x / y`` for floats), a ``lax.<name>(...)`` call where lax's function binds the
-primitive with the same operands and params (``LAX_CALLS``, JAX's signatures), else
-``<name>_p.bind(...)`` on the registered primitive. Control flow becomes Python ``if``/``else``,
-``while``, ``for k in range(n)`` and a ``for`` loop that stacks a scan's outputs. Names come from the
-source (versioned ``x_1``); a loop's carried value keeps one variable through the loop, and values are
-assigned straight into the variable that carries them where that is safe, so there are no ``a = b``
-chains. A comment names the source line of each op that has one. Constants are embedded as base64 and
-decoded once at import. The module, run eagerly, binds the same primitives as ``interpret.eval_function``
-in the same order, so the two agree bit for bit.
+The function is first simplified (``simplify``: constants folded, loop invariants hoisted, residuals that
+need no saving not saved), then each op becomes one statement, spelled with public names only
+(``emit_spelling``): a Python operator where it means exactly the primitive (``h + b``, ``x / 2.0``: a
+broadcast NumPy's rules make implicit is left to them), a ``lax.<name>(...)`` call, ``jnp.full`` for a
+constant fill, a list for reverse mode's stacks. Control flow becomes Python ``if``/``else``, ``while``,
+``for k in range(n)`` and a ``for`` loop that stacks a scan's outputs. Names come from the source
+(versioned ``x_1``); a loop's carried value keeps one variable through the loop, and values are assigned
+straight into the variable that carries them where that is safe, so there are no ``a = b`` chains. A
+comment names the source line of each op that has one. Constants are embedded as base64 and decoded once at
+import. The module, run eagerly, computes what ``interpret.eval_function`` computes, bit for bit.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
+import io
 import keyword
 import os
+import tokenize
 from typing import Any
 
 import numpy as np
 
-from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.emit_spelling import (
+    LAX_CALLS, LAX_CLASSES, NOT_EMITTED, OPERATORS, PRECEDENCE, SPELLINGS, LaxCall, Spelled,
+)
+from srcjax.transpiler.emit_variables import Planner
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
 from srcjax.transpiler.parser import param_classes
-from srcjax.transpiler.primitives.core import PRIMITIVES
+from srcjax.transpiler.passes import eliminate_dead_code
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
 from srcjax.transpiler.printer import control_form, float_text, format_param, ordered_params, sanitize
-
-
-# -- how each primitive is written -------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class LaxCall:
-    """``lax.<function>(operands..., param=value...)`` binds the primitive with exactly these params.
-
-    ``operands``: ``"args"`` passes one argument per operand, ``"list"`` passes them as one list.
-    ``defaults``: JAX's default of a param; a param equal to it is left out of the call.
-    ``only_if``: param values for which the lax function is the primitive (left out of the call); other
-    values bind the primitive directly. ``scalars``: weak literals may be passed as Python scalars (lax
-    converts them to the other operand's dtype).
-    """
-
-    function: str
-    operands: str = "args"
-    defaults: tuple[tuple[str, Any], ...] = ()
-    only_if: tuple[tuple[str, Any], ...] = ()
-    scalars: bool = False
-
-
-_UNARY = (
-    "abs acos acosh asin asinh atan atanh cbrt ceil clz conj cos cosh digamma erf erf_inv erfc exp exp2 expm1 "
-    "floor imag is_finite lgamma log log1p logistic neg population_count real rsqrt sign sin sinh sqrt tan tanh"
-)
-_BINARY = (
-    "add atan2 complex div eq ge gt le lt max min mul ne nextafter pow rem shift_left shift_right_arithmetic "
-    "shift_right_logical sub"
-)
-_DOT_DEFAULTS = (("precision", None), ("preferred_element_type", None))
-LAX_CALLS: dict[str, LaxCall] = {
-    **{name: LaxCall(name) for name in _UNARY.split()},
-    **{name: LaxCall(name, scalars=True) for name in _BINARY.split()},
-    "and": LaxCall("bitwise_and", scalars=True),
-    "or": LaxCall("bitwise_or", scalars=True),
-    "xor": LaxCall("bitwise_xor", scalars=True),
-    "not": LaxCall("bitwise_not"),
-    "select_n": LaxCall("select_n"),
-    "clamp": LaxCall("clamp"),
-    "integer_pow": LaxCall("integer_pow"),
-    "round": LaxCall("round", defaults=(("rounding_method", 0),)),
-    "convert_element_type": LaxCall("convert_element_type", only_if=(("weak_type", False),)),
-    "bitcast_convert_type": LaxCall("bitcast_convert_type"),
-    "broadcast_in_dim": LaxCall("broadcast_in_dim"),
-    "reshape": LaxCall("reshape", defaults=(("dimensions", None),)),
-    "transpose": LaxCall("transpose"),
-    "squeeze": LaxCall("squeeze"),
-    "expand_dims": LaxCall("expand_dims"),
-    "rev": LaxCall("rev"),
-    "pad": LaxCall("pad"),
-    "slice": LaxCall("slice", defaults=(("strides", None),)),
-    "concatenate": LaxCall("concatenate", operands="list"),
-    "iota": LaxCall("broadcasted_iota"),
-    **{f"reduce_{m}": LaxCall(f"reduce_{m}") for m in ("sum", "max", "min", "prod", "and", "or", "xor")},
-    **{
-        name: LaxCall(name, defaults=(("axis", 0), ("reverse", False)))
-        for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")
-    },
-    "dot_general": LaxCall("dot_general", defaults=_DOT_DEFAULTS),
-    "conv_general_dilated": LaxCall(
-        "conv_general_dilated", defaults=(("feature_group_count", 1), ("batch_group_count", 1), *_DOT_DEFAULTS)
-    ),
-    "fft": LaxCall("fft"),
-    "gather": LaxCall("gather", defaults=(("indices_are_sorted", False), ("unique_indices", False))),
-    **{
-        name: LaxCall(name, defaults=(("indices_are_sorted", False), ("unique_indices", False)))
-        for name in ("scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max")
-    },
-    "sort": LaxCall("sort", operands="list"),
-    "top_k": LaxCall("top_k"),
-}
-
-# Python operators that mean exactly the primitive on operands of one dtype (srcjax.numpy binds it), for
-# the dtype kinds listed: ``/`` is true division only for inexact types, ``<`` is not defined on complex.
-OPERATORS: dict[str, tuple[str, str]] = {
-    "add": ("{} + {}", "iufc"),
-    "sub": ("{} - {}", "iufc"),
-    "mul": ("{} * {}", "iufc"),
-    "div": ("{} / {}", "fc"),
-    "pow": ("{} ** {}", "f"),
-    "neg": ("-{}", "ifc"),
-    "eq": ("{} == {}", "biufc"),
-    "ne": ("{} != {}", "biufc"),
-    "lt": ("{} < {}", "biuf"),
-    "le": ("{} <= {}", "biuf"),
-    "gt": ("{} > {}", "biuf"),
-    "ge": ("{} >= {}", "biuf"),
-    "and": ("{} & {}", "biu"),
-    "or": ("{} | {}", "biu"),
-    "xor": ("{} ^ {}", "biu"),
-    "not": ("~{}", "biu"),
-}
+from srcjax.transpiler.simplify import literal_broadcast, simplify
 
 # Names the generated code itself uses (modules, and the builtins it calls): values named so get a version.
-_RESERVED = {"np", "jnp", "lax", "base64", "PRIMITIVES", "range", "reversed", "map", "complex", "_constant"}
-
-
-# -- variables: which values share one Python variable -----------------------------------------------------
-class _Variables:
-    """Union-find over values: members of a class are one Python variable (a loop's carried value, and
-    values assigned straight into it)."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-        self.members: dict[int, list[Value]] = {}
-
-    def add(self, v: Value) -> None:
-        if id(v) not in self.parent:
-            self.parent[id(v)] = id(v)
-            self.members[id(v)] = [v]
-
-    def find(self, v: Value) -> int:
-        self.add(v)
-        key = id(v)
-        while self.parent[key] != key:
-            self.parent[key] = self.parent[self.parent[key]]
-            key = self.parent[key]
-        return key
-
-    def union(self, a: Value, b: Value) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-            self.members[ra] += self.members.pop(rb)
-
-    def same(self, a: Value, b: Value) -> bool:
-        return not isinstance(a, Literal) and not isinstance(b, Literal) and self.find(a) == self.find(b)
-
-    def hints(self, v: Value) -> set[str]:
-        return {h for h in (sanitize(m.name) for m in self.members[self.find(v)]) if h}
-
-    def may_share(self, a: Value, b: Value) -> bool:
-        """One variable keeps the source's names only where they agree (``s = s + x``); ``acc = s`` stays."""
-        return len(self.hints(a) | self.hints(b)) <= 1
-
-
-def _uses(op: Op) -> set[int]:
-    """Every value an op reads, its regions included."""
-    return {id(v) for v in op.operands} | _region_uses(op)
-
-
-def _region_uses(op: Op) -> set[int]:
-    used: set[int] = set()
-    for region in op.regions:
-        used |= {id(v) for v in region.results}
-        for inner in region.ops:
-            used |= _uses(inner)
-    return used
-
-
-def _read_while_running(op: Op, form: str) -> set[int]:
-    """What a control op reads after it may have started writing its variables: its regions' uses, and the
-    operands read once the loop runs (a ``for``'s trip count, a scan's xs). Carried inits are read by one
-    parallel assignment before the loop, a cond's predicate before its branch."""
-    late = {"for": op.operands[:1], "scan": op.operands[op.params.get("num_carry", 0) :]}.get(form, [])
-    return _region_uses(op) | {id(v) for v in late}
-
-
-def _defined_inside(op: Op) -> set[int]:
-    """The op's results and every value defined in its regions."""
-    inside = {id(r) for r in op.results}
-    for region in op.regions:
-        inside |= {id(p) for p in region.params}
-        for inner in region.ops:
-            inside |= _defined_inside(inner)
-    return inside
-
-
-def _carried_slots(op: Op, form: str) -> list[tuple[Value, Value, list[Value], Value]]:
-    """A loop's carried values: (init operand, result, the region params that alias it, the body's yield)."""
-    if form == "while":
-        cond, body = op.regions
-        return [
-            (x, r, [c, b], y) for x, r, c, b, y in zip(op.operands, op.results, cond.params, body.params, body.results)
-        ]
-    (body,) = op.regions
-    if form == "for":
-        return [(x, r, [p], y) for x, r, p, y in zip(op.operands[1:], op.results, body.params[1:], body.results)]
-    n = op.params["num_carry"]
-    return [(x, r, [p], y) for x, r, p, y in zip(op.operands[:n], op.results[:n], body.params[:n], body.results[:n])]
-
-
-class _Planner:
-    """Decides which values share a variable. Coalescing is done only where it is provably safe."""
-
-    def __init__(self, fn: Function):
-        self.fn = fn
-        self.vars = _Variables()
-        self.plan_block(fn.body, is_function=True)
-
-    def plan_block(self, block: Block, is_function: bool = False) -> None:
-        # later[i]: values read by ops[i:] or yielded by the block
-        later: list[set[int]] = [set() for _ in range(len(block.ops) + 1)]
-        later[-1] = {id(v) for v in block.results}
-        for i in range(len(block.ops) - 1, -1, -1):
-            later[i] = later[i + 1] | _uses(block.ops[i])
-        local = {id(p) for p in self.fn.params} if is_function else set()
-        for i, op in enumerate(block.ops):
-            for region in op.regions:
-                self.plan_block(region)
-            form = control_form(op)
-            if form in ("while", "for", "scan"):
-                body = op.regions[-1]
-                for init, result, params, yielded in _carried_slots(op, form):
-                    for p in params:
-                        self.vars.union(result, p)
-                    self.coalesce_yield(body, params[-1], yielded)
-                    if (
-                        not isinstance(init, Literal)
-                        and id(init) in local
-                        and id(init) not in later[i + 1]
-                        and id(init) not in _region_uses(op)
-                        and sum(x is init for x in op.operands) == 1
-                        and self.vars.may_share(result, init)
-                    ):
-                        self.vars.union(result, init)  # the loop carries it in its own variable
-            elif form in ("cond", "switch"):
-                for branch in op.regions:
-                    for result, yielded in zip(op.results, branch.results):
-                        self.coalesce_yield(branch, result, yielded)
-            local |= {id(r) for r in op.results}
-
-    def coalesce_yield(self, block: Block, target: Value, yielded: Value) -> None:
-        """Let the op that defines ``yielded`` in ``block`` assign it straight into ``target``'s variable."""
-        if isinstance(yielded, Literal) or self.vars.same(target, yielded) or not self.vars.may_share(target, yielded):
-            return
-        if sum(v is yielded for v in block.results) != 1:
-            return
-        index = next((i for i, op in enumerate(block.ops) if any(r is yielded for r in op.results)), None)
-        if index is None:
-            return
-        op = block.ops[index]
-        inside = _defined_inside(op)
-        if any(id(m) not in inside for m in self.vars.members[self.vars.find(yielded)]):
-            return  # its variable also holds values from elsewhere
-        # The target's variable must not be read once the op starts writing: a plain op reads its operands
-        # before it assigns (``s = s + x`` is fine), a control op may write while it still reads.
-        still_read = {id(v) for v in block.results if v is not yielded}
-        for later_op in block.ops[index + 1 :]:
-            still_read |= _uses(later_op)
-        form = control_form(op)
-        if form is not None:
-            still_read |= _read_while_running(op, form)
-        target_members = {id(m) for m in self.vars.members[self.vars.find(target)]}
-        if target_members & still_read:
-            return
-        self.vars.union(target, yielded)
+_RESERVED = {"np", "jnp", "lax", "base64", "range", "reversed", "map", "complex", "_constant", "len", "max",
+             "enumerate", "_lane", "_entry"}
 
 
 # -- the emitter -----------------------------------------------------------------------------------------------
@@ -283,20 +47,28 @@ def _identifier(name: str | None) -> str | None:
     return text
 
 
-class _Emitter:
+class Emitter:
+    """Writes one (simplified) function. Spellings (``emit_spelling``) call back: ``arg``, ``param``, ``dtype``,
+    ``lax``, ``use``, ``nonnegative``, ``scalar_source``."""
+
     def __init__(self, fn: Function):
         self.fn = fn
         self.sections = fn.sections
-        self.vars = _Planner(fn).vars
+        self.definitions = {id(r): op for op in walk(fn.body) for r in op.results}
+        # a ``for`` loop's iteration number -> the loop (it counts from 0)
+        self.loop_indices = {id(op.regions[0].params[0]): op for op in walk(fn.body) if control_form(op) == "for"}
+        self.vars = Planner(fn).vars
         self.names: dict[int, str] = {}  # class root -> Python name
-        self.used_names = set(_RESERVED) | {f"{name}_p" for name in PRIMITIVES} | set(param_classes())
+        self.used_names = set(_RESERVED) | set(param_classes())
         self.function_name = self.fresh(fn.name) or "f"
         self.used: set[int] = set()  # values read anywhere (the rest of a multi-result op is ``_``)
         self._collect_uses(fn.body)
+        self.forward = _forward_values(fn)
         self.modules: set[str] = set()  # np, jnp, lax, base64
-        self.binds: set[str] = set()
         self.classes: dict[str, str] = {}  # class name -> module
         self.lines: list[tuple[int, str, Any]] = []  # (depth, code, source location)
+        # value -> the expression written in its place (in a loop's condition), and how tightly it binds
+        self.inline: dict[int, tuple[str, int]] = {}
         self._last_loc: tuple[str, int] | None = None
 
     def _collect_uses(self, block: Block) -> None:
@@ -321,7 +93,8 @@ class _Emitter:
     def var(self, v: Value, fallback: str | None = None) -> str:
         root = self.vars.find(v)
         if root not in self.names:
-            hints = [m.name for m in self.vars.members[root]] + [fallback]  # members agree on their name
+            members = self.vars.members[root]
+            hints = [self.hint(m) for m in members] + [fallback]  # members agree on their name
             hint = next((h for h in hints if _identifier(h)), None)
             name = self.fresh(hint)
             if name is None:
@@ -333,7 +106,22 @@ class _Emitter:
             self.names[root] = name
         return self.names[root]
 
+    def hint(self, v: Value) -> str | None:
+        """A value's name hint; ``x_bar`` names only cotangents, which the forward pass of a gradient does not
+        compute (a constant it shares with the backward pass may have been named after the latter's use)."""
+        name = v.name
+        if name and name.endswith("_bar") and id(v) in self.forward:
+            return None
+        return name
+
     # -- operands -----------------------------------------------------------------------------------------------
+    def use(self, module: str) -> None:
+        self.modules.add(module)
+
+    def lax(self, function: str) -> str:
+        self.modules.add("lax")
+        return f"lax.{function}"
+
     def scalar(self, lit: Literal) -> tuple[str, str]:
         """A literal as (NumPy type name, argument text): ``("float32", "2.0")``."""
         dtype, value = lit.aval.dtype, lit.value[()]
@@ -347,12 +135,15 @@ class _Emitter:
 
     def literal(self, lit: Literal, python: bool = False) -> str:
         """A literal as a NumPy scalar of its dtype (``np.float32(2.0)``; bools as ``True``); with ``python``,
-        a weak one as a Python scalar that converts to exactly its value (``2.0``)."""
+        as a Python scalar that converts to exactly its value (``2.0``): where the other operand has its dtype
+        (operators), or where it is weak (lax converts it to the other operand's dtype)."""
         type_name, text = self.scalar(lit)
-        if type_name == "bool_" or (python and lit.aval.weak_type and lit.aval.dtype.kind in "iuf"):
+        if type_name == "bool_" or python:
             return text
-        self.modules.add("np")
-        return f"np.{type_name}({text})"
+        return f"{self.dtype(lit.aval.dtype)}({text})"
+
+    def scalar_source(self, value: Any, dtype: Any) -> str:
+        return self.literal(Literal(value, _scalar_type(dtype)))
 
     def float_source(self, value: Any, dtype: Any) -> str:
         text = float_text(value, dtype)
@@ -362,7 +153,9 @@ class _Emitter:
         return text
 
     def arg(self, v: Value, python: bool = False) -> str:
-        return self.literal(v, python) if isinstance(v, Literal) else self.var(v)
+        if isinstance(v, Literal):
+            return self.literal(v, python)
+        return self.inline[id(v)][0] if id(v) in self.inline else self.var(v)
 
     def value(self, v: Value) -> str:
         """``v`` as a value to assign to a variable: literals become arrays (``jnp.float32(2.0)``)."""
@@ -377,11 +170,35 @@ class _Emitter:
         return format_param(value, self.dtype, lambda x: self.float_source(x, np.float64), self.import_class)
 
     def dtype(self, dtype: np.dtype) -> str:
-        self.modules.add("np")
-        return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+        dtype = np.dtype(dtype)
+        if dtype.kind == "b":
+            self.modules.add("np")
+            return "np.bool_"
+        if isinstance(getattr(np, dtype.name, None), type):
+            self.modules.add("np")
+            return f"np.{dtype.name}"
+        self.modules.add("jnp")  # bfloat16 and the like: NumPy has no name for them, srcjax.numpy does
+        return f"jnp.{dtype.name}"
 
     def import_class(self, cls: type) -> None:
-        self.classes[cls.__name__] = cls.__module__
+        if cls.__name__ not in LAX_CLASSES:
+            raise ValueError(f"cannot emit a param of class {cls.__name__}: srcjax.lax does not export it")
+        self.classes[cls.__name__] = "srcjax.lax"
+
+    def nonnegative(self, v: Value) -> bool:
+        """Whether an integer index is known to be >= 0: a literal, a ``for`` loop's iteration number k, or
+        ``n - 1 - k`` in a loop of n iterations (how a backward loop walks its forward loop's iterations)."""
+        if isinstance(v, Literal):
+            return bool(v.value >= 0)
+        if id(v) in self.loop_indices:
+            return True
+        op = self.definitions.get(id(v))
+        if op is None or op.name != "sub" or id(op.operands[1]) not in self.loop_indices:
+            return op is not None and op.name == "stack_size"
+        trip = self.loop_indices[id(op.operands[1])].operands[0]
+        last = self.definitions.get(id(op.operands[0]))
+        return (last is not None and last.name == "sub" and _same_value(last.operands[0], trip)
+                and isinstance(last.operands[1], Literal) and last.operands[1].value == 1)
 
     # -- statements ---------------------------------------------------------------------------------------------
     def line(self, depth: int, code: str, op: Op | None = None) -> None:
@@ -416,51 +233,78 @@ class _Emitter:
         else:
             getattr(self, f"_{form}")(op, depth)
 
-    def targets(self, op: Op) -> str:
-        names = [self.var(r) if id(r) in self.used or not op.prim.multiple_results else "_" for r in op.results]
-        if op.prim.multiple_results and len(names) == 1:
+    def targets(self, op: Op, spelled: Spelled) -> str:
+        results = op.results if spelled.order is None else [op.results[i] for i in spelled.order]
+        many = op.prim.multiple_results and not spelled.single
+        names = [self.var(r) if id(r) in self.used or not many else "_" for r in results]
+        if many and len(names) == 1:
             return f"({names[0]},)"
         return ", ".join(names)
 
     def plain(self, op: Op, depth: int) -> None:
-        expression = self.expression(op)
-        self.line(depth, f"{self.targets(op)} = {expression}" if op.results else expression, op)
+        spelled = self.expression(op)
+        if spelled.statement or not op.results:
+            self.line(depth, spelled.text, op)
+        else:
+            self.line(depth, f"{self.targets(op, spelled)} = {spelled.text}", op)
 
-    def expression(self, op: Op) -> str:
+    def expression(self, op: Op) -> Spelled:
         operator = OPERATORS.get(op.name)
-        operands = op.operands
         if operator and self.operator_fits(op, operator[1]):
-            texts = [self.arg(v, python=True) for v in operands]
+            texts = [self.arg(v, python=isinstance(v, Literal) and python_scalar(v)) for v in op.operands]
+            for i, v in enumerate(op.operands):  # an operand written as an expression that binds less tightly
+                if self.inline.get(id(v), ("", 100))[1] <= PRECEDENCE[op.name]:
+                    texts[i] = f"({texts[i]})"
             if op.name == "pow" and texts[0].startswith("-"):
                 texts[0] = f"({texts[0]})"
-            return operator[0].format(*texts)
+            return Spelled(operator[0].format(*texts))
+        fill = literal_broadcast(op)
+        if fill is not None:
+            return Spelled(self.full(fill, op.params["shape"]))
+        if op.name in SPELLINGS:
+            return SPELLINGS[op.name](self, op)
         call = LAX_CALLS.get(op.name)
-        if call is not None and all(op.params.get(k) == v for k, v in call.only_if):
-            self.modules.add("lax")
-            defaults = dict(call.defaults)
-            skip = {k for k, _ in call.only_if}
-            args = [self.arg(v, python=call.scalars) for v in operands]
-            if call.operands == "list":
-                args = ["[" + ", ".join(args) + "]"]
-            args += [
-                f"{k}={self.param(v)}"
-                for k, v in ordered_params(op)
-                if k not in skip and not (k in defaults and _equal(v, defaults[k]))
-            ]
-            return f"lax.{call.function}({', '.join(args)})"
-        self.binds.add(op.name)
-        args = [self.arg(v) for v in operands] + [f"{k}={self.param(v)}" for k, v in ordered_params(op)]
-        return f"{op.name}_p.bind({', '.join(args)})"
+        if call is None:
+            reason = NOT_EMITTED.get(op.name, "no spelling in transpiler/emit_spelling.py")
+            raise ValueError(f"cannot emit a '{op.name}' op as Python: {reason}")
+        return Spelled(self.call(call, op))
+
+    def call(self, call: LaxCall, op: Op) -> str:
+        args = [self.arg(v, python=call.scalars and v.aval.weak_type) for v in op.operands]
+        if call.operands == "list":
+            args = ["[" + ", ".join(args) + "]"]
+        defaults = dict(call.defaults)
+        args += [
+            f"{k}={self.param(v)}"
+            for k, v in ordered_params(op)
+            if k not in call.dropped and not (k in defaults and _equal(v, defaults[k]))
+        ]
+        args += [f"{k}={text}" for k, text in call.fixed]
+        return f"{self.lax(call.function)}({', '.join(args)})"
+
+    def full(self, fill: Literal, shape: tuple[int, ...]) -> str:
+        """An array of one value: ``jnp.zeros``, ``jnp.ones`` or ``jnp.full`` of the literal's dtype."""
+        self.modules.add("jnp")
+        dtype, shape_text = self.dtype(fill.aval.dtype), self.param(tuple(shape))
+        value = fill.value[()]
+        negative_zero = fill.aval.dtype.kind in "fc" and bool(np.signbit(np.real(value)))
+        if value == 0 and not negative_zero:
+            return f"jnp.zeros({shape_text}, {dtype})"
+        if value == 1:
+            return f"jnp.ones({shape_text}, {dtype})"
+        return f"jnp.full({shape_text}, {self.literal(fill, python=python_scalar(fill))}, {dtype})"
 
     @staticmethod
     def operator_fits(op: Op, kinds: str) -> bool:
+        """The op is a Python operator on its operands: one dtype (literals are written as Python scalars,
+        which take the other operand's), not all literals, no params; a literal on the left is one that can
+        be a Python scalar (a NumPy scalar there would compute with NumPy, not srcjax)."""
         operands = op.operands
         if op.params or not operands or any(v.aval.dtype != operands[0].aval.dtype for v in operands):
             return False
         if operands[0].aval.dtype.kind not in kinds or all(isinstance(v, Literal) for v in operands):
             return False
-        first = operands[0]  # a NumPy scalar on the left would compute with NumPy, not srcjax
-        return not (isinstance(first, Literal) and first.aval.dtype.kind != "b" and not first.aval.weak_type)
+        return not isinstance(operands[0], Literal) or python_scalar(operands[0])
 
     # -- control flow ---------------------------------------------------------------------------------------------
     def _cond(self, op: Op, depth: int) -> None:
@@ -490,15 +334,11 @@ class _Emitter:
 
     def _while(self, op: Op, depth: int) -> None:
         cond, body = op.regions
-        self.assign(depth, [(r, x) for r, x in zip(op.results, op.operands)], op)
+        self.assign(depth, [(r, x) for r, x in zip(op.results, op.operands)])  # (the source line: on the loop's)
         (c,) = cond.results
-        single = cond.ops[0] if len(cond.ops) == 1 else None
-        if not cond.ops:
-            self.line(depth, f"while {self.arg(c)}:", op)
-        elif (
-            single is not None and control_form(single) is None and len(single.results) == 1 and single.results[0] is c
-        ):
-            self.line(depth, f"while {self.expression(single)}:", op)
+        condition = self.condition(cond)
+        if condition is not None:
+            self.line(depth, f"while {condition}:", op)
         else:
             self.line(depth, "while True:", op)
             self.block(cond, depth + 1)
@@ -510,10 +350,30 @@ class _Emitter:
         if len(self.lines) == start:
             self.line(depth + 1, "pass")
 
+    def condition(self, cond: Block) -> str | None:
+        """A loop condition as one expression, when its ops form one (each result read once, by the next
+        step) and it is short: ``while lax.reduce_sum(h, axes=(0,)) > 1.0:``."""
+        (c,) = cond.results
+        reads: dict[int, int] = {id(c): 1}
+        for op in cond.ops:
+            for v in op.operands:
+                reads[id(v)] = reads.get(id(v), 0) + 1
+        if any(control_form(op) is not None or op.prim.multiple_results or reads.get(id(op.results[0])) != 1
+               for op in cond.ops):
+            return None
+        text = self.arg(c) if not cond.ops else ""
+        for op in cond.ops:
+            text = self.expression(op).text
+            operator = OPERATORS.get(op.name)
+            binds = PRECEDENCE[op.name] if operator is not None and self.operator_fits(op, operator[1]) else 100
+            self.inline[id(op.results[0])] = (text, binds)
+        self.inline = {}
+        return text if len(text) <= 80 else None
+
     def _for(self, op: Op, depth: int) -> None:
         (body,) = op.regions
         trip, *init = op.operands
-        self.assign(depth, [(r, x) for r, x in zip(op.results, init)], op)
+        self.assign(depth, [(r, x) for r, x in zip(op.results, init)])
         index = body.params[0]
         count = str(int(trip.value)) if isinstance(trip, Literal) else self.var(trip)
         if id(index) in self.used:
@@ -580,7 +440,8 @@ class _Emitter:
                 out.append(code)
                 continue
             where = f"({os.path.basename(loc.file)}:{loc.line})"
-            text = f"{loc.text.strip()}  {where}" if loc.text.strip() else where
+            source = _without_comment(loc.text.strip())
+            text = f"{source}  {where}" if source else where
             out.append(f"{code}{' ' * max(column - len(code), 2)}# {text}")
         return out
 
@@ -620,14 +481,10 @@ class _Emitter:
             first_party.append("import srcjax.numpy as jnp")
         if "lax" in self.modules:
             first_party.append("from srcjax import lax")
-        if self.binds:
-            first_party.append("from srcjax.transpiler.primitives import PRIMITIVES")
         for module in sorted(set(self.classes.values())):
             names = sorted(n for n, m in self.classes.items() if m == module)
             first_party.append(f"from {module} import {', '.join(names)}")
         out += first_party
-        if self.binds:
-            out += [""] + [f'{name}_p = PRIMITIVES["{name}"]' for name in sorted(self.binds)]
         if constants:
             out += [
                 "",
@@ -644,6 +501,18 @@ class _Emitter:
         if out:
             out += ["", ""]
         return "\n".join(out + body) + "\n"
+
+
+def _without_comment(line: str) -> str:
+    """A source line without its own trailing comment (the emitted comment quotes the code)."""
+    if "#" not in line:
+        return line
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):  # a line of a longer statement: quoted as it is
+        return line
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return line[: comment.start[1]].rstrip() if comment is not None else line
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -663,11 +532,88 @@ def _shown_path(path: str) -> str:
     return relative if not relative.startswith("..") else os.path.basename(path)
 
 
+def python_scalar(lit: Literal) -> bool:
+    """Whether a literal may be written as a Python scalar beside an array of its dtype: srcjax.numpy takes
+    a Python scalar as a weak value of the default type (int32, float32 or float64, complex64 or 128), then
+    converts it to the array's dtype, exactly when the literal's value is representable in that type."""
+    dtype = lit.aval.dtype
+    if dtype.kind == "b" or lit.aval.weak_type:
+        return True
+    if dtype.kind in "iu":
+        return -(2**31) <= int(lit.value) < 2**31
+    return dtype in (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def _same_value(a: Value, b: Value) -> bool:
+    if a is b:
+        return True
+    return isinstance(a, Literal) and isinstance(b, Literal) and a.aval == b.aval and a.value == b.value
+
+
+def _scalar_type(dtype: Any) -> Any:
+    from srcjax.transpiler.types import TensorType
+
+    return TensorType(np.dtype(dtype), ())
+
+
+def _forward_values(fn: Function) -> set[int]:
+    """The values a gradient's forward pass defines (none when the function has no backward section)."""
+    start = next((i for i, op in enumerate(fn.body.ops) if fn.sections.get(id(op)) == "backward"), None)
+    values: set[int] = set()
+    for top in fn.body.ops[:start] if start is not None else []:
+        for op in [top, *(op for region in top.regions for op in walk(region))]:
+            values |= {id(r) for r in op.results} | {id(p) for region in op.regions for p in region.params}
+    return values
+
+
+def write_broadcasts_implicitly(fn: Function) -> None:
+    """Operands of a Python operator that broadcast as NumPy would (``b`` to ``b``'s trailing axes, a scalar
+    literal to anything) are written unbroadcast: ``h = t + b``, ``y = x / 2.0``. The op then reads the
+    unbroadcast value, which the variable planner sees; broadcasts nothing else reads go."""
+    definitions = {id(r): op for op in walk(fn.body) for r in op.results}
+    for op in walk(fn.body):
+        operator = OPERATORS.get(op.name)
+        if operator is None or len(op.operands) != 2 or not Emitter.operator_fits(op, operator[1]):
+            continue
+        shape = op.results[0].aval.shape
+        sources = [_implicit_source(v, definitions) for v in op.operands]
+        order = sorted((i for i, x in enumerate(sources) if x is not None),
+                       key=lambda i: not isinstance(sources[i], Literal))  # a literal first
+        for i in order[:1]:
+            other = op.operands[1 - i]
+            if not isinstance(other, Literal) and other.aval.shape == shape:
+                op.operands[i] = sources[i]
+    eliminate_dead_code(fn)
+
+
+def _implicit_source(v: Value, definitions: dict[int, Op]) -> Value | None:
+    """What ``v`` broadcasts, when NumPy's rules would broadcast it the same way (trailing axes, size-1 axes
+    stretched)."""
+    op = definitions.get(id(v))
+    if op is None or op.prim is not broadcast_in_dim_p:
+        return None
+    x = op.operands[0]
+    shape, dims = tuple(op.params["shape"]), tuple(op.params["broadcast_dimensions"])
+    if dims != tuple(range(len(shape) - x.aval.ndim, len(shape))):
+        return None
+    if any(n not in (1, shape[d]) for n, d in zip(x.aval.shape, dims)):
+        return None
+    return x
+
+
 def emit_module(fn: Function, *, header_comment: str | None = None) -> str:
     """A self-contained module defining ``def <fn.name>(...)`` that computes ``fn`` with srcjax."""
-    return _Emitter(fn).module(header_comment)
+    return Emitter(_prepared(fn)).module(header_comment)
 
 
 def emit_function_source(fn: Function) -> str:
-    """Just the ``def`` (it refers to ``lax``, ``jnp``, ``np``, bound primitives and constants by name)."""
-    return "\n".join(_Emitter(fn).function()) + "\n"
+    """Just the ``def`` (it refers to ``lax``, ``jnp``, ``np`` and constants by name)."""
+    return "\n".join(Emitter(_prepared(fn)).function()) + "\n"
+
+
+def _prepared(fn: Function) -> Function:
+    """``fn`` simplified, with its implicit broadcasts written so (a copy: ``fn`` is not changed)."""
+    for op in walk(fn.body):
+        if control_form(op) == "generic" and op.prim.name not in ("custom_jvp_call", "custom_vjp_call"):
+            raise ValueError(f"cannot emit a malformed '{op.name}' op (run the verifier)")
+    return simplify(fn, before_sinking=write_broadcasts_implicitly)

@@ -4,6 +4,8 @@ in-process transformation."""
 
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from srcjax.__main__ import main as cli
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "transforms"
 PROGRAMS = str(ROOT / "tests" / "corpus" / "programs.py")
+LOOPS = str(ROOT / "tests" / "corpus" / "loops.py")
 
 
 def transpile(capsys, *argv):
@@ -35,6 +38,33 @@ def test_logistic_regression_gradient_source_is_golden(capsys):
     assert source == path.read_text(), "the emitted gradient changed (SRCJAX_UPDATE_GOLDEN=1 renews the file)"
     assert "W_bar = " in source and "label_probs_bar = " in source
     assert " 0.0 *" not in source and "* 0.0" not in source
+
+
+# (program, its argument types, flags): the emitted source of each is a golden file transform_program.py
+GOLDEN_TRANSFORMS = [
+    ("logistic_loss", "f32[3], f32[]", ["--jvp"]),
+    ("logistic_loss", "f32[4,3], f32[]", ["--vmap", "--in-axes", "0,None"]),
+    ("newton_sqrt", "f32[]", ["--grad"]),
+    ("newton_sqrt", "f32[]", ["--jvp"]),
+    ("newton_sqrt", "f32[4]", ["--vmap"]),
+    ("clipped_sum", "f32[4], f32[]", ["--grad", "--argnums", "0,1"]),
+    ("while_tuple_carry", "f32[2]", ["--jvp"]),
+    ("if_on_scalar", "f32[4]", ["--vmap"]),
+]
+
+
+@pytest.mark.parametrize("program, types, flags", GOLDEN_TRANSFORMS,
+                         ids=[f"{f[0][2:]}-{p}" for p, _, f in GOLDEN_TRANSFORMS])
+def test_transform_sources_are_golden(capsys, program, types, flags):
+    """Byte for byte, so that a change to a transform or the emitter shows what it changed (regenerate with
+    SRCJAX_UPDATE_GOLDEN=1 and read the diff)."""
+    file = LOOPS if program == "clipped_sum" else PROGRAMS
+    source = transpile(capsys, f"{file}:{program}", "--args", types, *flags)
+    path = GOLDEN / f"{flags[0][2:]}_{program}.py"
+    if os.environ.get("SRCJAX_UPDATE_GOLDEN") == "1" or not path.exists():
+        path.write_text(source)
+    assert source == path.read_text(), f"{path.name} changed (SRCJAX_UPDATE_GOLDEN=1 renews the file)"
+    assert "srcjax.transpiler" not in source and ".bind(" not in source
 
 
 @pytest.mark.parametrize("flags, name, reference", [
@@ -66,10 +96,91 @@ def test_vmap_flag(capsys):
 
 
 def test_jvp_and_vjp_flags(capsys):
-
+    """``--jvp`` takes the primals, then a tangent for each (``x_dot``); ``--vjp`` the primals, then the
+    outputs' cotangents (``out_bar``): each returns the outputs, then what it computes."""
     source = transpile(capsys, f"{PROGRAMS}:tanh_slides", "--args", "f32[]", "--jvp")
-    out, tangent = load(source, "jvp_tanh_slides")(np.float32(0.5))
-    np.testing.assert_allclose(tangent, 0.5 * (1 - np.tanh(0.5) ** 2), rtol=1e-5)
+    assert "def jvp_tanh_slides(x, x_dot):" in source
+    out, tangent = load(source, "jvp_tanh_slides")(np.float32(0.5), np.float32(2.0))
+    np.testing.assert_allclose(tangent, 2.0 * (1 - np.tanh(0.5) ** 2), rtol=1e-5)
     source = transpile(capsys, f"{PROGRAMS}:tanh_slides", "--args", "f32[]", "--vjp")
-    out, ct = load(source, "vjp_tanh_slides")(np.float32(0.5))  # the module returns the flat leaves
-    np.testing.assert_allclose(ct, np.tanh(0.5) * (1 - np.tanh(0.5) ** 2), rtol=1e-5)
+    assert "def vjp_tanh_slides(x, out_bar):" in source and "x_bar" in source
+    out, ct = load(source, "vjp_tanh_slides")(np.float32(0.5), np.float32(3.0))
+    np.testing.assert_allclose(ct, 3.0 * (1 - np.tanh(0.5) ** 2), rtol=1e-5)
+
+
+def test_readme_loss_jvp_names_primals_then_tangents(capsys, tmp_path):
+    path = tmp_path / "f.py"
+    path.write_text(README_LOSS)
+    source = transpile(capsys, f"{path}:loss", "--args", "f32[3,4], f32[4]", "--jvp")
+    assert "def jvp_loss(w, x, w_dot, x_dot):" in source
+    w, x = np.full((3, 4), 0.1, np.float32), np.arange(4, dtype=np.float32)
+    w_dot, x_dot = np.ones((3, 4), np.float32), np.full(4, 0.5, np.float32)
+    got = load(source, "jvp_loss")(w, x, w_dot, x_dot)
+    want = srcjax.jvp(runpy_loss(path), (w, x), (w_dot, x_dot))
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-6)
+
+
+README_LOSS = (
+    "import srcjax.numpy as jnp\n\n"
+    "print('loading the module')  # its output is not part of the generated source\n\n\n"
+    "def loss(w, x):\n"
+    "    h = jnp.tanh(jnp.dot(w, x))\n"
+    "    while h.sum() > 1.0:\n"
+    "        h = h / 2.0\n"
+    "    return jnp.sum(h)\n"
+)
+
+
+def runpy_loss(path):
+    import runpy
+
+    return runpy.run_path(str(path))["loss"]
+
+
+def test_what_the_module_prints_stays_out_of_the_output(capsys, tmp_path):
+    path = tmp_path / "f.py"
+    path.write_text(README_LOSS)
+    assert cli(["transpile", f"{path}:loss", "--args", "f32[3,4], f32[4]", "--grad"]) == 0
+    captured = capsys.readouterr()
+    assert "loading the module" not in captured.out and "loading the module" in captured.err
+    assert captured.out.startswith("# generated by srcjax from ")
+    compile(captured.out, "<grad_loss>", "exec")
+
+
+def test_too_few_or_too_many_args_is_one_line(capsys, tmp_path):
+    path = tmp_path / "f.py"
+    path.write_text(README_LOSS)
+    for spec, count in (("f32[3,4]", 1), ("f32[3,4], f32[4], f32[]", 3)):
+        assert cli(["transpile", f"{path}:loss", "--args", spec, "--grad"]) == 2
+        err = capsys.readouterr().err.replace("loading the module\n", "")
+        assert err == f"srcjax: loss(w, x) takes 2 arguments; --args gives {count}\n"
+
+
+def test_transformations_compose_in_the_order_given(capsys, tmp_path):
+    """``--grad --vmap`` is ``vmap(grad(f))``; ``--vmap --grad`` is ``grad(vmap(f))``, which has no scalar
+    output to differentiate: it is refused in one line."""
+    path = tmp_path / "f.py"
+    path.write_text(README_LOSS)
+    source = transpile(capsys, f"{path}:loss", "--args", "f32[3,4], f32[5,4]", "--grad", "--vmap", "--in-axes",
+                       "None,0")
+    w, xs = np.full((3, 4), 0.1, np.float32), np.linspace(-2, 2, 20, dtype=np.float32).reshape(5, 4)
+    want = srcjax.vmap(srcjax.grad(runpy_loss(path)), in_axes=(None, 0))(w, xs)
+    np.testing.assert_allclose(load(source, "vmap_grad_loss")(w, xs), want, rtol=1e-6)
+    assert cli(["transpile", f"{path}:loss", "--args", "f32[3,4], f32[5,4]", "--vmap", "--grad", "--in-axes",
+                "None,0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "srcjax: --vmap --grad of loss: the gradient needs one real scalar output; the function " \
+                      "returns f32[5]"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """``srcjax transpile ... | head`` ends without a BrokenPipeError traceback."""
+    path = tmp_path / "big.py"
+    path.write_text("import numpy as np\n\nW = np.arange(200000.0, dtype=np.float32)\n\n\n"
+                    "def f(x):\n    return x * W\n")
+    process = subprocess.Popen([sys.executable, "-m", "srcjax", "transpile", f"{path}:f", "--args", "f32[200000]"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert process.stdout.readline().startswith(b"# generated by srcjax")
+    process.stdout.close()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

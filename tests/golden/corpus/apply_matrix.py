@@ -20,5 +20,5 @@ const = _constant(
 
 
 def apply_matrix(v):
-    t0 = lax.dot_general(const, v, dimension_numbers=(((1,), (0,)), ((), ())))  # return jnp.dot(MAT, v)  (programs.py:848)
+    t0 = lax.dot(const, v)  # return jnp.dot(MAT, v)  (programs.py:848)
     return t0

@@ -16,5 +16,5 @@ const = _constant("AAAAAM3MzD3NzEw+mpmZPs3MzD4AAAA/mpkZPzMzMz/NzEw/ZmZmPwAAgD/Nz
 
 
 def closure_over_array(v):
-    t0 = lax.dot_general(const, v, dimension_numbers=(((1,), (0,)), ((), ())))  # return jnp.dot(W, v)  (programs.py:146)
+    t0 = lax.dot(const, v)  # return jnp.dot(W, v)  (programs.py:146)
     return t0

@@ -6,28 +6,27 @@ from srcjax import lax
 
 
 def collatz_steps(n):
-    t0 = lax.abs(n)                          # n = jnp.abs(n) + 1  (programs.py:504)
-    n_1 = t0 + np.int32(1)
-    steps = jnp.int32(0)                     # while n != 1:  (programs.py:506)
-    while n_1 != np.int32(1):
-        t1 = lax.rem(n_1, np.int32(2))       # if n % 2 == 0:  (programs.py:507)
-        t2 = t1 < np.int32(0)
-        t3 = t2 != False
-        t4 = t1 != np.int32(0)
-        t5 = t3 & t4
-        t6 = t1 + np.int32(2)
-        t7 = lax.select_n(t5, t1, t6)
-        t8 = t7 == np.int32(0)
-        if t8:
-            t9 = lax.div(n_1, np.int32(2))   # n = n // 2  (programs.py:508)
-            t10 = lax.sign(n_1)
-            t11 = t10 != np.int32(1)
-            t12 = t11 & t4
-            t13 = t9 - np.int32(1)
-            n_2 = lax.select_n(t12, t9, t13)
+    t0 = lax.abs(n)                         # n = jnp.abs(n) + 1  (programs.py:504)
+    n_1 = t0 + 1
+    steps = jnp.int32(0)
+    while n_1 != 1:                         # while n != 1:  (programs.py:506)
+        t1 = lax.rem(n_1, np.int32(2))      # if n % 2 == 0:  (programs.py:507)
+        t2 = t1 < 0
+        t3 = t1 != 0
+        t4 = t2 & t3
+        t5 = t1 + 2
+        t6 = lax.select_n(t4, t1, t5)
+        t7 = t6 == 0
+        if t7:
+            t8 = lax.div(n_1, np.int32(2))  # n = n // 2  (programs.py:508)
+            t9 = lax.sign(n_1)
+            t10 = t9 != 1
+            t11 = t10 & t3
+            t12 = t8 - 1
+            n_2 = lax.select_n(t11, t8, t12)
         else:
-            t14 = lax.mul(np.int32(3), n_1)  # n = 3 * n + 1  (programs.py:510)
-            n_2 = t14 + np.int32(1)
-        steps = steps + 1                    # steps = steps + 1  (programs.py:511)
+            t13 = 3 * n_1                   # n = 3 * n + 1  (programs.py:510)
+            n_2 = t13 + 1
+        steps = steps + 1                   # steps = steps + 1  (programs.py:511)
         n_1 = n_2
     return steps

@@ -7,8 +7,7 @@ from srcjax import lax
 def comparisons_to_float(x, y):
     t0 = x < y  # return (x < y).astype(jnp.float32) + (x >= 0)  (programs.py:91)
     t1 = lax.convert_element_type(t0, new_dtype=np.float32)
-    t2 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())
-    t3 = x >= t2
-    t4 = lax.convert_element_type(t3, new_dtype=np.float32)
-    t5 = t1 + t4
-    return t5
+    t2 = x >= 0.0
+    t3 = lax.convert_element_type(t2, new_dtype=np.float32)
+    t4 = t1 + t3
+    return t4

@@ -4,11 +4,11 @@ from srcjax import lax
 
 def convolve(x, w):
     t0 = lax.slice(x, start_indices=(0,), limit_indices=(3,))  # output.append(jnp.dot(x[i - 1 : i + 2], w))  (programs.py:427)
-    t1 = lax.dot_general(t0, w, dimension_numbers=(((0,), (0,)), ((), ())))
+    t1 = lax.dot(t0, w)
     t2 = lax.slice(x, start_indices=(1,), limit_indices=(4,))
-    t3 = lax.dot_general(t2, w, dimension_numbers=(((0,), (0,)), ((), ())))
+    t3 = lax.dot(t2, w)
     t4 = lax.slice(x, start_indices=(2,), limit_indices=(5,))
-    t5 = lax.dot_general(t4, w, dimension_numbers=(((0,), (0,)), ((), ())))
+    t5 = lax.dot(t4, w)
     t6 = lax.reshape(t1, new_sizes=(1,))  # return jnp.array(output)  (programs.py:428)
     t7 = lax.reshape(t3, new_sizes=(1,))
     t8 = lax.reshape(t5, new_sizes=(1,))

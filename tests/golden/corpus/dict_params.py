@@ -3,7 +3,6 @@ from srcjax import lax
 
 
 def dict_params(params_b, params_w, x):
-    t0 = lax.dot_general(x, params_w, dimension_numbers=(((1,), (0,)), ((), ())))  # return jnp.dot(x, params["w"]) + params["b"]  (programs.py:179)
-    t1 = lax.broadcast_in_dim(params_b, shape=(4,), broadcast_dimensions=())
-    t2 = t0 + t1
-    return t2
+    t0 = lax.dot(x, params_w)  # return jnp.dot(x, params["w"]) + params["b"]  (programs.py:179)
+    t1 = t0 + params_b
+    return t1

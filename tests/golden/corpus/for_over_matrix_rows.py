@@ -3,15 +3,12 @@ import numpy as np
 
 import srcjax.numpy as jnp
 from srcjax import lax
-from srcjax.transpiler.primitives import PRIMITIVES
-
-dynamic_slice_p = PRIMITIVES["dynamic_slice"]
 
 
 def for_over_matrix_rows(m):
-    acc = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # acc = jnp.zeros(4)  (programs.py:392)
+    acc = jnp.zeros((4,), np.float32)   # acc = jnp.zeros(4)  (programs.py:392)
     for k in map(jnp.int32, range(3)):  # for row in m:  (programs.py:393)
-        t0 = dynamic_slice_p.bind(m, k, np.int32(0), slice_sizes=(1, 4))
+        t0 = lax.dynamic_slice(m, (k, 0), (1, 4))
         row = lax.reshape(t0, new_sizes=(4,))
         t1 = lax.tanh(row)              # acc = acc + jnp.tanh(row)  (programs.py:394)
         acc = acc + t1

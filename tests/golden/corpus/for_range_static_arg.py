@@ -3,7 +3,7 @@ from srcjax import lax
 
 
 def for_range_static_arg(x):
-    acc = x                 # for _ in range(n):  (programs.py:472)
-    for _ in range(4):
+    acc = x
+    for _ in range(4):      # for _ in range(n):  (programs.py:472)
         acc = lax.sin(acc)  # acc = jnp.sin(acc)  (programs.py:473)
     return acc

@@ -6,13 +6,11 @@ from srcjax import lax
 
 
 def for_range_sum(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(5,), broadcast_dimensions=())  # total = total + x * i  (programs.py:378)
-    t1 = x * t0
-    total = t0 + t1
+    t0 = x * 0.0                        # total = total + x * i  (programs.py:378)
+    total = 0.0 + t0
     for k in map(jnp.int32, range(9)):  # for i in range(10):  (programs.py:377)
-        i = k + np.int32(1)
-        t2 = lax.convert_element_type(i, new_dtype=np.float32)  # total = total + x * i  (programs.py:378)
-        t3 = lax.broadcast_in_dim(t2, shape=(5,), broadcast_dimensions=())
-        t4 = x * t3
-        total = total + t4
+        i = k + 1
+        t1 = lax.convert_element_type(i, new_dtype=np.float32)  # total = total + x * i  (programs.py:378)
+        t2 = x * t1
+        total = total + t2
     return total

@@ -6,20 +6,16 @@ from srcjax import lax
 
 
 def for_symbolic_trip_count(x, n):
-    t0 = lax.abs(n)                  # for i in range(jnp.abs(n) % 5):  (programs.py:488)
+    t0 = lax.abs(n)      # for i in range(jnp.abs(n) % 5):  (programs.py:488)
     t1 = lax.rem(t0, np.int32(5))
-    t2 = t1 < np.int32(0)
-    t3 = t2 != False
-    t4 = t1 != np.int32(0)
-    t5 = t3 & t4
-    t6 = t1 + np.int32(5)
-    t7 = lax.select_n(t5, t1, t6)
-    t8 = t7 - np.int32(0)
-    t9 = t8 + np.int32(0)
-    t10 = lax.div(t9, np.int32(1))
-    t11 = lax.max(t10, np.int32(0))
+    t2 = t1 < 0
+    t3 = t1 != 0
+    t4 = t2 & t3
+    t5 = t1 + 5
+    t6 = lax.select_n(t4, t1, t5)
+    t7 = lax.max(t6, np.int32(0))
     i, acc = jnp.int32(0), x
-    while i < t11:
-        acc = acc * np.float32(1.5)  # acc = acc * 1.5  (programs.py:489)
-        i = i + np.int32(1)          # for i in range(jnp.abs(n) % 5):  (programs.py:488)
+    while i < t7:
+        acc = acc * 1.5  # acc = acc * 1.5  (programs.py:489)
+        i = i + 1        # for i in range(jnp.abs(n) % 5):  (programs.py:488)
     return acc

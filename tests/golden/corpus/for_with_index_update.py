@@ -3,24 +3,16 @@ import numpy as np
 
 import srcjax.numpy as jnp
 from srcjax import lax
-from srcjax.transpiler.primitives import PRIMITIVES
-from srcjax.transpiler.primitives.indexing import GatherScatterMode, ScatterDimensionNumbers
-
-dynamic_slice_p = PRIMITIVES["dynamic_slice"]
+from srcjax.lax import GatherScatterMode, ScatterDimensionNumbers
 
 
 def for_with_index_update(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(4,), broadcast_dimensions=())  # y = x * 0.0  (programs.py:449)
-    y = x * t0
-    for k in map(jnp.int32, range(4)):  # for i in range(4):  (programs.py:450)
-        t1 = k < np.int32(0)            # y = y.at[i].set(x[i] * i) if not REFERENCE else _np_set(y, i, x[i] * i)  (programs.py:451)
-        t2 = k + np.int32(4)
-        t3 = lax.select_n(t1, k, t2)
-        t4 = dynamic_slice_p.bind(x, t3, slice_sizes=(1,))
-        t5 = lax.reshape(t4, new_sizes=())
-        t6 = lax.convert_element_type(k, new_dtype=np.float32)
-        t7 = t5 * t6
-        t8 = lax.broadcast_in_dim(t3, shape=(), broadcast_dimensions=())
-        t9 = lax.reshape(t8, new_sizes=(1,))
-        y = lax.scatter(y, t9, t7, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    y = x * 0.0                                # y = x * 0.0  (programs.py:449)
+    for k in map(jnp.int32, range(4)):         # for i in range(4):  (programs.py:450)
+        t0 = lax.dynamic_slice(x, (k,), (1,))  # y = y.at[i].set(x[i] * i) if not REFERENCE else _np_set(y, i, x[i] * i)  (programs.py:451)
+        t1 = lax.reshape(t0, new_sizes=())
+        t2 = lax.convert_element_type(k, new_dtype=np.float32)
+        t3 = t1 * t2
+        t4 = lax.reshape(k, new_sizes=(1,))
+        y = lax.scatter(y, t4, t3, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
     return y

@@ -4,7 +4,6 @@ import base64
 import numpy as np
 
 import srcjax.numpy as jnp
-from srcjax import lax
 
 
 def _constant(data, dtype, shape):
@@ -16,7 +15,6 @@ const = _constant("AAAAAAAAgD4AAAA/AABAPwAAgD8=", np.float32, (5,))
 
 
 def global_constant(x):
-    t0 = lax.broadcast_in_dim(np.float32(3.0), shape=(5,), broadcast_dimensions=())  # return x * SCALE + TABLE  (programs.py:123)
-    t1 = x * t0
-    t2 = t1 + const
-    return t2
+    t0 = x * 3.0  # return x * SCALE + TABLE  (programs.py:123)
+    t1 = t0 + const
+    return t1

@@ -6,7 +6,7 @@ from srcjax import lax
 
 
 def if_static_count(x):
-    t0 = x > np.float32(0.0)  # if x > 0:  (programs.py:321)
+    t0 = x > 0.0  # if x > 0:  (programs.py:321)
     if t0:
         count = jnp.int32(1)
     else:

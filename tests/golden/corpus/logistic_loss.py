@@ -18,21 +18,17 @@ const_2 = _constant("AAAAAAAAAAAAAIA/AAAAAA==", np.float32, (4,))
 
 
 def logistic_loss(W, b):
-    t0 = lax.dot_general(const, W, dimension_numbers=(((1,), (0,)), ((), ())))  # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
-    t1 = lax.broadcast_in_dim(b, shape=(4,), broadcast_dimensions=())
-    t2 = t0 + t1
-    t3 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
-    t4 = t2 / t3
-    t5 = lax.tanh(t4)
-    t6 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())
-    t7 = t5 + t6
-    t8 = lax.broadcast_in_dim(np.float32(0.5), shape=(4,), broadcast_dimensions=())
-    preds = t8 * t7
-    t9 = preds * const_1        # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
-    t10 = t6 - preds
-    t11 = t10 * const_2
-    label_probs = t9 + t11
-    t12 = lax.log(label_probs)  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
-    t13 = lax.reduce_sum(t12, axes=(0,))
-    t14 = -t13
-    return t14
+    t0 = lax.dot(const, W)     # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
+    t1 = t0 + b
+    t2 = t1 / 2.0              # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
+    t3 = lax.tanh(t2)
+    t4 = t3 + 1.0
+    preds = 0.5 * t4
+    t5 = preds * const_1       # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
+    t6 = 1.0 - preds
+    t7 = t6 * const_2
+    label_probs = t5 + t7
+    t8 = lax.log(label_probs)  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
+    t9 = lax.reduce_sum(t8, axes=(0,))
+    t10 = -t9
+    return t10

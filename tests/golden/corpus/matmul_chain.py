@@ -3,7 +3,7 @@ from srcjax import lax
 
 
 def matmul_chain(a, b):
-    t0 = lax.dot_general(a, b, dimension_numbers=(((1,), (0,)), ((), ())))  # return jnp.tanh(a @ b).sum()  (programs.py:81)
+    t0 = lax.dot(a, b)  # return jnp.tanh(a @ b).sum()  (programs.py:81)
     t1 = lax.tanh(t0)
     t2 = lax.reduce_sum(t1, axes=(0, 1))
     return t2

@@ -3,7 +3,7 @@ from srcjax import lax
 
 
 def nested_dicts(params_layer_b, params_layer_w, x):
-    t0 = lax.dot_general(params_layer_w, x, dimension_numbers=(((1,), (0,)), ((), ())))  # return jnp.tanh(layer["w"] @ x + layer["b"])  (programs.py:193)
+    t0 = lax.dot(params_layer_w, x)  # return jnp.tanh(layer["w"] @ x + layer["b"])  (programs.py:193)
     t1 = t0 + params_layer_b
     t2 = lax.tanh(t1)
     return t2

@@ -6,13 +6,11 @@ from srcjax import lax
 
 
 def nested_for(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # s = x * 0.0  (programs.py:400)
-    s = x * t0
+    s = x * 0.0                               # s = x * 0.0  (programs.py:400)
     for k in map(jnp.int32, range(3)):        # for i in range(3):  (programs.py:401)
         for k_1 in map(jnp.int32, range(4)):  # for j in range(4):  (programs.py:402)
-            t1 = k - k_1                      # s = s + x * (i - j)  (programs.py:403)
-            t2 = lax.convert_element_type(t1, new_dtype=np.float32)
-            t3 = lax.broadcast_in_dim(t2, shape=(3,), broadcast_dimensions=())
-            t4 = x * t3
-            s = s + t4
+            t0 = k - k_1                      # s = s + x * (i - j)  (programs.py:403)
+            t1 = lax.convert_element_type(t0, new_dtype=np.float32)
+            t2 = x * t1
+            s = s + t2
     return s

@@ -6,28 +6,25 @@ from srcjax import lax
 
 
 def static_continue_and_return(x):
-    t0 = lax.broadcast_in_dim(np.float32(0.0), shape=(3,), broadcast_dimensions=())  # total = x * 0  (programs.py:648)
-    total = x * t0
+    total = x * 0.0                     # total = x * 0  (programs.py:648)
     for k in map(jnp.int32, range(5)):  # for i in range(limit):  (programs.py:649)
-        t1 = lax.rem(k, np.int32(2))    # if i % 2:  (programs.py:650)
-        t2 = t1 < np.int32(0)
-        t3 = t2 != False
-        t4 = t1 != np.int32(0)
-        t5 = t3 & t4
-        t6 = t1 + np.int32(2)
-        t7 = lax.select_n(t5, t1, t6)
-        t8 = t7 != np.int32(0)
-        if t8:
-            t9 = jnp.bool_(True)
+        t0 = lax.rem(k, np.int32(2))    # if i % 2:  (programs.py:650)
+        t1 = t0 < 0
+        t2 = t0 != 0
+        t3 = t1 & t2
+        t4 = t0 + 2
+        t5 = lax.select_n(t3, t0, t4)
+        t6 = t5 != 0
+        if t6:
+            t7 = jnp.bool_(True)
         else:
-            t9 = jnp.bool_(False)
-        t10 = ~t9                       # for i in range(limit):  (programs.py:649)
-        if t10:
-            t11 = lax.convert_element_type(k, new_dtype=np.float32)  # total = total + i  (programs.py:652)
-            t12 = lax.broadcast_in_dim(t11, shape=(3,), broadcast_dimensions=())
-            total_1 = total + t12
+            t7 = jnp.bool_(False)
+        t8 = ~t7                        # for i in range(limit):  (programs.py:649)
+        if t8:
+            t9 = lax.convert_element_type(k, new_dtype=np.float32)  # total = total + i  (programs.py:652)
+            total_1 = total + t9
         else:
             total_1 = total
         total = total_1
-    t13 = total + x                     # return total + x  (programs.py:654)
-    return t13
+    t10 = total + x                     # return total + x  (programs.py:654)
+    return t10

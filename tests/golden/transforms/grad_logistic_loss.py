@@ -19,32 +19,27 @@ const_2 = _constant("AAAAAAAAAAAAAIA/AAAAAA==", np.float32, (4,))
 
 def grad_logistic_loss(W, b):
     # forward
-    t0 = lax.dot_general(const, W, dimension_numbers=(((1,), (0,)), ((), ())))  # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
-    t1 = lax.broadcast_in_dim(b, shape=(4,), broadcast_dimensions=())
-    t2 = t0 + t1
-    t3 = lax.broadcast_in_dim(np.float32(2.0), shape=(4,), broadcast_dimensions=())  # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
-    t4 = t2 / t3
-    t5 = lax.tanh(t4)
-    t6 = t5 * t5
-    t7 = lax.broadcast_in_dim(np.float32(1.0), shape=(4,), broadcast_dimensions=())
-    t8 = t7 - t6
-    t9 = t5 + t7
-    t10 = lax.broadcast_in_dim(np.float32(0.5), shape=(4,), broadcast_dimensions=())
-    preds = t10 * t9
-    t11 = preds * const_1            # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
-    t12 = t7 - preds
-    t13 = t12 * const_2
-    label_probs = t11 + t13
+    t0 = lax.dot(const, W)                # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
+    t1 = t0 + b
+    t2 = t1 / 2.0                         # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
+    t3 = lax.tanh(t2)
+    t4 = t3 * t3
+    t5 = 1.0 - t4
+    t6 = t3 + 1.0
+    preds = 0.5 * t6
+    t7 = preds * const_1                  # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
+    t8 = 1.0 - preds
+    t9 = t8 * const_2
+    label_probs = t7 + t9
     # backward
-    t14 = lax.broadcast_in_dim(np.float32(-1.0), shape=(4,), broadcast_dimensions=())  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
-    label_probs_bar = t14 / label_probs
-    t15 = label_probs_bar * const_2  # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
-    preds_bar = -t15
-    t16 = label_probs_bar * const_1
-    preds_bar_1 = preds_bar + t16
-    t17 = t10 * preds_bar_1          # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
-    t18 = t17 * t8
-    t19 = t18 / t3
-    W_bar = lax.dot_general(t19, const, dimension_numbers=(((0,), (0,)), ((), ())))  # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
+    label_probs_bar = -1.0 / label_probs  # return -jnp.sum(jnp.log(label_probs))  (programs.py:819)
+    t10 = label_probs_bar * const_2       # label_probs = preds * TARGETS + (1 - preds) * (1 - TARGETS)  (programs.py:818)
+    preds_bar = -t10
+    t11 = label_probs_bar * const_1
+    preds_bar_1 = preds_bar + t11
+    t12 = 0.5 * preds_bar_1               # return 0.5 * (jnp.tanh(x / 2) + 1)  (programs.py:669)
+    t13 = t12 * t5
+    t14 = t13 / 2.0
+    W_bar = lax.dot(t14, const)           # return _sigmoid(jnp.dot(inputs, W) + b)  (programs.py:673)
     return W_bar
 
