@@ -1,13 +1,15 @@
 # make test   create .venv if missing, install srcjax with its test extras, run the test suite (codegen twice)
 # make demo   same set-up, then run the seed tutorials in examples/
 # make bench  same set-up, then print the benchmark tables (NumPy and, when importable, JAX beside us)
+# make fuzz   same set-up, then fuzz until interrupted (FUZZ_SECONDS=N stops after N s, FUZZ_START=SEED picks the
+#             first seed): prints programs per second and failures; new failures, shrunk, go to tests/fuzz/findings/
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-srcjax
 
-.PHONY: test demo bench lint clean
+.PHONY: test demo bench fuzz lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +32,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) examples/bench.py
+
+# Each program is new code, so the disk cache of compiled code is left off (SRCJAX_CACHE=0).
+fuzz: $(STAMP)
+	SRCJAX_CACHE=0 $(PY) -m tests.fuzz.fuzz
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff

@@ -1,0 +1,46 @@
+"""Every shrunk fuzzer failure in tests/fuzz/regressions/ is run again under the check that failed: it must pass.
+
+A case whose failure is a srcjax bug not fixed yet is listed in ``KNOWN_BUGS`` and expected to fail (strictly:
+when the bug is fixed the test says so, and its entry goes). A file's header says what failed and how it was
+found; its ``FUZZ`` dictionary holds the check, the input seed and the argument shapes.
+"""
+
+import pytest
+
+from tests.fuzz import cases
+
+# file name -> the bug, for the cases that still fail (each file's header has what failed and how it was found;
+# the other files are bugs the fuzzer found that are fixed, kept so that they stay fixed)
+KNOWN_BUGS = {
+    "at_add_in_traced_while.py": "y.at[1].add(v) in a traced while loop: 'cannot change Python lists or dicts'",
+    "compose_checkpoint_numpy_input.py": "checkpoint(f)(numpy array) runs f on the NumPy array: x.at is missing",
+    "compose_grad_grad_while.py": "reverse over reverse mode through a while loop is not supported (explicit)",
+    "compose_grad_vmap_grad_nan.py": "grad(vmap(grad(f))) is NaN for a traced if holding x * jnp.max(x)",
+    "compose_jvp_vmap_jacrev_return_in_while.py": "jvp(vmap(jacrev(f))), f returning inside a while: TypeError",
+    "compose_vmap_vmap_grad_while.py": "vmap(vmap(grad(f))) of a counted while loop: TypeError (jit of it works)",
+    "emitted_matmul_of_broadcast.py": "emitted Python and interpreter differ in the last bit (matmul of x * ones)",
+    "emitted_vmap_dot_of_broadcast.py": "emitted Python of vmap and the interpreter differ in the last bit (dot)",
+    "jit_grad_while_in_for.py": "jit(grad(f)) compiled natively is wrong: a counted traced while inside a for loop",
+    "jit_grad_while_in_for_2.py": "jit(grad(f)) compiled natively is wrong: a traced while inside a for loop",
+    "vmap_jacrev_early_return_constant.py": "vmap(jacrev(f)), f returning a Python float early: select_n of object",
+}
+
+FILES = sorted(cases.REGRESSIONS.glob("*.py"))
+
+
+def _param(path):
+    reason = KNOWN_BUGS.get(path.name)
+    marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)] if reason else []
+    return pytest.param(path, id=path.stem, marks=marks)
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in FILES])
+def test_regression_case(path):
+    case, _ = cases.load(path)
+    failures = case.run()
+    assert not failures, "\n".join(str(f) for f in failures)
+
+
+def test_known_bugs_name_existing_files():
+    names = {p.name for p in FILES}
+    assert set(KNOWN_BUGS) <= names, sorted(set(KNOWN_BUGS) - names)
