@@ -9,7 +9,9 @@ only the code in use (``engine.Code``), which is freed when nothing calls it any
 
 The protocol is private to this file: a request is a JSON header (target CPU and features, relocation model,
 speed level) and the module's LLVM IR; a reply is a JSON header (externals, or an error) with the object
-code and the optimised IR, each prefixed by its length.
+code and the optimised IR, each prefixed by its length. An exchange cut short in the parent (Ctrl-C while it
+writes a request or waits for the reply) would leave the stream out of step, so the child is killed then and
+the next request starts a new one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -94,16 +97,22 @@ class Worker:
         with self.lock:
             if self.owner != os.getpid():
                 self.process, self.owner = None, os.getpid()
-            if self.process is None or self.process.poll() is not None or self.served >= CHILD_LIMIT:
-                self._restart()
-            self.served += 1
             header = {"cpu": spec.cpu, "features": spec.features, "pic": spec.pic, "speed_level": speed_level}
             try:
+                if self.process is None or self.process.poll() is not None or self.served >= CHILD_LIMIT:
+                    self._restart()
+                self.served += 1
                 _send(self.process.stdin, [json.dumps(header).encode(), text.encode()])
                 reply, code, optimised = _receive(self.process.stdout, 3)
             except (OSError, EOFError, ValueError) as e:
                 error = self._stop_locked()
                 raise RuntimeError(f"the code generator's child process failed ({e}): {error}") from None
+            except BaseException:
+                # interrupted (Ctrl-C, an exception raised by a signal handler) mid-exchange: part of a request
+                # may have gone out, or a reply be left unread, so the stream is out of step. The child goes;
+                # the next request starts a fresh one.
+                self._stop_locked(kill=True)
+                raise
         answer = json.loads(reply)
         if "error" in answer:
             raise RuntimeError(f"the code generator's child process: {answer['error']}")
@@ -114,29 +123,37 @@ class Worker:
         # (-P: this file's folder is not put on the path, where its neighbours would shadow the standard library)
         paths = [os.path.dirname(os.path.dirname(llvmlite.__file__)), os.environ.get("PYTHONPATH", "")]
         self.errors = tempfile.TemporaryFile()  # (a pipe nobody reads could fill and stall the child)
+        self.served = 0
         self.process = subprocess.Popen(
             [sys.executable, "-P", os.path.abspath(__file__)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.errors, env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
         )
-        self.served = 0
 
     def stop(self) -> None:
         with self.lock:
             if self.owner == os.getpid():
                 self._stop_locked()
 
-    def _stop_locked(self) -> str:
-        """End the child; what it wrote to its standard error (the end of it)."""
+    def _stop_locked(self, kill: bool = False) -> str:
+        """End the child (``kill``: at once, not when it has read the end of its requests); what it wrote to its
+        standard error (the end of it)."""
         process, self.process = self.process, None
         if process is None:
             return ""
         try:
-            process.stdin.close()
+            if kill:
+                process.kill()
+            else:
+                process.stdin.close()
             process.wait(timeout=10)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             process.kill()
             process.wait()
-        process.stdout.close()
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()  # (a killed child's stdin may hold part of a request: flushing it fails)
+            except (OSError, ValueError):
+                pass
         self.errors.seek(0)
         text = self.errors.read().decode(errors="replace")[-2000:]
         self.errors.close()
@@ -183,4 +200,7 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C at a terminal reaches the whole process group: the parent decides (a compile it interrupts ends
+    # this process; one that is idle stays for the next request)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _serve(sys.stdin.buffer, sys.stdout.buffer)

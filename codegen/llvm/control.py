@@ -25,6 +25,15 @@ Also emitted here, between segments: ``dynamic_slice`` / ``dynamic_update_slice`
 run-time starts; an update whose operand dies there is made in place, so a loop storing per-iteration
 residuals copies one row per trip), and stacks (``stack_new/push/get/size``: a growable array behind a
 header {data, count, capacity}; stack values hold the header's address, so carrying one copies 8 bytes).
+
+A ``stack_new`` has one header, allocated at entry and emptied each time the op runs (a loop that makes a
+stack per trip reuses its memory). Stacks are used linearly, so that is sound as long as nothing still holds
+the last trip's stack; the one thing that does is a stack of stacks (reverse mode of a ``while`` inside
+another loop saves the inner loop's stack per outer trip). So pushing a stack onto a stack *moves* it: the
+entry is a new header that takes over the data, and the pushed header is left empty for its next use. A
+stack owns the stacks pushed onto it: emptying or freeing it frees them. ``_check_stacks`` refuses
+(``Unsupported``: the interpreter runs it) the uses this does not cover: a stack made in a loop and carried
+to its next trip, a stack read from a stack and carried, a pushed stack used again, stacks as scan outputs.
 """
 
 from __future__ import annotations
@@ -85,6 +94,85 @@ def _supported(aval) -> bool:
     return isinstance(aval, TensorType) and aval.dtype.kind in "biufc"
 
 
+def _check_stacks(fn: Function) -> None:
+    """Raise ``Unsupported`` for uses of stacks that a header per ``stack_new`` (emptied each time it runs) and
+    moving pushed stacks (see the module's docstring) would get wrong. Values that may hold the same header
+    form a family: a push's result and its stack, a loop's initial, carried and final values, a branch's
+    yields and the ``cond``'s results."""
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        while parent.get(i, i) != i:
+            parent[i] = i = parent.get(parent[i], parent[i])
+        return i
+
+    def join(*values: Value) -> None:
+        values = tuple(v for v in values if isinstance(v.aval, StackType))
+        for v in values[1:]:
+            parent[find(id(v))] = find(id(values[0]))
+
+    made: list[tuple[Value, Block | None]] = []  # stack_new results and the innermost loop body running them
+    read: list[Value] = []  # stacks read from stacks (entries of a stack of stacks)
+    yielded: list[Value] = list(fn.results)  # every region's yields
+    pushed: list[Value] = []  # stacks pushed onto stacks
+    users: dict[int, int] = {}
+
+    def visit(block: Block, loop: Block | None) -> None:
+        yielded.extend(block.results)
+        for op in block.ops:
+            for v in op.operands:
+                users[id(v)] = users.get(id(v), 0) + 1
+            if op.name == "stack_new":
+                made.append((op.results[0], loop))
+            elif op.name == "stack_get" and isinstance(op.results[0].aval, StackType):
+                if op.params.get("lanes"):
+                    raise Unsupported("per-example reads (stack_get[lanes]) of a stack of stacks are not compiled "
+                                      "natively")
+                read.append(op.results[0])
+            elif op.name == "stack_push":
+                join(op.results[0], op.operands[0])
+                if isinstance(op.operands[1].aval, StackType):
+                    pushed.append(op.operands[1])
+            if op.name == "for":
+                (body,) = op.regions
+                for group in zip(op.operands[1:], body.params[1:], body.results, op.results):
+                    join(*group)
+                visit(body, body)
+            elif op.name == "while":
+                cond_block, body = op.regions
+                for group in zip(op.operands, cond_block.params, body.params, body.results, op.results):
+                    join(*group)
+                visit(cond_block, cond_block)
+                visit(body, body)
+            elif op.name == "scan":
+                (body,) = op.regions
+                n = op.params["num_carry"]
+                if any(isinstance(v.aval, StackType) for v in body.results[n:]):
+                    raise Unsupported("scans that output stacks are not compiled natively")
+                for group in zip(op.operands[:n], body.params[:n], body.results[:n], op.results[:n]):
+                    join(*group)
+                visit(body, body)
+            else:  # cond branches and inlined custom-derivative calls: run once each time the op runs
+                for region in op.regions:
+                    for group in zip(region.params, op.operands):
+                        join(*group)
+                    for group in zip(op.results, region.results):
+                        join(*group)
+                    visit(region, loop)
+
+    visit(fn.body, None)
+    for v, loop in made:
+        if loop is not None and any(find(id(r)) == find(id(v)) for r in loop.results):
+            raise Unsupported("a stack made in a loop and carried to its next trip is not compiled natively")
+    escapes = {find(id(r)) for r in yielded}
+    if any(find(id(v)) in escapes for v in read):
+        raise Unsupported("a stack read from a stack of stacks and carried is not compiled natively")
+    yielded_ids = {id(r) for r in yielded}
+    for v in pushed:
+        if users.get(id(v)) != 1 or id(v) in yielded_ids:
+            raise Unsupported("a stack pushed onto another stack and used again is not compiled natively")
+
+
 class ControlEmitter:
     """Emits the entry of a function with control flow; ``emit`` returns the plan of its buffers."""
 
@@ -118,6 +206,7 @@ class ControlEmitter:
             for region in op.regions:
                 self.yielded.update(id(v) for v in region.results)
         self.used = set(self.users) | self.yielded  # (a control op none of whose results is used is dead)
+        _check_stacks(fn)
 
     # -- helpers ------------------------------------------------------------------------------------------
     def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -185,7 +274,9 @@ class ControlEmitter:
         self.free = self.declare("free", ir.VoidType(), [PTR])
         self.memmove = self.declare("memmove", PTR, [PTR, PTR, I64])
         self.owned: list[ir.Value] = []
-        self.stacks: list[ir.Value] = []  # stack headers {data, count, capacity} (i64*), one per stack_new
+        # stack headers {data, count, capacity} (i64**: its data is read as a pointer), one per stack_new, with
+        # the stack's type
+        self.stacks: list[tuple[ir.Value, StackType]] = []
         self.realloc = self.declare("realloc", PTR, [PTR, I64])
         args = entry.args[0]
         slots = [*fn.params, *(v for v, _ in fn.consts)]
@@ -209,7 +300,8 @@ class ControlEmitter:
         for i, r in enumerate(fn.results):
             out = self.b.load(self.b.gep(args, [ir.Constant(I64, len(slots) + i)]))
             self.copy(out, self.pointer(r), _nbytes(r))
-        for header in self.stacks:
+        for header, aval in self.stacks:
+            self.free_entries(self.b.bitcast(header, I64.as_pointer()), aval)
             self.b.call(self.free, [self.b.load(header)])
         for pointer in self.owned:
             self.b.call(self.free, [pointer])
@@ -501,11 +593,29 @@ class ControlEmitter:
         header = self.head.bitcast(self.allocate(24), I64.as_pointer())
         for i in range(3):  # no data, empty, no capacity
             self.head.store(ir.Constant(I64, 0), self.head.gep(header, [ir.Constant(I64, i)]))
-        self.stacks.append(self.head.bitcast(header, PTR.as_pointer()))
+        self.stacks.append((self.head.bitcast(header, PTR.as_pointer()), op.results[0].aval))
         b = self.b
+        self.free_entries(header, op.results[0].aval)  # (the stacks pushed onto it when it last ran)
         b.store(ir.Constant(I64, 0), b.gep(header, [ir.Constant(I64, 1)]))  # (re)starts empty, keeps its memory
         out = self.buffer(op.results[0])
         b.store(header, b.bitcast(out, I64.as_pointer().as_pointer()))
+
+    def free_entries(self, header: ir.Value, aval: StackType) -> None:
+        """Free the stacks held by the stack at ``header`` (i64*), when its entries are stacks (it owns them:
+        each was moved onto it by a push), and theirs in turn."""
+        if not isinstance(aval.elem, StackType):
+            return
+        b = self.b
+        entries = b.bitcast(b.load(b.bitcast(header, PTR.as_pointer())), I64.as_pointer().as_pointer())
+        count = b.load(b.gep(header, [ir.Constant(I64, 1)]))
+
+        def free_entry(i):
+            inner = b.load(b.gep(entries, [i]))
+            self.free_entries(inner, aval.elem)
+            b.call(self.free, [b.load(b.bitcast(inner, PTR.as_pointer()))])
+            b.call(self.free, [b.bitcast(inner, PTR)])
+
+        for_range(b, ir.Constant(I64, 0), count, free_entry)
 
     def emit_stack_push(self, op: Op) -> None:
         stack, x = op.operands
@@ -523,7 +633,17 @@ class ControlEmitter:
             )
             b.store(b.call(self.realloc, [b.load(data_at), b.mul(grown, size)]), data_at)
             b.store(grown, capacity_at)
-        self.copy(b.gep(b.load(data_at), [b.mul(count, size)]), self.pointer(x), _nbytes(x))
+        at = b.gep(b.load(data_at), [b.mul(count, size)])
+        if isinstance(x.aval, StackType):  # a stack onto a stack: moved (see the module's docstring)
+            source = self.header(x)
+            moved = b.bitcast(b.call(self.malloc, [ir.Constant(I64, 24)]), I64.as_pointer())
+            for i in range(3):  # the entry takes the data; the pushed header is left empty
+                word = b.gep(source, [ir.Constant(I64, i)])
+                b.store(b.load(word), b.gep(moved, [ir.Constant(I64, i)]))
+                b.store(ir.Constant(I64, 0), word)
+            b.store(moved, b.bitcast(at, I64.as_pointer().as_pointer()))
+        else:
+            self.copy(at, self.pointer(x), _nbytes(x))
         b.store(b.add(count, ir.Constant(I64, 1)), count_at)
         self.ptrs[id(op.results[0])] = self.pointer(stack)  # the same stack, one entry longer
 

@@ -15,14 +15,9 @@ KNOWN_BUGS = {
     "at_add_in_traced_while.py": "y.at[1].add(v) in a traced while loop: 'cannot change Python lists or dicts'",
     "compose_checkpoint_numpy_input.py": "checkpoint(f)(numpy array) runs f on the NumPy array: x.at is missing",
     "compose_grad_grad_while.py": "reverse over reverse mode through a while loop is not supported (explicit)",
-    "compose_grad_vmap_grad_nan.py": "grad(vmap(grad(f))) is NaN for a traced if holding x * jnp.max(x)",
-    "compose_jvp_vmap_jacrev_return_in_while.py": "jvp(vmap(jacrev(f))), f returning inside a while: TypeError",
     "compose_vmap_vmap_grad_while.py": "vmap(vmap(grad(f))) of a counted while loop: TypeError (jit of it works)",
     "emitted_matmul_of_broadcast.py": "emitted Python and interpreter differ in the last bit (matmul of x * ones)",
     "emitted_vmap_dot_of_broadcast.py": "emitted Python of vmap and the interpreter differ in the last bit (dot)",
-    "jit_grad_while_in_for.py": "jit(grad(f)) compiled natively is wrong: a counted traced while inside a for loop",
-    "jit_grad_while_in_for_2.py": "jit(grad(f)) compiled natively is wrong: a traced while inside a for loop",
-    "vmap_jacrev_early_return_constant.py": "vmap(jacrev(f)), f returning a Python float early: select_n of object",
 }
 
 FILES = sorted(cases.REGRESSIONS.glob("*.py"))

@@ -104,3 +104,94 @@ def test_custom_rules_survive_vmap():
     np.testing.assert_allclose(srcjax.vmap(srcjax.grad(p.clipped))(xs), [10.0, 10.0, 10.0])
     np.testing.assert_allclose(srcjax.vmap(p.softplus)(xs), np.log1p(np.exp(np.asarray(xs))), rtol=1e-6)
     np.testing.assert_allclose(srcjax.jacrev(lambda v: p.clipped(v) * 1.0)(xs), np.eye(3) * 10.0)
+
+
+@pytest.fixture
+def x64():
+    saved = srcjax.config.jax_enable_x64
+    srcjax.config.update("jax_enable_x64", True)
+    yield
+    srcjax.config.update("jax_enable_x64", saved)
+
+
+def _sqrt_step_if_small(x):
+    if x < 100.0:
+        x = x + jnp.sqrt(100.0 - x)  # nan for the examples that do not take the branch
+    return x
+
+
+def _scale_by_max_if_mean_large(x):  # tests/fuzz/regressions/compose_grad_vmap_grad_nan.py
+    if jnp.mean(x) > 1.0:
+        x = x * jnp.max(x)  # max's derivative splits among ties: 0 / 0 where its residuals are not computed
+    return jnp.mean(x)
+
+
+def _sqrt_steps_while_small(x):
+    while x < 100.0:
+        x = x + jnp.sqrt(100.0 - x) + 1.0  # nan for the examples that have finished
+    return x
+
+
+def _sqrt_steps(x, n):
+    for _ in range(n):
+        x = x + jnp.sqrt(4.0 - x)  # nan for the examples past their own trip count
+    return x
+
+
+def test_untaken_branches_and_finished_examples_add_nothing_to_derivatives(x64):
+    """A batched predicate runs a branch (a loop's body) for examples that do not take it (have finished) and
+    throws the values away; inf or nan there must not reach a derivative either (0 * nan): JAX's rule reads a
+    batched branch's operands through select(taken, x, stop_gradient(x)). Numbers from JAX 0.10.2 (lax.cond,
+    vmap(jacfwd) of lax.while_loop / fori_loop, which JAX cannot reverse)."""
+    def summed(f, *rest):
+        return lambda x: jnp.sum(srcjax.vmap(f)(x, *rest))
+
+    x = np.array([1.1, 150.0])
+    for grad in (srcjax.grad, lambda f: srcjax.jit(srcjax.grad(f))):
+        np.testing.assert_allclose(grad(summed(_sqrt_step_if_small))(x), [0.94972271, 1.0], rtol=1e-7)
+        np.testing.assert_allclose(grad(summed(_sqrt_steps_while_small))(x), [-0.03160285, 1.0], rtol=1e-6)
+        n = np.array([3, 1])
+        np.testing.assert_allclose(grad(summed(_sqrt_steps, n))(np.array([1.0, 3.9])), [-0.12941832, -0.58113883],
+                                   rtol=1e-7)
+        xs = np.array([[0.3, -0.2], [0.1, 0.4], [1.5, 2.5]])
+        hess = grad(lambda x: jnp.sum(srcjax.vmap(srcjax.grad(_scale_by_max_if_mean_large))(x)))(xs)
+        np.testing.assert_allclose(hess, [[0.0, 0.0], [0.0, 0.0], [0.5, 1.5]], rtol=1e-12)
+    # forward mode and the values themselves are unchanged
+    np.testing.assert_allclose(srcjax.jacfwd(srcjax.vmap(_sqrt_step_if_small))(x), np.diag([0.94972271, 1.0]),
+                               rtol=1e-7)
+    np.testing.assert_allclose(srcjax.vmap(_sqrt_steps_while_small)(x), [_sqrt_steps_while_small(v) for v in x])
+
+
+def _constant_early_return(x):  # tests/fuzz/regressions/vmap_jacrev_early_return_constant.py
+    if x > -0.2:
+        return 0.5
+    k = 0
+    while k < 2 and x < 0.5:
+        k = k + 1
+        x = x + 0.5 * jnp.tanh(x)
+    return x
+
+
+def _loop_in_each_branch(x):
+    if x > 0.0:
+        while x < 2.0:
+            x = x + 0.5 + jnp.sin(x) ** 2
+    else:
+        while x > -2.0:
+            x = x - 0.3 - jnp.cos(x) ** 2
+    return x
+
+
+def test_reverse_mode_through_loops_in_per_example_branches(x64):
+    """A loop inside a branch keeps its residuals in a stack the branch yields (the other branches: an empty one);
+    batched on a per-example predicate, the filled stack serves every example. Numbers: JAX 0.10.2, vmap(jacfwd)
+    of lax.cond of lax.while_loop (JAX cannot reverse them)."""
+    xs = np.array([0.3, -1.0, -0.1, 0.2, -3.0])
+    want = [0.0, 1.34527014, 0.0, 0.0, 1.00677149]
+    for d in (srcjax.jacrev, srcjax.grad):
+        np.testing.assert_allclose(srcjax.vmap(d(_constant_early_return))(xs), want, rtol=1e-7)
+        np.testing.assert_allclose(srcjax.jit(srcjax.vmap(d(_constant_early_return)))(xs), want, rtol=1e-7)
+    xs = np.array([0.3, -1.0, 1.9, -0.5])
+    want = [0.80007189, 0.15122901, 0.38814211, 0.24755259]
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(_loop_in_each_branch))(xs), want, rtol=1e-7)
+    np.testing.assert_allclose(srcjax.jit(srcjax.vmap(srcjax.grad(_loop_in_each_branch)))(xs), want, rtol=1e-7)

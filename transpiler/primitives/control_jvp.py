@@ -184,7 +184,7 @@ def _stack_jvp(engine: JVPEngine, op: Op) -> None:
         return
     if op.prim is stack_get_p and not isinstance(tangents[0], Zero):
         got = Value(tangent_aval(op.results[0].aval))
-        builder.emit(Op(stack_get_p, [tangents[0], operands[1]], {}, [got]))
+        builder.emit(Op(stack_get_p, [tangents[0], operands[1]], dict(op.params), [got]))  # lanes too
         engine.write(op.results[0], results[0], got)
         return
     for r, new in zip(op.results, results):

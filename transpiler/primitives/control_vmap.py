@@ -4,22 +4,30 @@ A ``cond`` whose predicate is the same for the whole batch stays a ``cond``; one
 between examples runs every branch and selects per example. A loop whose condition differs between
 examples runs until every example is done, each example's values frozen (selected) once its own condition
 is false; a ``for`` whose trip count differs runs the longest, each example stopping at its own.
+
+A region that runs for examples that do not take it (a branch not taken, an iteration past an example's
+end) computes values that are thrown away, and may be inf or nan there. So that they stay out of derivatives
+too, the region reads what it is given through ``select(taken, x, stop_gradient(x))`` (JAX's rule for a
+batched ``cond``, jax#1052): a cotangent the region sends back is zeroed for the examples that do not take
+it, where ``0 * inf`` would otherwise have made it nan.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
-from srcjax.transpiler.ir import Op, Value
+from srcjax.transpiler.ir import Block, Op, Value, free_values
 from srcjax.transpiler.primitives.batching import batched_aval, bdim_at_front, moveaxis
 from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
     stack_size_p, while_p
 from srcjax.transpiler.primitives.core import TransformError, interpreting
-from srcjax.transpiler.primitives.elementwise import lt_p, select_n_p
+from srcjax.transpiler.primitives.custom import stop_gradient_p
+from srcjax.transpiler.primitives.elementwise import eq_p, lt_p, not_p, select_n_p
 from srcjax.transpiler.primitives.engine import BatchEngine
 from srcjax.transpiler.primitives.reduce import reduce_max_p, reduce_or_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
-from srcjax.transpiler.types import StackType
+from srcjax.transpiler.types import StackType, TensorType
 
 
 def _at_front(engine: BatchEngine, x: Any, dim: int | None) -> Any:
@@ -39,13 +47,19 @@ def _cond_vmap(engine: BatchEngine, op: Op) -> None:
     pred, pred_dim = engine.read(op.operands[0])
     if pred_dim is not None:  # examples differ in the branch they take: run all, select per example
         outs = []
-        for region in op.regions:
-            values, dims = engine.region_yields(region, [], [], [])
-            outs.append(list(zip(values, dims)))
         which = moveaxis(pred, pred_dim, 0)
+        boolean = op.operands[0].aval.dtype.kind == "b"
+        for k, region in enumerate(op.regions):
+            taken = (which if k == 0 else not_p.bind(which)) if boolean else eq_p.bind(which, k)
+            with _only_where(engine, taken, [region]):
+                values, dims = engine.region_yields(region, [], [], [])
+            outs.append(list(zip(values, dims)))
         # select_n picks case k for selector k: a bool cond's regions are (then, else), so reverse them
-        ordered = outs[::-1] if op.operands[0].aval.dtype.kind == "b" else outs
+        ordered = outs[::-1] if boolean else outs
         for i, r in enumerate(op.results):
+            if isinstance(r.aval, StackType):
+                engine.write(r, _one_stack(engine, op, i, outs), 0)
+                continue
             cases = [_at_front(engine, case[i][0], case[i][1]) for case in ordered]
             shape = (engine.size, *r.aval.shape)
             w = which if not r.aval.shape else broadcast_in_dim_p.bind(which, shape=shape, broadcast_dimensions=(0,))
@@ -69,6 +83,58 @@ def _cond_vmap(engine: BatchEngine, op: Op) -> None:
         engine.write(r, new, 0 if bat else None)
 
 
+def _one_stack(engine: BatchEngine, op: Op, i: int, outs: list[list[tuple[Any, int | None]]]) -> Any:
+    """The stack a batched-predicate ``cond`` gives as its result ``i``, all of its branches having run. Stacks
+    hold a loop's residuals for the backward pass: the branch with the loop yields the stack it filled, the
+    others a new empty one (their examples read none of it, their trip counts being 0), so the filled one
+    serves every example. A stack filled by two branches would need merging per example: refused."""
+    def made_empty(region: Any) -> bool:
+        result = region.results[i]
+        return any(o.prim is stack_new_p and o.results[0] is result for o in region.ops)
+
+    filled = [k for k, region in enumerate(op.regions) if not made_empty(region)]
+    distinct = {id(outs[k][i][0]) for k in filled}
+    if len(distinct) > 1:
+        raise TransformError(f"vmap: a 'cond' on a per-example predicate whose branches {filled} each fill the "
+                             f"stack it gives as result {i}; merging stacks per example is not supported")
+    k = filled[0] if filled else 0
+    return _at_front(engine, *outs[k][i])
+
+
+@contextmanager
+def _only_where(engine: BatchEngine, taken: Any, blocks: Sequence[Block],
+                params: Sequence[Any] = ()) -> Iterator[list[Any]]:
+    """While ``blocks`` are batched, the arrays they read from outside (and ``params``, given back batched
+    along axis 0) reach differentiation only for the examples where ``taken`` (bool, batch axis first)
+    holds: ``select(taken, x, stop_gradient(x))``. The values are unchanged."""
+    builder = engine.builder
+
+    def guard(x: Any, dim: int | None) -> Any:
+        front = _at_front(engine, x, dim)
+        w = taken if front.aval.ndim == 1 else broadcast_in_dim_p.bind(taken, shape=front.aval.shape,
+                                                                       broadcast_dimensions=(0,))
+        return select_n_p.bind(w, stop_gradient_p.bind(front), front)
+
+    def differentiable(x: Any) -> bool:
+        aval = getattr(x, "aval", None)
+        return isinstance(aval, TensorType) and aval.dtype.kind in "fc"
+
+    saved = []
+    with interpreting(builder):
+        free = {id(v): v for b in blocks for v in free_values(b)}
+        for v in free.values():
+            x, dim = engine.read(v)
+            if differentiable(x):
+                saved.append((v, x, dim))
+                engine.write(v, guard(x, dim), 0)
+        guarded = [guard(p, 0) if differentiable(p) else p for p in params]
+    try:
+        yield guarded
+    finally:
+        for v, x, dim in saved:
+            engine.write(v, x, dim)
+
+
 def _loop_vmap(engine: BatchEngine, op: Op) -> None:
     """``while``/``for`` with carried values batched (axis 0) as needed; a per-example condition masks."""
     builder, size = engine.builder, engine.size
@@ -82,7 +148,6 @@ def _loop_vmap(engine: BatchEngine, op: Op) -> None:
     batched = [d is not None for _, d in init]
     if per_example_trips:
         batched = [True] * len(batched)
-    masked = False
     for _attempt in range(len(operands) + 3):  # which carried values are batched: a fixed point over the body
         avals = [batched_aval(v.aval, 0 if bat else None, size) for v, bat in zip(operands, batched)]
         pred_batched = False
@@ -99,27 +164,33 @@ def _loop_vmap(engine: BatchEngine, op: Op) -> None:
             if counted:
                 engine.write(body.params[0], body_block.params[0], None)
             new_params = body_block.params[len(lead):]
-            values, dims = engine.region_yields(body, body_params, new_params, [0 if bat else None for bat in batched])
+            running = None  # per example (all carried values batched then): does this iteration count?
+            with interpreting(builder):
+                if per_example_trips:
+                    trips_front = moveaxis(trips, trips_dim, 0)
+                    running = lt_p.bind(broadcast_in_dim_p.bind(body_block.params[0], shape=(size,),
+                                                                broadcast_dimensions=()), trips_front)
+                elif pred_batched and all(batched):
+                    cond = op.regions[0]
+                    (running,), (running_dim,) = engine.region_yields(cond, cond.params, new_params,
+                                                                      [0] * len(batched))
+                    running = _at_front(engine, running, running_dim)
+            if running is None:
+                values, dims = engine.region_yields(body, body_params, new_params,
+                                                    [0 if bat else None for bat in batched])
+            else:
+                with _only_where(engine, running, [body], new_params) as guarded:
+                    values, dims = engine.region_yields(body, body_params, guarded, [0] * len(batched))
         grown = [bat or d is not None for bat, d in zip(batched, dims)]
         if grown == batched:
-            masked = pred_batched
             break
         batched = grown
     else:
         raise TransformError("the batching of a loop's carried values does not settle")
     with builder.reopen(body_block), interpreting(builder):
         outs = [_at_front(engine, v, d) if bat else v for v, d, bat in zip(values, dims, batched)]
-        if per_example_trips:
-            trips_front = moveaxis(trips, trips_dim, 0)
-            running = lt_p.bind(broadcast_in_dim_p.bind(body_block.params[0], shape=(size,),
-                                                        broadcast_dimensions=()), trips_front)
+        if running is not None:  # examples past their end (trip count, condition false) keep their values
             outs = [_select_rows(running, new, old) for new, old in zip(outs, new_params)]
-        if masked:  # examples whose condition is already false keep their values
-            cond = op.regions[0]
-            (pred,), (pred_dim,) = engine.region_yields(cond, cond.params, new_params,
-                                                        [0 if bat else None for bat in batched])
-            pred = _at_front(engine, pred, pred_dim)
-            outs = [_select_rows(pred, new, old) for new, old in zip(outs, new_params)]
         body_block.results = [builder.operand(o) for o in outs]
     regions = [body_block]
     if not counted:

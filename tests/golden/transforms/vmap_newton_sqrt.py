@@ -3,16 +3,16 @@ from srcjax import lax
 
 
 def vmap_newton_sqrt(a):
-    t0 = 1e-04 * a  # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
+    t0 = 1e-04 * a                    # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
     x = a
     while lax.reduce_or(lax.abs(x * x - a) > t0, axes=(0,)):
-        t1 = a / x  # x = 0.5 * (x + a / x)  (programs.py:498)
-        t2 = x + t1
-        x_1 = 0.5 * t2
-        t3 = x * x  # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
-        t4 = t3 - a
-        t5 = lax.abs(t4)
-        t6 = t5 > t0
-        x = lax.select_n(t6, x, x_1)
+        t1 = x * x
+        t2 = t1 - a
+        t3 = lax.abs(t2)
+        t4 = t3 > t0
+        t5 = a / x                    # x = 0.5 * (x + a / x)  (programs.py:498)
+        t6 = x + t5
+        x_1 = 0.5 * t6
+        x = lax.select_n(t4, x, x_1)  # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
     return x
 
