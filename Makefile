@@ -14,15 +14,16 @@ STAMP := $(VENV)/.installed-srcjax
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,mpi]'
 	touch $(STAMP)
 
 # The codegen tests run a second time compiling for the x86-64 baseline with SSE4.2 (no AVX, no FMA), so that a
 # test assuming the features of the machine it runs on fails on every machine, not only on those that lack them.
 BASELINE_CPU := x86-64-v2
 
+# SRCJAX_REQUIRE_MPI: the tests of several processes under mpiexec fail rather than skip if MPI is missing.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	SRCJAX_REQUIRE_MPI=1 $(PY) -m pytest -q
 	if [ "$$(uname -m)" = x86_64 ]; then SRCJAX_CPU=$(BASELINE_CPU) $(PY) -m pytest -q -p no:cacheprovider tests/codegen; fi
 
 demo: $(STAMP)
@@ -32,6 +33,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) examples/bench.py
+	$(PY) examples/bench_parallel.py
 
 # Each program is new code, so the disk cache of compiled code is left off (SRCJAX_CACHE=0).
 fuzz: $(STAMP)

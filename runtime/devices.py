@@ -1,5 +1,9 @@
 """Devices: the host CPU split into ``jax_num_cpu_devices`` virtual devices, and moving data to them.
 
+When ``distributed.initialize`` has joined several processes, ``devices()`` lists every process's devices,
+process by process (global ids ``process_index * local_device_count + i``), and ``local_devices()`` this
+process's own: the ones its arrays live on.
+
 ``device_put`` makes an immutable ``Array`` (copying the host data, so later changes to a NumPy source
 do not show through); ``device_get`` brings a pytree of arrays back as NumPy arrays.
 """
@@ -11,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from srcjax.runtime import distributed as _distributed
 from srcjax.runtime.config import config
 
 
@@ -37,45 +42,61 @@ class SingleDeviceSharding:
         return {self.device}
 
 
-_DEVICES: dict[int, Device] = {}
+_DEVICES: dict[tuple[int, int], Device] = {}
 
 
-def _device(i: int) -> Device:
-    if i not in _DEVICES:
-        _DEVICES[i] = Device(i)
-    return _DEVICES[i]
+def _device(i: int, process: int = 0) -> Device:
+    if (i, process) not in _DEVICES:
+        _DEVICES[(i, process)] = Device(i, process_index=process)
+    return _DEVICES[(i, process)]
+
+
+def _check(backend: str | None) -> None:
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"backend '{backend}' is not available (this build of srcjax has: cpu)")
 
 
 def devices(backend: str | None = None) -> list[Device]:
-    if backend not in (None, "cpu"):
-        raise RuntimeError(f"backend '{backend}' is not available (this build of srcjax has: cpu)")
-    return [_device(i) for i in range(config.jax_num_cpu_devices)]
+    """Every process's devices, process by process."""
+    _check(backend)
+    local = config.jax_num_cpu_devices
+    return [_device(p * local + i, p) for p in range(process_count()) for i in range(local)]
 
 
-local_devices = devices
+def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None
+                  ) -> list[Device]:
+    """The devices of this process (or of ``process_index``)."""
+    _check(backend)
+    p = _distributed.process_index() if process_index is None and host_id is None else \
+        (process_index if process_index is not None else host_id)
+    local = config.jax_num_cpu_devices
+    return [_device(p * local + i, p) for i in range(local)]
 
 
 def device_count(backend: str | None = None) -> int:
-    return len(devices(backend))
+    _check(backend)
+    return config.jax_num_cpu_devices * process_count()
 
 
-local_device_count = device_count
+def local_device_count(backend: str | None = None) -> int:
+    _check(backend)
+    return config.jax_num_cpu_devices
 
 
 def default_device() -> Device:
-    return _device(0)
+    return local_devices()[0]
 
 
 def default_backend() -> str:
     return "cpu"
 
 
-def process_index() -> int:
-    return 0
+def process_index(backend: str | None = None) -> int:
+    return _distributed.process_index()
 
 
-def process_count() -> int:
-    return 1
+def process_count(backend: str | None = None) -> int:
+    return _distributed.process_count()
 
 
 def _put_leaf(x: Any, device: Device | None):

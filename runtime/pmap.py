@@ -84,8 +84,9 @@ class Pmapped:
         return tuple(axes)
 
     def _mapped(self, n_args: int, size: int | None) -> Callable:
+        # (with several processes, this process's devices are its share of the axis: distributed.py)
         return vmap(self.fun, in_axes=self._axes(n_args), out_axes=self.out_axes, axis_name=self.axis_name,
-                    axis_size=size)
+                    axis_size=size, _processes=device_api.process_count())
 
     def __call__(self, *args: Any) -> Any:
         if core.current_interpreter() is not core.base_interpreter():
@@ -110,7 +111,7 @@ class Pmapped:
     def _replicas(self, args: Sequence[Any], size: int) -> Any:
         """The results of running one native replica per device, or ``_BATCHED`` when this call runs batched."""
         mode = os.environ.get("SRCJAX_PMAP", "auto")
-        if mode == "batched" or not _native_enabled() or self.donate:
+        if mode == "batched" or not _native_enabled() or self.donate or device_api.process_count() > 1:
             return _BATCHED
         if mode == "auto":  # threads of their own pay off only with a core each and enough work to share
             work = sum(int(np.size(leaf)) for leaf in tree_util.tree_leaves(args))

@@ -60,8 +60,11 @@ def _dynamic(leaf: Any) -> bool:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
-         spmd_axis_name: Any = None) -> Callable:
-    """Map ``fun`` over axis ``in_axes`` of its arguments; the results are stacked along ``out_axes``."""
+         spmd_axis_name: Any = None, *, _processes: int = 1) -> Callable:
+    """Map ``fun`` over axis ``in_axes`` of its arguments; the results are stacked along ``out_axes``.
+
+    (``_processes > 1``: pmap's own, after ``distributed.initialize``: these examples are this process's share of
+    ``_processes`` times as many, and collectives over ``axis_name`` reach the other processes' examples.)"""
     if not callable(fun):
         raise TypeError(f"vmap expects a callable, got {type(fun).__name__}")
     if isinstance(in_axes, list):
@@ -105,7 +108,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         abstract = [s.aval if isinstance(s, _Example) else abstractify(s) if _dynamic(s) else s for s in sliced]
         dynamic = [isinstance(a, TensorType) for a in abstract]
         abstract_args, abstract_kwargs = tree_util.tree_unflatten(treedef, abstract)
-        with collectives.named_axis(axis_name, size) if axis_name is not None else _nothing():
+        named = collectives.named_axis(axis_name, size * _processes, _processes) if axis_name is not None else None
+        with named or _nothing():
             ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs)
             leaf_dims = [d for d, dyn in zip(dims, dynamic) if dyn]
             dyn_leaves = [leaf for leaf, dyn in zip(leaves, dynamic) if dyn]

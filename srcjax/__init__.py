@@ -43,7 +43,7 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
 _SUBMODULES = {
-    "dtypes", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy", "sharding",
+    "distributed", "dtypes", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy", "sharding",
     "test_util", "tree", "tree_util",
 }
 

@@ -270,7 +270,46 @@ def _stack_size(e: Emitter, op: Op) -> Spelled:
     return Spelled(f"jnp.int32(len({e.arg(op.operands[0])}))", single=True)
 
 
+def _axis(axes: tuple) -> str:
+    """An ``axis_name`` argument: the name alone, or the tuple of several."""
+    return repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
+
+
+def _collective(name: str, *keywords: str) -> Callable[[Emitter, Op], Spelled]:
+    """``lax.<name>(x, axis_name, keyword=...)``: a collective of a per-replica program (``transpile --pmap``), which
+    runs where ``pmap(f, axis_name)`` (or a ``vmap``/``shard_map`` with that name) binds the axis. The axis size an
+    ``all_gather`` or ``psum_scatter`` records is the bound axis's, so it is not written."""
+    def spell(e: Emitter, op: Op) -> Spelled:
+        params = op.params
+        extra = "".join(f", {k}={e.param(params[k])}" for k in keywords
+                        if not (k == "tiled" and not params[k]) and not (k == "scatter_dimension" and params[k] == 0))
+        return Spelled(f"{e.lax(name)}({e.arg(op.operands[0])}, {_axis(params['axes'])}{extra})", single=True)
+
+    return spell
+
+
+def _all_to_all(e: Emitter, op: Op) -> Spelled:
+    p = op.params
+    tiled = ", tiled=True" if p["tiled"] else ""
+    return Spelled(f"{e.lax('all_to_all')}({e.arg(op.operands[0])}, {_axis(p['axes'])}, {p['split_axis']}, "
+                   f"{p['concat_axis']}{tiled})", single=True)
+
+
+def _ppermute(e: Emitter, op: Op) -> Spelled:
+    return Spelled(f"{e.lax('ppermute')}({e.arg(op.operands[0])}, {_axis(op.params['axes'])}, "
+                   f"perm={list(op.params['perm'])})", single=True)
+
+
+def _axis_index(e: Emitter, op: Op) -> Spelled:
+    return Spelled(f"{e.lax('axis_index')}({op.params['axis_name']!r})", single=True)
+
+
 SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
+    **{name: _collective(name) for name in ("psum", "pmean", "pmax", "pmin", "all_gather")},
+    "psum_scatter": _collective("psum_scatter", "scatter_dimension", "tiled"),
+    "all_to_all": _all_to_all,
+    "ppermute": _ppermute,
+    "axis_index": _axis_index,
     "dot_general": _dot_general,
     "broadcast_in_dim": _broadcast_in_dim,
     "dynamic_slice": _dynamic_slice,
@@ -296,8 +335,6 @@ LAX_CLASSES = frozenset({"ConvDimensionNumbers", "FftType", "GatherDimensionNumb
 NOT_EMITTED: dict[str, str] = {
     **{name: "control flow: written as Python if/while/for" for name in ("cond", "while", "for", "scan")},
     **{name: "the simplifier runs its function in its place" for name in ("custom_jvp_call", "custom_vjp_call")},
-    **{name: "a collective: it needs the named axis of a pmap or vmap around it, which a module does not have"
-       for name in ("psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "axis_index")},
     **{name: "a collective across the processes of a pmap, which a module run on its own is not part of"
        for name in ("process_allreduce", "process_allgather", "process_reduce_scatter", "process_alltoall",
                     "process_permute")},

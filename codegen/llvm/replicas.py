@@ -34,7 +34,8 @@ BARRIER_TYPE = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64])  # (conte
 COUNT, ARRIVED, GENERATION, SLOTS = 0, 1, 2, 8  # i64 words of the context
 SPIN = 4000  # polls of the generation before sleeping on it
 SMALL = 1 << 14  # elements up to which every replica reduces the whole collective itself
-COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index"})
+COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "ppermute",
+                         "all_to_all"})
 _COMBINE = {"psum": "add", "pmean": "add", "pmax": "max", "pmin": "min"}
 
 _runtime: list[int] = []
@@ -163,8 +164,12 @@ class Collectives:
         if name == "axis_index":
             store_value(b, b.trunc(self.replica, I32), b.bitcast(target, I32.as_pointer()), np.dtype(np.int32))
             return
+        if name == "all_to_all":
+            raise Unsupported("'all_to_all' is not compiled natively for replicas (the batched pmap runs it)")
         self.publish(source, target)
-        if name == "all_gather":
+        if name == "ppermute":
+            self.permute(params["perm"], target, size, dtype, typ)
+        elif name == "all_gather":
             def gather(j):
                 for_range(b, ir.Constant(I64, 0), ir.Constant(I64, size), lambda i: store_value(
                     b, load_value(b, b.gep(self.peer(j, 0, typ), [i]), dtype),
@@ -176,6 +181,30 @@ class Collectives:
         else:
             self.reduce(_COMBINE[name], source, target, size, dtype, typ, mean=name == "pmean")
         self.barrier()
+
+    def permute(self, perm: Any, target: ir.Value, size: int, dtype: np.dtype, typ: ir.Type) -> None:
+        """``ppermute``: replica ``d`` copies replica ``s``'s buffer for each ``(s, d)`` of ``perm`` (a constant table
+        of sources, -1 for none: zeros)."""
+        b = self.b
+        count = 1 + max(max(pair) for pair in perm) if perm else 1
+        sources = [-1] * count
+        for s, d in perm:
+            sources[d] = s
+        table = ir.GlobalVariable(b.module, ir.ArrayType(I64, count), name=b.module.get_unique_name("ppermute"))
+        table.initializer = ir.Constant(ir.ArrayType(I64, count), sources)
+        table.global_constant, table.linkage = True, "internal"
+        inside = b.icmp_unsigned("<", self.replica, ir.Constant(I64, count))
+        index = b.select(inside, self.replica, ir.Constant(I64, 0))
+        chosen = b.load(b.gep(table, [ir.Constant(I64, 0), index]))
+        source_of = b.select(inside, chosen, ir.Constant(I64, -1))
+        with b.if_else(b.icmp_signed(">=", source_of, ir.Constant(I64, 0))) as (copy, zero):
+            with copy:
+                peer = self.peer(source_of, 0, typ)
+                for_range(b, ir.Constant(I64, 0), ir.Constant(I64, size), lambda i: store_value(
+                    b, load_value(b, b.gep(peer, [i]), dtype), b.gep(target, [i]), dtype))
+            with zero:
+                for_range(b, ir.Constant(I64, 0), ir.Constant(I64, size), lambda i: store_value(
+                    b, ir.Constant(mtype(dtype), None), b.gep(target, [i]), dtype))
 
     def scatter(self, params: dict[str, Any], source: ir.Value, target: ir.Value, size: int, dtype: np.dtype,
                 typ: ir.Type) -> None:

@@ -133,7 +133,11 @@ CPU: dict[str, Row] = {
     **{name: _host(_COMPLEX) for name in ("complex", "conj", "real", "imag")},
     "polygamma": _host("rare; per order m, a recurrence and an asymptotic series in NumPy"),
     **{name: Row(Kind.COLLECTIVE)
-       for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index")},
+       for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "ppermute",
+                    "all_to_all")},
+    **{name: _host("MPI's collectives on the buffers (runtime/distributed.py)")
+       for name in ("process_allreduce", "process_allgather", "process_reduce_scatter", "process_alltoall",
+                    "process_permute")},
 }
 
 

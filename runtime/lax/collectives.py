@@ -1,5 +1,6 @@
 """lax's collectives over named axes (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
-``axis_index``); they need an enclosing ``vmap`` (or ``pmap``) with that ``axis_name``."""
+``all_to_all``, ``ppermute``, ``pshuffle``, ``axis_index``, ``axis_size``); they need an enclosing ``vmap``,
+``pmap`` or ``shard_map`` with that ``axis_name``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Any
 from srcjax.runtime.numpy import _core
 from srcjax.runtime.tree_util import tree_map
 from srcjax.transpiler.primitives import collectives as c
+from srcjax.transpiler.primitives import shape as shape_p
 from srcjax.transpiler.primitives.ad import aval_of
+from srcjax.transpiler.primitives.batching import moveaxis
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute", "pshuffle",
+           "axis_index", "axis_size"]
 
 
 def _axes(axis_name: Any) -> tuple:
@@ -37,12 +41,95 @@ pmin = _collective(c.pmin_p)
 
 
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0, tiled: bool = False) -> Any:
-    if axis != 0 or tiled or axis_index_groups is not None:
-        raise NotImplementedError("all_gather supports axis=0, tiled=False only")
-    axes = _axes(axis_name)
+    """Every example's ``x``, stacked along a new axis ``axis`` in the order of the examples (``tiled``: laid end to
+    end along the existing axis ``axis``)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("axis_index_groups is not supported")
+    axes = _one_axis(axis_name, "all_gather")
     size = c.axis_size(axes[0])
-    return tree_map(lambda leaf: c.all_gather_p.bind(_core.asarray(leaf) if _core.is_concrete(leaf) else leaf,
-                                                     axes=axes, axis_size=size), x)
+
+    def gather(leaf: Any) -> Any:
+        leaf = _leaf(leaf)
+        ndim = aval_of(leaf).ndim
+        if not (-(ndim + (not tiled)) <= axis < ndim + (not tiled)) or tiled and ndim == 0:
+            raise ValueError(f"all_gather: axis {axis} is out of range for an operand of rank {ndim}"
+                             + (" (tiled)" if tiled else ""))
+        at = axis % (ndim + (not tiled))
+        stacked = c.all_gather_p.bind(leaf, axes=axes, axis_size=size)  # (size, *shape)
+        if not tiled:
+            return moveaxis(stacked, 0, at) if at else stacked
+        shape = aval_of(leaf).shape
+        moved = moveaxis(stacked, 0, at)  # (..., size, shape[at], ...)
+        return shape_p.reshape_p.bind(moved, new_sizes=(*shape[:at], size * shape[at], *shape[at + 1:]),
+                                       dimensions=None)
+
+    return tree_map(gather, x)
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, axis_index_groups: Any = None,
+               tiled: bool = False) -> Any:
+    """Each example splits ``x`` along ``split_axis`` into one part per example and sends part ``j`` to example
+    ``j``; what it receives is stacked along ``concat_axis`` (``tiled``: laid end to end along it) in the order of
+    the senders."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("axis_index_groups is not supported")
+    axes = _one_axis(axis_name, "all_to_all")
+    size = c.axis_size(axes[0])
+
+    def exchange(leaf: Any) -> Any:
+        leaf = _leaf(leaf)
+        ndim = aval_of(leaf).ndim
+        split = _axis_in(split_axis, ndim, "split_axis")
+        concat = _axis_in(concat_axis, ndim, "concat_axis")  # (untiled: of the result, as long)
+        return c.all_to_all_p.bind(leaf, axes=axes, axis_size=size, split_axis=split, concat_axis=concat,
+                                   tiled=tiled)
+
+    return tree_map(exchange, x)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Example ``d`` receives example ``s``'s ``x`` for each pair ``(s, d)`` of ``perm``; examples nothing is sent
+    to receive zeros."""
+    axes = _one_axis(axis_name, "ppermute")
+    size = c.axis_size(axes[0])
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    for s, d in pairs:
+        if not (0 <= s < size and 0 <= d < size):
+            raise ValueError(f"ppermute: the pair {(s, d)} of perm is outside the axis '{axes[0]}' of size {size}")
+    return tree_map(lambda leaf: c.ppermute_p.bind(_leaf(leaf), axes=axes, perm=pairs), x)
+
+
+def pshuffle(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Example ``i`` receives example ``perm[i]``'s ``x`` (``perm`` a permutation of the axis)."""
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: perm must be a permutation of range({len(perm)}), got {perm}")
+    return ppermute(x, axis_name, [(p, i) for i, p in enumerate(perm)])
+
+
+def axis_size(axis_name: Any) -> int:
+    """The number of examples along ``axis_name`` (a product over several names), a Python int."""
+    size = 1
+    for name in _axes(axis_name):
+        size *= c.axis_size(name)
+    return size
+
+
+def _one_axis(axis_name: Any, what: str) -> tuple:
+    axes = _axes(axis_name)
+    if len(axes) != 1:
+        raise NotImplementedError(f"{what} over several axes at once is not supported")
+    return axes
+
+
+def _leaf(leaf: Any) -> Any:
+    return _core.asarray(leaf) if _core.is_concrete(leaf) else leaf
+
+
+def _axis_in(axis: int, ndim: int, what: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"all_to_all: {what} {axis} is out of range for an operand of rank {ndim}")
+    return axis % ndim
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_index_groups: Any = None,

@@ -13,6 +13,7 @@ from srcjax.transpiler.primitives import (  # noqa: F401 - imported to register
     fft,
     indexing,
     linalg,
+    processes,
     random,
     reduce,
     shape,

@@ -70,6 +70,9 @@ class Primitive:
         self.linear = False
         # recorded even when every operand is concrete (``axis_index`` means something only under a vmap)
         self.always_record = False
+        # ``impl_into(outs, *operands, **params)``: the implementation writing into the result arrays ``outs`` (a host
+        # call from native code hands it the result buffers; ``process_allreduce`` lets MPI write there)
+        self.impl_into: Callable[..., None] | None = None
         # Rules that are absent on purpose: rule -> (ZERO or UNSUPPORTED, why), e.g.
         # {"jvp": (ZERO, "comparisons have zero derivative"), "transpose": (UNSUPPORTED, "not linear")}.
         self.declared: dict[str, tuple[str, str]] = {}

@@ -15,7 +15,9 @@ from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives.ad import aval_of
 from srcjax.transpiler.primitives.batching import batched_aval, bdim_at_front, moveaxis
+from srcjax.transpiler.primitives.core import registered
 
 
 class Batcher:
@@ -92,8 +94,11 @@ def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_n
         for r, want in zip(fn.results, wanted):
             v, d = batcher.read(r)
             if want is None:
-                if d is not None:
+                if d is not None and size != 1:
                     raise ValueError("vmap has mapped output but out_axes is None")
+                if d is not None:  # (a batch of one is its example: a rule may leave it batched to spare a copy)
+                    shape = aval_of(v).shape
+                    v = registered("reshape").bind(v, new_sizes=shape[:d] + shape[d + 1:], dimensions=None)
                 outs.append(v)
                 continue
             v = bdim_at_front(v, d, size)
