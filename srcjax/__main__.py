@@ -53,6 +53,7 @@ TRANSFORMS: dict[str, str] = {
     "jacfwd": "the Jacobian by forward mode",
     "jacrev": "the Jacobian by reverse mode",
     "hessian": "the Hessian",
+    "pmap": "the program of one replica, collectives over --axis-name included (last; --args: with the device axis)",
 }
 
 
@@ -154,7 +155,8 @@ def transpile(options: argparse.Namespace) -> str:
         args = parse_args_spec(options.args) if options.args is not None else args_from_annotations(fn)
         _check_arity(fn, args)
         ir = transform_ir.transformed(fn, args, options.transforms, argnums=_argnums(options),
-                                      in_axes=_in_axes(options), has_aux=options.has_aux)
+                                      in_axes=_in_axes(options), has_aux=options.has_aux,
+                                      axis_name=options.axis_name)
         return _emit(ir, options.emit)
 
 
@@ -218,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--argnums", help="which arguments to differentiate, e.g. 0 or 0,1 (default 0)")
     t.add_argument("--in-axes", dest="in_axes", help="for --vmap: the mapped axis of each argument, e.g. 0,None")
     t.add_argument("--has-aux", dest="has_aux", action="store_true", help="the function returns (value, aux)")
+    t.add_argument("--axis-name", dest="axis_name", help="for --pmap: the axis its collectives name, e.g. i")
     t.epilog = "Transformations compose in the order given: --grad --vmap is vmap(grad(f))."
     c = commands.add_parser("compile", help="compile a file's @jit functions ahead of time into a loadable module")
     c.add_argument("file", help="FILE.py; its @jit functions declare signatures with @srcjax.aot.signatures")

@@ -7,10 +7,15 @@ named ``x_dot`` and ``out_bar``), ``vmap``, ``jacfwd``, ``jacrev`` and ``hessian
 the IR so far. Parameters are the dynamic leaves of the arguments; ``argnums`` and ``in_axes`` refer to the
 function's own arguments (parameters that ``jvp`` and ``vjp`` add are differentiated and batched at axis 0).
 ``args`` gives the arguments' types as the final function takes them: batched, for ``vmap``.
+
+``pmap`` comes last: what it prints is the program of one replica, traced with ``axis_name`` bound to the
+number of devices (the mapped axes' size), its collectives written as ``lax.psum(x, 'i')`` and so on: the
+function that ``pmap(f, axis_name='i')`` runs on each device.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import keyword
 from typing import Any, Callable, Sequence
@@ -20,12 +25,13 @@ from srcjax.transpiler.frontend.calls import trace_function
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Block, Function, Literal
 from srcjax.transpiler.passes import clean
+from srcjax.transpiler.primitives import collectives
 from srcjax.transpiler.primitives.ad import is_differentiable
 from srcjax.transpiler.types import TensorType
 
 __all__ = ["transformed", "TransformRefused", "NAMES"]
 
-NAMES = ("grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian")
+NAMES = ("grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "pmap")
 
 
 class TransformRefused(Exception):
@@ -45,27 +51,33 @@ class _Stage:
 
 
 def transformed(fn: Callable, args: Sequence[Any], transforms: Sequence[str], *, argnums: int | Sequence[int] = 0,
-                in_axes: Any = 0, has_aux: bool = False) -> Function:
+                in_axes: Any = 0, has_aux: bool = False, axis_name: Any = None) -> Function:
     unknown = [t for t in transforms if t not in NAMES]
     if unknown:
         raise TransformRefused(f"unknown transformation {unknown[0]} (known: {', '.join(NAMES)})")
+    if "pmap" in transforms and (transforms[-1] != "pmap" or transforms.count("pmap") > 1):
+        raise TransformRefused("--pmap prints the program of one replica: give it once, last")
     flags = " ".join(f"--{t.replace('_', '-')}" for t in transforms)
     axes = _per_argument(in_axes, len(args))
     sizes: list[int] = []
     base = list(args)
+    replicas = None
+    if "pmap" in transforms:  # (the outermost: its axis is the first one taken off)
+        base, replicas = _unbatch(base, axes, "--pmap")
     for _ in range(transforms.count("vmap")):  # the function itself takes the arguments unbatched
         base, size = _unbatch(base, axes)
         sizes.insert(0, size)
-    ir, _ = trace_function(fn, base)
-    origin, leaf_axes = _leaf_origins(base, axes)
-    stage = _Stage(ir, origin, leaf_axes)
-    try:
-        for t in transforms:
-            stage = _STEPS[t](stage, argnums=argnums, has_aux=has_aux, size=sizes.pop(0) if t == "vmap" else None)
-    except (TypeError, ValueError, NotImplementedError) as e:
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise TransformRefused(f"{flags} of {getattr(fn, '__name__', 'the function')}: {message}") from e
-    name = "_".join([*reversed(transforms), getattr(fn, "__name__", "f")])
+    with collectives.named_axis(axis_name, replicas) if replicas is not None else contextlib.nullcontext():
+        ir, _ = trace_function(fn, base)
+        origin, leaf_axes = _leaf_origins(base, axes)
+        stage = _Stage(ir, origin, leaf_axes)
+        try:
+            for t in transforms:
+                stage = _STEPS[t](stage, argnums=argnums, has_aux=has_aux, size=sizes.pop(0) if t == "vmap" else None)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise TransformRefused(f"{flags} of {getattr(fn, '__name__', 'the function')}: {message}") from e
+    name = "_".join([*reversed([t if t != "pmap" else "replica" for t in transforms]), getattr(fn, "__name__", "f")])
     stage.ir.name = name if name.isidentifier() else "f"
     return stage.ir
 
@@ -153,6 +165,7 @@ def _through_api(stage: _Stage, kind: str, *, argnums: Any, has_aux: bool) -> _S
 _STEPS: dict[str, Callable[..., _Stage]] = {
     "grad": _grad, "value_and_grad": _value_and_grad, "jvp": _jvp, "vjp": _vjp, "vmap": _vmap,
     "jacfwd": _jacobian("jacfwd"), "jacrev": _jacobian("jacrev"), "hessian": _jacobian("hessian"),
+    "pmap": lambda stage, **_: stage,  # (one replica's program is what was traced, with the axis bound)
 }
 
 
@@ -216,7 +229,7 @@ def _is_type(x: Any) -> bool:
     return isinstance(x, TensorType)
 
 
-def _unbatch(args: list[Any], axes: list[Any]) -> tuple[list[Any], int]:
+def _unbatch(args: list[Any], axes: list[Any], flag: str = "--vmap") -> tuple[list[Any], int]:
     """The arguments with their mapped axis removed, and the batch size (all mapped axes must agree)."""
     sizes: set[int] = set()
 
@@ -225,14 +238,14 @@ def _unbatch(args: list[Any], axes: list[Any]) -> tuple[list[Any], int]:
             return t
         a = axis % t.ndim if t.ndim else None
         if a is None:
-            raise TransformRefused(f"--vmap maps axis {axis} of a {t}, which has no axes")
+            raise TransformRefused(f"{flag} maps axis {axis} of a {t}, which has no axes")
         sizes.add(t.shape[a])
         return t.update(shape=t.shape[:a] + t.shape[a + 1:])
 
     out = [arg if axis is None else tree_map(lambda t, axis=axis: drop(t, axis), arg, is_leaf=_is_type)
            for arg, axis in zip(args, axes)]
     if len(sizes) != 1:
-        raise TransformRefused("--vmap needs one mapped argument at least, and the mapped axes of one size; "
+        raise TransformRefused(f"{flag} needs one mapped argument at least, and the mapped axes of one size; "
                                f"got sizes {sorted(sizes)}")
     return out, sizes.pop()
 

@@ -4,6 +4,7 @@ in-process transformation."""
 
 import os
 import pathlib
+import runpy
 import subprocess
 import sys
 
@@ -184,3 +185,57 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     process.stdout.close()
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+
+
+REPLICA_PROGRAM = '''
+import srcjax.numpy as jnp
+from srcjax import lax
+
+
+def loss(w, x):
+    return lax.pmean(jnp.mean(jnp.tanh(x @ w) ** 2), "i")
+
+
+def step(w, x):
+    g = jnp.tanh(x @ w)
+    total = lax.psum(jnp.sum(g), "i")
+    return w - 0.1 * lax.pmean(x.T @ g, "i") / total + lax.axis_index("i")
+'''
+
+
+def load_file(path, source, name):
+    path.write_text(source)
+    return runpy.run_path(str(path))[name]
+
+
+@pytest.fixture
+def two_devices():
+    saved = srcjax.config.jax_num_cpu_devices
+    srcjax.config.update("jax_num_cpu_devices", 2)
+    yield
+    srcjax.config.update("jax_num_cpu_devices", saved)
+
+
+def test_pmap_flag_prints_one_replica_with_its_collectives(capsys, tmp_path, two_devices):
+    """``--pmap --axis-name i`` prints the program each device runs (its collectives as ``lax`` calls); pmapped,
+    that module gives what pmap of the original gives, and ``--grad --pmap`` what pmap(grad(f)) gives."""
+    path = tmp_path / "f.py"
+    path.write_text(REPLICA_PROGRAM)
+    namespace = runpy.run_path(str(path))
+    w = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    ws = np.stack([w, w])
+    xs = np.linspace(-2, 2, 2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3)
+    source = transpile(capsys, f"{path}:step", "--args", "f32[2,3,4], f32[2,5,3]", "--pmap", "--axis-name", "i")
+    assert "lax.psum(" in source and "lax.pmean(" in source and "lax.axis_index('i')" in source
+    replica = load_file(tmp_path / "replica_step.py", source, "replica_step")
+    want = srcjax.pmap(namespace["step"], axis_name="i")(ws, xs)
+    np.testing.assert_allclose(srcjax.pmap(replica, axis_name="i")(ws, xs), want, rtol=1e-6)
+    source = transpile(capsys, f"{path}:loss", "--args", "f32[2,3,4], f32[2,5,3]", "--grad", "--pmap",
+                       "--axis-name", "i")
+    replica = load_file(tmp_path / "replica_grad_loss.py", source, "replica_grad_loss")
+    want = srcjax.pmap(srcjax.grad(namespace["loss"]), axis_name="i")(ws, xs)
+    np.testing.assert_allclose(srcjax.pmap(replica, axis_name="i")(ws, xs), want, rtol=1e-5, atol=1e-7)
+    assert cli(["transpile", f"{path}:loss", "--args", "f32[2,3,4], f32[2,5,3]", "--pmap", "--grad",
+                "--axis-name", "i"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "srcjax: --pmap prints the program of one replica: give it once, last"
