@@ -29,7 +29,7 @@ from srcjax.codegen.llvm.kernels import (
     store_value,
 )
 from srcjax.codegen.llvm.layout import Buffer
-from srcjax.codegen.llvm.nodes import collapse, instantiate
+from srcjax.codegen.llvm.nodes import collapse, instantiate, tile_target
 from srcjax.codegen.llvm.plan import Gemm, Nest, Plan
 
 from srcjax.codegen.llvm.rules import Lowering, convert, mtype
@@ -93,7 +93,7 @@ class EntryEmitter:
         """Run one nest: serially, or in chunks of its outermost axis on the thread pool (a reduction over that
         axis accumulates per chunk into its own partial result, combined afterwards)."""
         b = self.b
-        body = collapse(instantiate(self.plan, nest))
+        body = tile_target(collapse(instantiate(self.plan, nest)))
         red = body.reduction
         if body.size == 0:  # nothing to iterate: a reduction's result is its identity
             if red is not None and red.target.size:

@@ -241,6 +241,10 @@ class NestEmitter:
             return
         start = lo if depth == 0 else ir.Constant(I64, 0)
         stop = hi if depth == 0 else ir.Constant(I64, body.shape[depth])
+        if body.tile is not None and depth == len(body.shape) - 1:  # the last tile ends where its axis does
+            b, (axis, extent) = self.b, body.tile
+            left = b.sub(ir.Constant(I64, extent), b.mul(index[axis], ir.Constant(I64, body.shape[depth])))
+            stop = b.select(b.icmp_signed("<", left, stop), left, stop)
         red = body.reduction
         if red is not None and red.scan and red.reverse and body.reduced[depth]:  # (the scan's axis, never split)
             last = ir.Constant(I64, body.shape[depth] - 1)

@@ -98,6 +98,9 @@ class NestBody:
     reduction: Reduction | None = None
     loads: list[Load] = field(default_factory=list)
     iotas: list[Iota] = field(default_factory=list)
+    # (tile axis, extent): the innermost axis is a tile of a longer one, which the tile axis numbers; the last
+    # tile is cut short where the ``extent`` of the long axis ends (see ``tile_target``)
+    tile: tuple[int, int] | None = None
 
     @property
     def size(self) -> int:
@@ -285,4 +288,36 @@ def collapse(body: NestBody) -> NestBody:
         iota.axis = new_axis.get(iota.axis) if iota.axis is not None else None
     body.reduced = [body.reduced[g[0]] for g in groups]
     body.shape = [int(np.prod([body.shape[a] for a in g], dtype=np.int64)) for g in groups]
+    return body
+
+
+# a reduction's target is added into a tile of this many bytes at a time (within the first level cache)
+TILE_BYTES = 8192
+
+
+def tile_target(body: NestBody) -> NestBody:
+    """A reduction that accumulates in memory along a long innermost kept axis (``sum(a, axis=0)`` of a wide
+    ``a``) in tiles of that axis (in place; returns body): a tile axis goes in before the first reduced axis,
+    so that each tile of the target stays in cache while every reduced step adds into it. Untiled, each step
+    streams the whole target through memory and back, and a reduced outermost axis split across threads
+    gives each thread a partial target of its own: several times the traffic of reading the operand once."""
+    red = body.reduction
+    if red is None or red.scan or body.stores or body.tile or not body.shape or body.reduced[-1] \
+            or not any(body.reduced):
+        return body
+    inner, extent = len(body.shape) - 1, body.shape[-1]
+    size = TILE_BYTES // red.dtype.itemsize
+    if extent < 2 * size or any(isinstance(load, WindowLoad) for load in body.loads) \
+            or any(i.axis == inner for i in body.iotas):
+        return body
+    at = body.reduced.index(True)
+    for c in [load.coeffs for load in body.loads] + [red.coeffs]:
+        c.insert(at, c[-1] * size)
+    for iota in body.iotas:
+        if iota.axis is not None and iota.axis >= at:
+            iota.axis += 1
+    body.shape[-1] = size
+    body.shape.insert(at, -(-extent // size))
+    body.reduced.insert(at, False)
+    body.tile = (at, extent)
     return body
