@@ -973,8 +973,9 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
 class _Checkpointed:
     """``checkpoint(fun)``: called, it is ``fun``; in code being compiled, ``fun`` is interpreted from its source."""
 
-    def __init__(self, fun: Callable):
+    def __init__(self, fun: Callable, static_argnums: Sequence[int] = ()):
         self.fun = fun
+        self.static_argnums = tuple(static_argnums)
         functools.update_wrapper(self, fun, updated=())
 
     @property
@@ -982,6 +983,9 @@ class _Checkpointed:
         return self.fun
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # NumPy arguments arrive as arrays, as JAX's tracers do (``x.at[i].set(v)`` works on them)
+        static = {i % len(args) for i in self.static_argnums} if args else set()
+        args = tuple(a if i in static else tree_util.tree_map(_numpy_as_array, a) for i, a in enumerate(args))
         return self.fun(*args, **kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -992,7 +996,13 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None, s
     """``checkpoint`` (``remat``): the same values and derivatives as ``fun``. srcjax saves the forward values
     the backward pass needs; recomputing them instead, to trade time for memory, is not implemented."""
     _check_callable(fun, "checkpoint")
-    return _Checkpointed(fun)
+    return _Checkpointed(fun, (static_argnums,) if isinstance(static_argnums, int) else static_argnums)
+
+
+def _numpy_as_array(leaf: Any) -> Any:
+    from srcjax.runtime.eager import to_array
+
+    return to_array(leaf) if isinstance(leaf, (np.ndarray, np.generic)) else leaf
 
 
 remat = checkpoint

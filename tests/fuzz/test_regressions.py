@@ -12,12 +12,7 @@ from tests.fuzz import cases
 # file name -> the bug, for the cases that still fail (each file's header has what failed and how it was found;
 # the other files are bugs the fuzzer found that are fixed, kept so that they stay fixed)
 KNOWN_BUGS = {
-    "at_add_in_traced_while.py": "y.at[1].add(v) in a traced while loop: 'cannot change Python lists or dicts'",
-    "compose_checkpoint_numpy_input.py": "checkpoint(f)(numpy array) runs f on the NumPy array: x.at is missing",
     "compose_grad_grad_while.py": "reverse over reverse mode through a while loop is not supported (explicit)",
-    "compose_vmap_vmap_grad_while.py": "vmap(vmap(grad(f))) of a counted while loop: TypeError (jit of it works)",
-    "emitted_matmul_of_broadcast.py": "emitted Python and interpreter differ in the last bit (matmul of x * ones)",
-    "emitted_vmap_dot_of_broadcast.py": "emitted Python of vmap and the interpreter differ in the last bit (dot)",
 }
 
 FILES = sorted(cases.REGRESSIONS.glob("*.py"))

@@ -195,3 +195,24 @@ def test_reverse_mode_through_loops_in_per_example_branches(x64):
     want = [0.80007189, 0.15122901, 0.38814211, 0.24755259]
     np.testing.assert_allclose(srcjax.vmap(srcjax.grad(_loop_in_each_branch))(xs), want, rtol=1e-7)
     np.testing.assert_allclose(srcjax.jit(srcjax.vmap(srcjax.grad(_loop_in_each_branch)))(xs), want, rtol=1e-7)
+
+
+def _squares_while_above(x):  # tests/fuzz/regressions/compose_vmap_vmap_grad_while.py
+    k = 0
+    while k < 3 and x > -0.2:
+        k = k + 1
+        x = x * x
+    return x
+
+
+def test_nested_vmaps_of_a_reverse_mode_loop_read_their_own_residuals():
+    """Each vmap around grad of a loop adds an axis of examples that read their own entries of the residual stack
+    (stack_get[lanes] with an index of one axis per vmap), whichever axis each vmap maps."""
+    xs = np.array([[[0.5, -0.5, 1.1], [0.9, 0.1, -0.3]], [[-0.1, 0.7, 2.0], [1.0, -0.2, 0.3]]], np.float32)
+    want = np.array([[[float(srcjax.grad(_squares_while_above)(float(v))) for v in r] for r in m] for m in xs])
+    np.testing.assert_allclose(want[0, 0], [0.0625, 1.0, 8 * 1.1 ** 7], rtol=1e-6)
+    g = srcjax.grad(_squares_while_above)
+    np.testing.assert_allclose(srcjax.vmap(srcjax.vmap(g))(xs[0]), want[0], rtol=1e-6)
+    np.testing.assert_allclose(srcjax.vmap(srcjax.vmap(srcjax.vmap(g)))(xs), want, rtol=1e-6)
+    np.testing.assert_allclose(srcjax.jit(srcjax.vmap(srcjax.vmap(srcjax.vmap(g))))(xs), want, rtol=1e-6)
+    np.testing.assert_allclose(srcjax.vmap(srcjax.vmap(g), in_axes=1, out_axes=1)(xs[1]), want[1], rtol=1e-6)

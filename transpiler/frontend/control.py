@@ -365,6 +365,10 @@ class _Names(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in self.MUTATORS:
+            receiver = node.func.value
+            if isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute) \
+                    and receiver.value.attr.value == "at":
+                return  # ``y.at[i].add(v)``: an array's functional update, no mutation
             if isinstance(node.func.value, cst.Name):
                 self.receivers.add(node.func.value.value)
             else:
@@ -519,7 +523,11 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             names.append(RETVAL)
     counted = kind == "for"
     peelable = counted and isinstance(rng, range) and len(rng) > 1
-    use_while = kind == "while" or scan.breaks or scan.returns or isinstance(rng, SymbolicRange)
+    # A ``for`` over a static range that may stop early (a break or return on traced values) stays a ``for`` when it
+    # is short, each trip running only while nothing has stopped it: a fixed trip count, which reverse mode
+    # can differentiate again (grad(grad(f))); a long one is a ``while`` that ends when it stops.
+    masked = counted and isinstance(rng, range) and (scan.breaks or scan.returns) and len(rng) <= UNROLL_FALLBACK_LIMIT
+    use_while = kind == "while" or ((scan.breaks or scan.returns) and not masked) or isinstance(rng, SymbolicRange)
     if counted:
         if isinstance(rng, SymbolicRange):
             start, stop, step = rng.start, rng.stop, rng.step
@@ -575,14 +583,19 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 target = _row(rows, index) if rows is not None else index
                 frame.assign(stmt.target, target)
             frame.env[CONT] = False
-            try:
-                frame.exec_block(body)
-            except Exit as e:
-                if e.kind == "raise":
-                    raise
-                _record_exit(frame, e)
-            except TranspileError as e:
-                raise e
+            stop = [frame.env[f] for f in (BRK, RET) if f in carried_names and is_symbolic(frame.env[f])]
+            if masked and stop:
+                guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
+                branch(frame, guard, [lambda: frame.exec_block(body), lambda: None],
+                       ["in a loop iteration", "after the loop stopped"], stmt,
+                       then_flags={f: False for f in (BRK, RET) if f in carried_names})
+            else:
+                try:
+                    frame.exec_block(body)
+                except Exit as e:
+                    if e.kind == "raise":
+                        raise
+                    _record_exit(frame, e)
             frame.env[CONT] = False
             # compare what the body leaves with what it was given
             changed = False

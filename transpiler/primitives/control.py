@@ -204,8 +204,9 @@ def _stack_check(op) -> list[str]:
             types[1].shape != () or op.results[0].aval.strong() != types[0].elem.strong()):
         errors.append(f"stack_get of {types[0]} must take an integer index and give {types[0].elem}")
     elif name == "stack_get" and op.params.get("lanes") and (
-            types[1].shape != types[0].elem.shape[:1] or op.results[0].aval.strong() != types[0].elem.strong()):
-        errors.append(f"stack_get[lanes] of {types[0]} takes one index per example (axis 0)")
+            not types[1].shape or types[1].shape != types[0].elem.shape[:types[1].ndim]
+            or op.results[0].aval.strong() != types[0].elem.strong()):
+        errors.append(f"stack_get[lanes] of {types[0]} takes one index per example (the entries' leading axes)")
     elif name == "stack_size" and op.results[0].aval != TensorType(np.int32, ()):
         errors.append("stack_size gives an i32")
     return errors
@@ -223,9 +224,10 @@ def _stack_push_run(op, operands, run_block) -> list[Any]:
 
 def _stack_get_run(op, operands, run_block) -> list[Any]:
     stack, k = operands
-    if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...))
-        k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))
-        return [np.stack([np.asarray(stack[int(i)])[b] for b, i in enumerate(k)])]
+    if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...), or
+        k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))  # (B2, B1, ...) with k of shape (B2, B1), ...)
+        rows = [np.asarray(stack[int(i)]).reshape(k.size, -1)[b] for b, i in enumerate(k.reshape(-1))]
+        return [np.stack(rows).reshape(np.shape(stack[0]))]
     return [stack[int(k)]]
 
 

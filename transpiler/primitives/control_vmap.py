@@ -226,13 +226,13 @@ def _stack_vmap(engine: BatchEngine, op: Op) -> None:
     """A batched stack holds batched entries; ``stack_get[lanes]`` reads one entry per example."""
     builder = engine.builder
     args = [engine.read(v) for v in op.operands]
-    lanes = op.prim is stack_get_p and args[1][1] is not None  # each example reads its own entry
+    # each example reads its own entry; a read that already has lanes (an inner vmap's) gets one more axis of
+    # them when its stack is batched again, the index broadcast along it if it is not
+    lanes = op.prim is stack_get_p and (args[1][1] is not None or (op.params.get("lanes") and args[0][1] is not None))
     batched = any(d is not None for _, d in args)
     with interpreting(builder):
-        if op.prim is stack_push_p and batched:
+        if (op.prim is stack_push_p and batched) or lanes:
             operands = [_at_front(engine, *args[0]), _at_front(engine, *args[1])]
-        elif lanes:
-            operands = [_at_front(engine, *args[0]), moveaxis(*args[1], 0)]
         else:
             operands = [v for v, _ in args]
     out_avals = [r.aval for r in op.results]

@@ -107,6 +107,11 @@ def _dot_general_shape(lhs: TensorType, rhs: TensorType, *, dimension_numbers, p
     return TensorType(dtype, shape, weak)
 
 
+def _blas_layout(x: np.ndarray) -> np.ndarray:
+    """``x``, or a C copy of it when it is a broadcast along some axis."""
+    return np.ascontiguousarray(x) if x.size > 1 and 0 in x.strides else x
+
+
 @dot_general_p.def_impl
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     lc, rc, lb, rb = _dot_axes(dimension_numbers)
@@ -123,11 +128,14 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     # NumPy use BLAS directly (and its symmetric rank-k update for x @ x.T, which shares one buffer).
     a = np.transpose(lhs, lb + tuple(lf) + lc)
     b = np.transpose(rhs, rb + rc + tuple(rf))
+    # NumPy sums a broadcast operand (a stride of 0: no BLAS) in another order than the same values in memory,
+    # so broadcasts are written out first: an op's result does not depend on whether a simplification (emitted
+    # code) turned ``x * ones`` into a broadcast
     if batch:
         size = int(np.prod(batch, dtype=np.int64))
-        out = np.matmul(a.reshape(size, m, k), b.reshape(size, k, n))
+        out = np.matmul(_blas_layout(a.reshape(size, m, k)), _blas_layout(b.reshape(size, k, n)))
     else:
-        out = np.matmul(a.reshape(m, k), b.reshape(k, n))
+        out = np.matmul(_blas_layout(a.reshape(m, k)), _blas_layout(b.reshape(k, n)))
     return out.reshape(out_shape).astype(out_dtype, copy=False)
 
 

@@ -4,20 +4,23 @@ from srcjax import lax
 
 
 def break_in_for(x):
-    t0, total, t1 = jnp.int32(0), jnp.float32(0.0), jnp.bool_(False)
-    while (t0 < 6) & ~t1:        # for v in x:  (programs.py:585)
-        t2 = lax.dynamic_slice(x, (t0,), (1,), allow_negative_indices=False)
-        v = lax.reshape(t2, new_sizes=())
-        t3 = v < -0.5            # if v < -0.5:  (programs.py:586)
-        if t3:
-            t4 = jnp.bool_(True)
+    total, t0 = jnp.float32(0.0), jnp.bool_(False)
+    for k in map(jnp.int32, range(6)):  # for v in x:  (programs.py:585)
+        t1 = lax.dynamic_slice(x, (k,), (1,))
+        v = lax.reshape(t1, new_sizes=())
+        t2 = ~t0
+        if t2:
+            t3 = v < -0.5               # if v < -0.5:  (programs.py:586)
+            if t3:
+                t4 = jnp.bool_(True)
+            else:
+                t4 = jnp.bool_(False)
+            t5 = ~t4                    # for v in x:  (programs.py:585)
+            if t5:
+                total_1 = total + v     # total = total + v  (programs.py:588)
+            else:
+                total_1 = total
         else:
-            t4 = t1
-        t5 = ~t4                 # for v in x:  (programs.py:585)
-        if t5:
-            total_1 = total + v  # total = total + v  (programs.py:588)
-        else:
-            total_1 = total
-        t0 = t0 + 1              # for v in x:  (programs.py:585)
-        total, t1 = total_1, t4
+            t4, total_1 = t0, total
+        total, t0 = total_1, t4
     return total

@@ -4,33 +4,34 @@ from srcjax import lax
 
 
 def return_in_nested_loop(x):
-    i, t0, t1 = jnp.int32(0), jnp.bool_(False), jnp.float32(0.0)
-    while (i < 5) & ~t0:        # for i in range(5):  (programs.py:660)
-        t2 = i < 0              # if x[i] + x[j] > 1.5:  (programs.py:662)
-        t3 = i + 5
-        t4 = lax.select_n(t2, i, t3)
-        t5 = lax.dynamic_slice(x, (t4,), (1,), allow_negative_indices=False)
-        t6 = lax.reshape(t5, new_sizes=())
-        j = jnp.int32(0)
-        while (j < 5) & ~t0:    # for j in range(5):  (programs.py:661)
-            t7 = j < 0          # if x[i] + x[j] > 1.5:  (programs.py:662)
-            t8 = j + 5
-            t9 = lax.select_n(t7, j, t8)
-            t10 = lax.dynamic_slice(x, (t9,), (1,), allow_negative_indices=False)
-            t11 = lax.reshape(t10, new_sizes=())
-            t12 = t6 + t11
-            t13 = t12 > 1.5
-            if t13:
-                t14 = t6 * t11  # return x[i] * x[j]  (programs.py:663)
-                t15 = jnp.bool_(True)
-            else:
-                t15, t14 = t0, t1
-            j = j + 1           # for j in range(5):  (programs.py:661)
-            t0, t1 = t15, t14
-        i = i + 1               # for i in range(5):  (programs.py:660)
-    t16 = ~t0                   # def return_in_nested_loop(x):  (programs.py:659)
-    if t16:
-        t17 = jnp.float32(0.0)
+    t0, t1 = jnp.bool_(False), jnp.float32(0.0)
+    for k in map(jnp.int32, range(5)):                     # for i in range(5):  (programs.py:660)
+        t2 = ~t0
+        if t2:
+            t3, t4 = jnp.bool_(False), t1
+            for k_1 in map(jnp.int32, range(5)):           # for j in range(5):  (programs.py:661)
+                t5 = ~t3
+                if t5:
+                    t6 = lax.dynamic_slice(x, (k,), (1,))  # if x[i] + x[j] > 1.5:  (programs.py:662)
+                    t7 = lax.reshape(t6, new_sizes=())
+                    t8 = lax.dynamic_slice(x, (k_1,), (1,))
+                    t9 = lax.reshape(t8, new_sizes=())
+                    t10 = t7 + t9
+                    t11 = t10 > 1.5
+                    if t11:
+                        t12 = t7 * t9                      # return x[i] * x[j]  (programs.py:663)
+                        t13 = jnp.bool_(True)
+                    else:
+                        t13, t12 = jnp.bool_(False), t4
+                else:
+                    t13, t12 = t3, t4
+                t3, t4 = t13, t12
+        else:
+            t3, t4 = t0, t1
+        t0, t1 = t3, t4
+    t14 = ~t0                                              # def return_in_nested_loop(x):  (programs.py:659)
+    if t14:
+        t15 = jnp.float32(0.0)
     else:
-        t17 = t1
-    return t17
+        t15 = t1
+    return t15

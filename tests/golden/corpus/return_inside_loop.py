@@ -4,23 +4,23 @@ from srcjax import lax
 
 
 def return_inside_loop(x):
-    i, t0, t1 = jnp.int32(0), jnp.bool_(False), jnp.float32(0.0)
-    while (i < 4) & ~t0:  # for i in range(4):  (programs.py:576)
-        t2 = i < 0        # if x[i] > 0.5:  (programs.py:577)
-        t3 = i + 4
-        t4 = lax.select_n(t2, i, t3)
-        t5 = lax.dynamic_slice(x, (t4,), (1,), allow_negative_indices=False)
-        t6 = lax.reshape(t5, new_sizes=())
-        t7 = t6 > 0.5
-        if t7:
-            t8, t9 = jnp.bool_(True), t6
+    t0, t1 = jnp.bool_(False), jnp.float32(0.0)
+    for k in map(jnp.int32, range(4)):             # for i in range(4):  (programs.py:576)
+        t2 = ~t0
+        if t2:
+            t3 = lax.dynamic_slice(x, (k,), (1,))  # if x[i] > 0.5:  (programs.py:577)
+            t4 = lax.reshape(t3, new_sizes=())
+            t5 = t4 > 0.5
+            if t5:
+                t6, t7 = jnp.bool_(True), t4
+            else:
+                t6, t7 = jnp.bool_(False), t1
         else:
-            t8, t9 = t0, t1
-        i = i + 1         # for i in range(4):  (programs.py:576)
-        t0, t1 = t8, t9
-    t10 = ~t0             # def return_inside_loop(x):  (programs.py:575)
-    if t10:
-        t11 = jnp.float32(-1.0)
+            t6, t7 = t0, t1
+        t0, t1 = t6, t7
+    t8 = ~t0                                       # def return_inside_loop(x):  (programs.py:575)
+    if t8:
+        t9 = jnp.float32(-1.0)
     else:
-        t11 = t1
-    return t11
+        t9 = t1
+    return t9

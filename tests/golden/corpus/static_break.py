@@ -3,19 +3,22 @@ import srcjax.numpy as jnp
 
 
 def static_break(x):
-    total = x * 0.0              # total = x * 0  (programs.py:638)
-    i, t0 = jnp.int32(0), jnp.bool_(False)
-    while (i < 10) & ~t0:        # for i in range(10):  (programs.py:639)
-        t1 = i == 3              # if i == 3:  (programs.py:640)
+    total = x * 0.0                      # total = x * 0  (programs.py:638)
+    t0 = jnp.bool_(False)
+    for k in map(jnp.int32, range(10)):  # for i in range(10):  (programs.py:639)
+        t1 = ~t0
         if t1:
-            t2 = jnp.bool_(True)
+            t2 = k == 3                  # if i == 3:  (programs.py:640)
+            if t2:
+                t3 = jnp.bool_(True)
+            else:
+                t3 = jnp.bool_(False)
+            t4 = ~t3                     # for i in range(10):  (programs.py:639)
+            if t4:
+                total_1 = total + x      # total = total + x  (programs.py:642)
+            else:
+                total_1 = total
         else:
-            t2 = t0
-        t3 = ~t2                 # for i in range(10):  (programs.py:639)
-        if t3:
-            total_1 = total + x  # total = total + x  (programs.py:642)
-        else:
-            total_1 = total
-        i = i + 1                # for i in range(10):  (programs.py:639)
-        total, t0 = total_1, t2
+            t3, total_1 = t0, total
+        total, t0 = total_1, t3
     return total
