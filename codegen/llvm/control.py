@@ -182,6 +182,7 @@ class ControlEmitter:
         # values with a buffer of their own (fresh, or a loop's carried one that nothing reads before the loop
         # runs again): their only user may overwrite it
         self.private: set[int] = set()
+        self.direct: dict[int, ir.Value] = {}  # result id -> its output buffer, until a buffer is asked for it
         self.segments = 0
         self.literals = 0
         self.interrupts_at_entry: ir.Value | None = None  # the interrupt count when the function began
@@ -220,8 +221,11 @@ class ControlEmitter:
         return pointer
 
     def buffer(self, v: Value) -> ir.Value:
-        """A fresh buffer for ``v`` (allocated at entry)."""
-        pointer = self.ptrs[id(v)] = self.allocate(_nbytes(v))
+        """A fresh buffer for ``v`` (allocated at entry), or the caller's output buffer where ``v`` is a result."""
+        pointer = self.direct.pop(id(v), None)
+        if pointer is None:
+            pointer = self.allocate(_nbytes(v))
+        self.ptrs[id(v)] = pointer
         self.private.add(id(v))
         return pointer
 
@@ -296,9 +300,15 @@ class ControlEmitter:
             for i, (v, data) in enumerate(fn.consts)
         ]
         outputs = [Buffer("output", i, r.aval.dtype, r.aval.size) for i, r in enumerate(fn.results)]
+        # A result computed by an op of the body itself (not a parameter, not given twice) is computed into its
+        # output buffer, which is the caller's alone: a host call's or a collective's result is not copied again
+        results = [self.head.load(self.head.gep(args, [ir.Constant(I64, len(slots) + i)]))
+                   for i in range(len(fn.results))]
+        made_here = {id(r) for op in fn.body.ops for r in op.results}
+        self.direct = {id(r): out for r, out in zip(fn.results, results)
+                       if id(r) in made_here and sum(x is r for x in fn.results) == 1}
         self.block(fn.body)
-        for i, r in enumerate(fn.results):
-            out = self.b.load(self.b.gep(args, [ir.Constant(I64, len(slots) + i)]))
+        for r, out in zip(fn.results, results):
             self.copy(out, self.pointer(r), _nbytes(r))
         for header, aval in self.stacks:
             self.free_entries(self.b.bitcast(header, I64.as_pointer()), aval)
@@ -648,8 +658,8 @@ class ControlEmitter:
         self.ptrs[id(op.results[0])] = self.pointer(stack)  # the same stack, one entry longer
 
     def emit_stack_get(self, op: Op) -> None:
-        """Entry k of the stack; with ``lanes`` (batched stacks, entries of shape (B, ...)), row b of entry
-        k[b] for each b. Indices are clamped into the stack (the interpreter's reads are always in range)."""
+        """Entry k of the stack; with ``lanes`` (batched stacks, entries of shape (B, ...), k of shape (B,); or
+        (B2, B1, ...), k of shape (B2, B1)), row b of entry k[b] for each b. Indices are clamped into the stack (the interpreter's reads are always in range)."""
         stack, k = op.operands
         (result,) = op.results
         b = self.b
@@ -665,7 +675,7 @@ class ControlEmitter:
         if not op.params.get("lanes"):
             self.copy(out, b.gep(data, [b.mul(clamp(self.load_int(k)), ir.Constant(I64, entry))]), entry)
             return
-        lanes = int(result.aval.shape[0])
+        lanes = int(np.prod(k.aval.shape))  # (the index's shape: the leading axes of the entries)
         row = entry // max(lanes, 1)
         dtype = np.dtype(k.aval.dtype)
         kind = ir.IntType(dtype.itemsize * 8)
