@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from srcjax.transpiler.ir import Literal, Op
+from srcjax.transpiler.primitives import PRIMITIVES
 
 if TYPE_CHECKING:
     from srcjax.transpiler.emit_python import Emitter
@@ -52,20 +53,16 @@ class Spelled:
     statement: bool = False  # a statement with no value (``s.append(x)``): nothing is assigned
 
 
-_UNARY = (
-    "abs acos acosh asin asinh atan atanh cbrt ceil clz conj cos cosh digamma erf erf_inv erfc exp exp2 expm1 "
-    "floor imag is_finite lgamma log log1p logistic neg population_count real rsqrt sign sin sinh sqrt square "
-    "stop_gradient tan tanh"
-)
-_BINARY = (
-    "add atan2 complex div eq ge gt le lt max min mul ne nextafter pow rem shift_left shift_right_arithmetic "
-    "shift_right_logical sub"
-)
+# (stop_gradient is not elementwise's, but lax's function of the name binds it)
+_UNARY = "stop_gradient"
 _DOT_DEFAULTS = (("precision", None), ("preferred_element_type", None))
 _INDEXING_DEFAULTS = (("indices_are_sorted", False), ("unique_indices", False))
 LAX_CALLS: dict[str, LaxCall] = {
+    # an elementwise primitive is lax's function of its name unless an entry below says otherwise: adding one
+    # needs nothing here (primitives/elementwise.py sets ``lax_function``)
+    **{name: LaxCall(name, scalars=scalars) for name, prim in PRIMITIVES.items() if prim.lax_function
+       for _, scalars in [prim.lax_function]},
     **{name: LaxCall(name) for name in _UNARY.split()},
-    **{name: LaxCall(name, scalars=True) for name in _BINARY.split()},
     "and": LaxCall("bitwise_and", scalars=True),
     "or": LaxCall("bitwise_or", scalars=True),
     "xor": LaxCall("bitwise_xor", scalars=True),

@@ -73,6 +73,10 @@ class Primitive:
         # ``impl_into(outs, *operands, **params)``: the implementation writing into the result arrays ``outs`` (a host
         # call from native code hands it the result buffers; ``process_allreduce`` lets MPI write there)
         self.impl_into: Callable[..., None] | None = None
+        # the ``srcjax.lax`` function of the same name that binds it with its operands (elementwise primitives:
+        # emitted Python spells the op as that call, transpiler/emit_spelling.py), and whether it takes Python
+        # scalars; None where emit_spelling.py says how the op is written
+        self.lax_function: tuple[str, bool] | None = None
         # Rules that are absent on purpose: rule -> (ZERO or UNSUPPORTED, why), e.g.
         # {"jvp": (ZERO, "comparisons have zero derivative"), "transpose": (UNSUPPORTED, "not linear")}.
         self.declared: dict[str, tuple[str, str]] = {}

@@ -66,6 +66,7 @@ def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "fc",
     prim.def_shape(shape_rule)
     prim.def_impl(impl)
     prim.def_vmap(elementwise_rule(prim))
+    prim.lax_function = (name, arity > 1)  # (lax.<name>(x, y), which takes Python scalars too)
     return prim
 
 
@@ -284,6 +285,7 @@ def _pow_jvp(primals, tangents):
 pow_p.def_jvp(_pow_jvp)
 pow_p.def_unsupported("transpose", "not linear")
 pow_p.def_vmap(elementwise_rule(pow_p))
+pow_p.lax_function = ("pow", True)
 
 integer_pow_p = Primitive("integer_pow", params=("y",))
 
