@@ -8,3 +8,4 @@ from srcjax.runtime.dtypes import (  # noqa: F401
     result_type,
 )
 from srcjax.runtime.numpy._core import finfo, iinfo  # noqa: F401
+from srcjax.runtime.autodiff import FLOAT0 as float0  # noqa: F401 - the tangent dtype of integer values

@@ -234,6 +234,15 @@ def _shift(direction: str) -> Rule:
     return rule
 
 
+def _mulhi(cx, ts, out, params, x, y):
+    """The high half of the product in twice the width."""
+    b = cx.b
+    wide = ir.IntType(2 * x.type.width)
+    extend = b.sext if ts[0].kind == "i" else b.zext
+    product = b.mul(extend(x, wide), extend(y, wide))
+    return b.trunc(b.lshr(product, ir.Constant(wide, x.type.width)), x.type)
+
+
 def _select_n(cx, ts, out, params, which, *cases):
     b = cx.b
     if len(cases) == 1:
@@ -396,6 +405,7 @@ ELEMENTWISE: dict[str, Rule] = {
     "shift_left": _shift("left"),
     "shift_right_arithmetic": _shift("right_arithmetic"),
     "shift_right_logical": _shift("right_logical"),
+    "mulhi": _mulhi,
     "select_n": _select_n,
     "clamp": _clamp,
     "convert_element_type": _convert,

@@ -24,8 +24,8 @@ __all__ = [
     "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp",
     "clz", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv",
     "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma", "log",
-    "log1p", "logistic", "lt", "max", "min", "mul", "ne", "neg", "nextafter", "population_count", "pow", "real",
-    "reciprocal", "rem", "round", "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
+    "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "population_count", "pow",
+    "real", "reciprocal", "rem", "round", "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
 ]
 
@@ -368,6 +368,11 @@ def population_count(x: Any) -> Any:
 
 def clz(x: Any) -> Any:
     return _unary(ew.clz_p, "clz", x)
+
+
+def mulhi(x: Any, y: Any) -> Any:
+    """The high half of the bits of ``x * y`` (integers): ``floor(x * y / 2**bits)``."""
+    return _nary(ew.mulhi_p, "mulhi", x, y)
 
 
 def shift_left(x: Any, y: Any) -> Any:

@@ -48,8 +48,8 @@ BUILT = {  # (arity, dtype): primitives
     (2, np.float32): ["add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter", "complex", "polygamma",
                       "eq", "ne", "lt", "le", "gt", "ge"],
     (2, np.int32): ["add", "div", "rem", "max", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
-                    "shift_right_logical", "lt"],
-    (2, np.uint8): ["sub", "div", "shift_right_logical"],
+                    "shift_right_logical", "lt", "mulhi"],
+    (2, np.uint8): ["sub", "div", "shift_right_logical", "mulhi"],
     (2, np.bool_): ["and", "or", "xor", "eq", "ne"],
 }
 BUILT_CASES = [(name, arity, dtype) for (arity, dtype), names in BUILT.items() for name in names]

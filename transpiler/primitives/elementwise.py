@@ -423,6 +423,30 @@ for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
     _zero_derivative(_p, why="bit shifts act on integers: zero derivative")
 
 
+def _mulhi(x, y):
+    """The high half of the bits of each product: floor(x * y / 2**bits), in x's dtype."""
+    bits = x.dtype.itemsize * 8
+    if bits <= 32:  # exact in 64 bits
+        wide = np.int64 if x.dtype.kind == "i" else np.uint64
+        return (np.asarray(x).astype(wide) * np.asarray(y).astype(wide) >> wide(bits)).astype(x.dtype)
+    # 64 bits: the unsigned product from 32-bit halves (no partial sum overflows), then the signed correction
+    a, b = np.asarray(x).view(np.uint64), np.asarray(y).view(np.uint64)
+    low, half = np.uint64(0xFFFFFFFF), np.uint64(32)
+    with np.errstate(over="ignore"):
+        a_lo, a_hi, b_lo, b_hi = a & low, a >> half, b & low, b >> half
+        hi_lo = a_hi * b_lo
+        cross = ((a_lo * b_lo) >> half) + (hi_lo & low) + a_lo * b_hi
+        high = a_hi * b_hi + (hi_lo >> half) + (cross >> half)
+        if x.dtype.kind == "i":  # (a signed operand below 0 stands for itself + 2**64: take the other away)
+            high = high - np.where(np.asarray(x) < 0, b, 0).astype(np.uint64) \
+                - np.where(np.asarray(y) < 0, a, 0).astype(np.uint64)
+    return np.asarray(high).view(x.dtype)
+
+
+mulhi_p = binary("mulhi", _mulhi, kinds="iu")
+_zero_derivative(mulhi_p, why="integer products: zero derivative")
+
+
 # -- complex numbers -------------------------------------------------------------------------------------
 def _complex(x, y):
     out = np.empty(np.broadcast_shapes(x.shape, y.shape), complex_dtype(x.dtype))
