@@ -181,8 +181,15 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
 class _PromoteCarry(Exception):
     """A weakly typed initial carry must take the type the body gives it; the loop restarts."""
 
-    def __init__(self, leaves: list[Any]):
-        self.leaves = leaves
+    def __init__(self, init: list[Any], dtypes: dict[int, np.dtype]):
+        self.init, self.dtypes = init, dtypes
+
+    @property
+    def leaves(self) -> list[Any]:
+        """The promoted initial carry. (Read it where the loop op goes, not inside the body's region being
+        traced: converting a value there would put the conversion into that region.)"""
+        return [_core.convert(x, self.dtypes[i], weak_type=False) if i in self.dtypes else x
+                for i, x in enumerate(self.init)]
 
 
 class _Carry:
@@ -202,11 +209,9 @@ class _Carry:
         promote = [i for i, (t, x) in enumerate(zip(self.types, leaves, strict=True))
                    if t.weak_type and (_core.aval(x).dtype != t.dtype or not _core.aval(x).weak_type)]
         if promote:  # JAX re-traces with the weak initial value promoted against the body's output
-            new = list(self.init)
-            for i in promote:
-                new[i] = _core.convert(new[i], dtypes.result_type(new[i], leaves[i]), weak_type=False)
-            if any(_core.aval(a) != _core.aval(b) for a, b in zip(new, self.init, strict=True)):
-                raise _PromoteCarry(new)
+            targets = {i: np.dtype(dtypes.result_type(self.init[i], leaves[i])) for i in promote}
+            if any(self.types[i].dtype != dtype or self.types[i].weak_type for i, dtype in targets.items()):
+                raise _PromoteCarry(self.init, targets)
         out_leaves = []
         for j, (t, x) in enumerate(zip(self.types, leaves, strict=True)):
             why = _type_difference(t, _core.aval(x))
@@ -536,10 +541,11 @@ def _symbolic_loop(name: str, init_leaves: list[Any], treedef: PyTreeDef, trip: 
             try:
                 out = carry.check(body(k, val))
             except _PromoteCarry as promotion:
-                leaves = promotion.leaves
-                continue
-            body_block.results = [builder.operand(x) for x in out]
-        break
+                promoted = promotion
+            else:
+                body_block.results = [builder.operand(x) for x in out]
+                break
+        leaves = promoted.leaves  # (outside the region: the conversions belong before the loop)
     regions = [body_block]
     if cond_fun is not None:
         with builder.region(types) as cond_block:
