@@ -60,10 +60,10 @@ def pmaps(small: bool, repeat: int) -> None:
     for n in (2, DEVICES):  # the cached call of a small pmap: what a call costs beyond its work
         x = np.ones((n, 4), np.float32)
         ours = srcjax.pmap(lambda a: a + 1.0)
-        calls = [lambda: ready(ours(x))]
+        calls = [lambda ours=ours, x=x: ready(ours(x))]
         if real_jax:
             theirs, xj = real_jax.pmap(lambda a: a + 1.0), real_jax.device_put(x)
-            calls.append(lambda: ready(theirs(xj)))
+            calls.append(lambda theirs=theirs, xj=xj: ready(theirs(xj)))
         line(f"pmap call overhead, {n} devices", median_times(calls, repeat, 200))
     size = (1 << 20) if small else (16 << 20)
     bandwidth = copy_bandwidth(size * 4 * 4)
@@ -71,11 +71,11 @@ def pmaps(small: bool, repeat: int) -> None:
         x = np.random.default_rng(0).random((n, size), dtype=np.float32)
         ours = srcjax.pmap(lambda a: lax.psum(a, "i"), axis_name="i")
         xs = srcjax.device_put(x)
-        calls = [lambda: ready(ours(xs))]
+        calls = [lambda ours=ours, xs=xs: ready(ours(xs))]
         if real_jax:
             theirs = real_jax.pmap(lambda a: real_jax.lax.psum(a, "i"), axis_name="i")
             xj = real_jax.device_put_sharded(list(x), real_jax.devices()[:n])
-            calls.append(lambda: ready(theirs(xj)))
+            calls.append(lambda theirs=theirs, xj=xj: ready(theirs(xj)))
         times = median_times(calls, max(3, repeat // 3))
         bound = 2 * n * size * 4 / bandwidth
         line(f"psum {size >> 20}M float32, {n} devices", times,

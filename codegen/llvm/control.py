@@ -659,7 +659,8 @@ class ControlEmitter:
 
     def emit_stack_get(self, op: Op) -> None:
         """Entry k of the stack; with ``lanes`` (batched stacks, entries of shape (B, ...), k of shape (B,); or
-        (B2, B1, ...), k of shape (B2, B1)), row b of entry k[b] for each b. Indices are clamped into the stack (the interpreter's reads are always in range)."""
+        (B2, B1, ...), k of shape (B2, B1)), row b of entry k[b] for each b. Indices are clamped into the stack
+        (the interpreter's reads are always in range)."""
         stack, k = op.operands
         (result,) = op.results
         b = self.b

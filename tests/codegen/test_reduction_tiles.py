@@ -48,7 +48,8 @@ def test_a_reduction_over_leading_axes_adds_into_tiles(monkeypatch, parallel, dt
     executable = compiled(fn, [a], monkeypatch, parallel)
     got = executable(a)
     exact = a.astype(np.float64) if a.dtype.kind == "f" else a
-    want = [getattr(np, combine)(x, axis=ax) for x, ax in ((exact, 0), (exact, (0, 2)), (exact * 2, 2), (exact, (1, 2)))]
+    want = [getattr(np, combine)(x, axis=ax)
+            for x, ax in ((exact, 0), (exact, (0, 2)), (exact * 2, 2), (exact, (1, 2)))]
     for g, w in zip(got, want):
         if a.dtype.kind == "f":
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=5e-6 if dtype == np.float32 else 1e-13,

@@ -261,7 +261,7 @@ def _axis_index_named(engine, *, axis_name):
 
 axis_index_p.def_vmap(_collective_vmap(_axis_index_named, None), op_rule=True)
 
-# -- all-to-all ---------------------------------------------------------------------------------------------------------
+# -- all-to-all --------------------------------------------------------------------------------------------------------
 all_to_all_p = Primitive("all_to_all", params=("axes", "axis_size", "split_axis", "concat_axis", "tiled"))
 
 
@@ -327,7 +327,7 @@ all_to_all_p.def_linear(lambda ct, x, *, split_axis, concat_axis, **params: [
     all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)])
 all_to_all_p.def_vmap(_collective_vmap(_all_to_all_named, _all_to_all_other), op_rule=True)
 
-# -- permutations of the examples -----------------------------------------------------------------------------------------
+# -- permutations of the examples --------------------------------------------------------------------------------------
 ppermute_p = Primitive("ppermute", params=("axes", "perm"))
 
 
@@ -367,7 +367,8 @@ def _full_like_shape(x, shape):
 
 ppermute_p.def_impl(_unbound("ppermute"))
 ppermute_p.always_record = True
-ppermute_p.def_linear(lambda ct, x, *, axes, perm: [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))])
+ppermute_p.def_linear(lambda ct, x, *, axes, perm: [ppermute_p.bind(ct, axes=axes,
+                                                                   perm=tuple((d, s) for s, d in perm))])
 ppermute_p.def_vmap(_collective_vmap(_ppermute_named, _same_dim(ppermute_p)), op_rule=True)
 
 register_module(globals())

@@ -49,7 +49,7 @@ def _engine(name: str) -> Any:
     return engine
 
 
-# -- all-reduce ---------------------------------------------------------------------------------------------------------
+# -- all-reduce --------------------------------------------------------------------------------------------------------
 process_allreduce_p = Primitive("process_allreduce", params=("op",))
 
 
@@ -84,7 +84,7 @@ def _allreduce_transpose(ct: Any, x: Any, *, op: str) -> list[Any]:
 process_allreduce_p.def_transpose(_allreduce_transpose)
 process_allreduce_p.def_vmap(lambda args, dims, *, op: (process_allreduce_p.bind(args[0], op=op), dims[0]))
 
-# -- all-gather and reduce-scatter: along a new (resp. the) leading axis, one block per process -------------------------
+# -- all-gather and reduce-scatter: along a new (resp. the) leading axis, one block per process ------------------------
 process_allgather_p = Primitive("process_allgather")
 process_reduce_scatter_p = Primitive("process_reduce_scatter")
 
@@ -116,7 +116,7 @@ def _behind_blocks(x: Any, dim: int) -> Any:
     return moveaxis(x, dim, 1) if dim != 1 else x
 
 
-# -- all-to-all: block j (leading axis) goes to process j -----------------------------------------------------------------
+# -- all-to-all: block j (leading axis) goes to process j --------------------------------------------------------------
 process_alltoall_p = Primitive("process_alltoall")
 
 
@@ -132,7 +132,7 @@ process_alltoall_p.always_record = True
 process_alltoall_p.def_linear(lambda ct, x: [process_alltoall_p.bind(ct)])  # (applied twice, the identity)
 process_alltoall_p.def_vmap(lambda args, dims: (process_alltoall_p.bind(_behind_blocks(*args, *dims)), 1))
 
-# -- permutation of devices: rows of the local batch sent to other processes' rows ----------------------------------------
+# -- permutation of devices: rows of the local batch sent to other processes' rows -------------------------------------
 process_permute_p = Primitive("process_permute", params=("perm", "local"))
 
 
