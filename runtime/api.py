@@ -45,7 +45,12 @@ class Signature:
     """What a compiled specialisation depends on: the structure, the dynamic leaves' types, static args."""
 
     def __init__(self, fn: Callable, args: Sequence[Any], kwargs: dict, static_argnums: Sequence[int],
-                 static_argnames: Sequence[str], require_hashable: bool = True):
+                 static_argnames: Sequence[str], require_hashable: bool = True,
+                 concrete: Callable[[int, Any], bool] | None = None):
+        """``concrete(i, leaf)``: whether leaf ``i`` (of the flattened dynamic arguments) stays a concrete value in
+        the trace rather than becoming a parameter (what a transformation does not trace: ``grad``'s other
+        arguments); such a leaf is part of the key by type and ``repr``, so 1, 1.0 and True, or 0.0 and -0.0, are
+        told apart."""
         self.static_positions = {i % len(args) if args else i for i in static_argnums if -len(args) <= i < len(args)}
         dynamic_args = [a for i, a in enumerate(args) if i not in self.static_positions]
         static_args = tuple((i, args[i]) for i in sorted(self.static_positions))
@@ -54,8 +59,13 @@ class Signature:
         leaves, self.treedef = tree_util.tree_flatten((dynamic_args, dynamic_kwargs))
         self.leaves = leaves
         self.dynamic = [_is_dynamic(leaf) for leaf in leaves]
+        kept = [d and concrete is not None and bool(concrete(i, leaf))
+                for i, (leaf, d) in enumerate(zip(leaves, self.dynamic))]
+        self.concrete = kept  # per leaf: a number or array kept concrete
+        self.dynamic = [d and not k for d, k in zip(self.dynamic, kept)]
         types = tuple(abstractify(leaf) if d else None for leaf, d in zip(leaves, self.dynamic))
-        statics = tuple(leaf for leaf, d in zip(leaves, self.dynamic) if not d)
+        statics = tuple((type(leaf), repr(leaf), leaf) if k and np.isscalar(leaf) else leaf
+                        for leaf, d, k in zip(leaves, self.dynamic, kept) if not d)
         try:
             self.key = (self.treedef, types, statics, static_args, static_kwargs)
             hash(self.key)
@@ -66,9 +76,10 @@ class Signature:
         self.types, self.static_args, self.static_kwargs = types, static_args, static_kwargs
 
     def abstract_call_args(self, n_args: int) -> tuple[list, dict]:
-        """The call's arguments with every dynamic leaf replaced by its ``TensorType``."""
+        """The call's arguments with every dynamic leaf replaced by its ``TensorType`` (registered pytree nodes
+        stay unbuilt: the front end builds them on its traced values, never on the types)."""
         leaves = [t if d else leaf for leaf, t, d in zip(self.leaves, self.types, self.dynamic)]
-        dynamic_args, kwargs = tree_util.tree_unflatten(self.treedef, leaves)
+        dynamic_args, kwargs = tree_util.unflatten_containers(self.treedef, leaves)
         args, it = [], iter(dynamic_args)
         static = dict(self.static_args)
         for i in range(n_args):
@@ -272,11 +283,12 @@ class Compiled:
     whose buffers are pending. ``call_arrays(args)`` is the call with a tuple of Arrays, as a closure built for
     this specialisation (``_arrays_entry``): the path of ``jit(f)(x)`` once ``f`` is compiled for ``x``."""
 
-    def __init__(self, ir: Function, out_tree: Any, signature: Signature, donated: Sequence[int] = ()):
+    def __init__(self, ir: Function, out_tree: Any, signature: Signature, donated: Sequence[int] = (),
+                 native: bool = True):
         self.ir, self.out_tree, self.signature = ir, out_tree, signature
         self.donated = tuple(donated)
         self.native, self.native_error = None, None
-        if _native_enabled():
+        if native and _native_enabled():
             self.native = _compile_native(ir)
             if self.native is None:
                 from srcjax.codegen.llvm.compile import unsupported_reason
@@ -419,6 +431,7 @@ class Jitted:
             if not isinstance(i, int):
                 raise TypeError(f"jit: donate_argnums must be ints, got {i!r}")
         self._plain = not self.static_argnums and not self.static_argnames
+        self._native = True  # (False: the traced function is interpreted, never compiled: ``checkpoint``'s)
         self._cache: dict[Any, Compiled] = {}  # in the order compiled (bounded: srcjax_jit_cache_max_entries)
         self._fast: dict[tuple, Callable[[tuple], Any]] = {}  # by the argument types, when all are Arrays
         self._quick: dict[tuple, Compiled] = {}  # by ``_quick_flatten``: pytrees of arrays and scalars
@@ -443,13 +456,24 @@ class Jitted:
         return self.static_argnums + extra
 
     def _specialise(self, args: Sequence[Any], kwargs: dict) -> tuple[Compiled, Signature]:
-        sig = Signature(self.fn, args, kwargs, self._static_argnums_with_names(args), self.static_argnames)
+        static_argnums = self._static_argnums_with_names(args)
+        try:
+            sig = Signature(self.fn, args, kwargs, static_argnums, self.static_argnames)
+        except TypeError:  # an unhashable leaf: one that is not an array (a slice) is the error to report
+            _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
+            raise
         compiled = self._cache.get(sig.key)
         if compiled is None:
+            if inspect.iscoroutinefunction(self.fn):  # its body would run, and its coroutine be dropped
+                raise TypeError(f"function {_described_fn(self.fn)} traced for jit returned a value of type "
+                                "<class 'coroutine'>, which is not a valid JAX type (an `async def` function "
+                                "returns a coroutine when called; jit compiles plain functions)")
+            if not all(sig.dynamic):
+                _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
             abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
             ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
             donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()
-            compiled = Compiled(ir, out_tree, sig, donated)
+            compiled = Compiled(ir, out_tree, sig, donated, native=self._native)
             limit = config.srcjax_jit_cache_max_entries
             if 0 <= limit <= len(self._cache):  # drop the oldest; the quick paths' maps refill from _cache
                 for key in list(self._cache)[: len(self._cache) - limit + 1]:
@@ -514,10 +538,83 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if unknown:
         raise TypeError(f"jit() got unexpected keyword argument(s) {sorted(unknown)}")
     if fun is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums)
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums, **options)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+    if inspect.isgeneratorfunction(fun):
+        raise TypeError(f"Expected a function, got a generator function: {fun}")
+    _check_argnums(fun, static_argnums, static_argnames, donate_argnums)
     return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any) -> None:
+    """JAX's checks when ``jit`` is applied: argument numbers past ``fun``'s positional parameters (unless it
+    takes ``*args``) and names it has no parameter for (unless it takes ``**kwargs``) are errors then, not
+    ignored at each call. Functions without an inspectable signature (some builtins) are not checked."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    kind = inspect.Parameter
+    positional = [p for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    for name, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
+        nums = (nums,) if isinstance(nums, int) else tuple(nums)
+        if nums and not any(p.kind == kind.VAR_POSITIONAL for p in params) and \
+                (-min(nums) > len(positional) or max(nums) >= len(positional)):
+            raise ValueError(f"Jitted function has {name}={nums}, but only accepts {len(positional)} positional "
+                             "arguments.")
+    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
+    if bad := {p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.VAR_POSITIONAL)} & names:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. These are positional-only")
+    if any(p.kind == kind.VAR_KEYWORD for p in params):
+        return
+    if bad := names - {p.name for p in params if p.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)}:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. Function does not take "
+                         "these args.")
+
+
+def _described_fn(fn: Callable) -> str:
+    """``f at file.py:12``, as JAX names a traced function in its errors."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code is not None else name
+
+
+def _argument_paths(fn: Callable, args: Sequence[Any], kwargs: dict) -> tuple[list[str], dict[str, str]]:
+    """The name JAX's errors give each positional and keyword argument: the parameter's (``x``), an item of
+    ``*args`` (``a[1]``) or of ``**kwargs`` (``kw['z']``); ``args[i]`` without an inspectable signature."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [f"args[{i}]" for i in range(len(args))], {k: f"kwargs[{k!r}]" for k in kwargs}
+    kind = inspect.Parameter
+    positional = [p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    var_args = next((p.name for p in params if p.kind == kind.VAR_POSITIONAL), "args")
+    var_kwargs = next((p.name for p in params if p.kind == kind.VAR_KEYWORD), "kwargs")
+    named = {p.name for p in params if p.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)}
+    arg_paths = [positional[i] if i < len(positional) else f"{var_args}[{i - len(positional)}]"
+                 for i in range(len(args))]
+    return arg_paths, {k: k if k in named else f"{var_kwargs}[{k!r}]" for k in kwargs}
+
+
+def _check_dynamic_arguments(fn: Callable, args: Sequence[Any], kwargs: dict, static_argnums: Sequence[int],
+                             static_argnames: Sequence[str]) -> None:
+    """JAX's error for an argument leaf that is not an array, a scalar or ``None`` (a string, an object) and
+    was not marked static: named by its path, as JAX names it (``x``, ``y['a'][1]``)."""
+    arg_paths, kwarg_paths = _argument_paths(fn, args, kwargs)
+    static = {i % len(args) for i in static_argnums if -len(args) <= i < len(args)}
+    named = [(arg_paths[i], a) for i, a in enumerate(args) if i not in static]
+    named += [(kwarg_paths[k], v) for k, v in kwargs.items() if k not in static_argnames]
+    for name, value in named:
+        for path, leaf in tree_util.tree_flatten_with_path(value)[0]:
+            if not _is_dynamic(leaf) and not isinstance(leaf, ShapeDtypeStruct):
+                raise TypeError(
+                    f"Error interpreting argument to {fn} as an abstract array. The problematic value is of type "
+                    f"{type(leaf)} and was passed to the function at path {name}{tree_util.keystr(path)}.\n"
+                    "This typically means that a jit-wrapped function was called with a non-array argument, and "
+                    "this argument was not marked as static using the static_argnums or static_argnames "
+                    "parameters of jax.jit.")
 
 
 HOT_CALLS = 3  # eager calls of one specialisation after which a ``compiled_when_hot`` function compiles it

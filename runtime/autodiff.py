@@ -28,12 +28,17 @@ import numpy as np
 
 from srcjax.runtime import dtypes, tree_util
 from srcjax.runtime.api import Signature, _is_dynamic
+from srcjax.runtime.array import Array
 from srcjax.runtime.config import config
-from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.builder import Builder, differentiation_depths
 from srcjax.transpiler.frontend import trace_function
-from srcjax.transpiler.frontend.calls import InterpretedFunction, Trace, active, interpret, is_user_function
+from srcjax.transpiler.frontend.calls import (
+    InterpretedFunction, Trace, active, enclosing_trace, interpret, is_user_function,
+)
+from srcjax.transpiler.frontend.concrete import TraceContext
+from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.interpret import eval_function
-from srcjax.transpiler.ir import Block, Function, Op, Value
+from srcjax.transpiler.ir import Block, Function, Op, Value, walk
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import Zero, aval_of, tangent_aval
 from srcjax.transpiler.transforms.jvp import jvp_function
@@ -54,16 +59,21 @@ class _Traced:
     """``fun`` read for one call signature: its IR, its result structure, which positional argument each
     parameter comes from, and the transformed versions of the IR made so far."""
 
-    def __init__(self, fun: Callable, args: Sequence[Any], kwargs: dict, signature: Signature):
+    def __init__(self, fun: Callable, args: Sequence[Any], kwargs: dict, signature: Signature,
+                 depths: Sequence[int], context: TraceContext | None = None):
         abstract_args, abstract_kwargs = signature.abstract_call_args(len(args))
-        self.ir, self.out_tree = trace_function(fun, abstract_args, abstract_kwargs)
+        self.ir, self.out_tree = trace_function(fun, abstract_args, abstract_kwargs, differentiated=depths,
+                                                context=context)
         owners: list[int] = []
         for i, arg in enumerate(args):
             owners += [i] * len(tree_util.tree_leaves(arg))
         owners += [-1] * (len(signature.leaves) - len(owners))  # keyword arguments are never differentiated
         self.owner = [o for o, d in zip(owners, signature.dynamic) if d]
-        self.static_owner = [o for o, d in zip(owners, signature.dynamic) if not d]
-        self.static_leaves = [leaf for leaf, d in zip(signature.leaves, signature.dynamic) if not d]
+        # (a number kept concrete, not traced, is a valid argument: only the other static leaves are refused)
+        self.static_owner = [o for o, d, c in zip(owners, signature.dynamic, signature.concrete) if not d and not c]
+        self.static_leaves = [leaf for leaf, d, c in zip(signature.leaves, signature.dynamic, signature.concrete)
+                              if not d and not c]
+        self.leaf_owner, self.leaf_param = owners, list(signature.dynamic)  # per leaf of (args, kwargs)
         self.depends: list[Any] = []
         self._transformed: dict[Any, Function] = {}
 
@@ -90,12 +100,12 @@ class _Traced:
         """How many leading results are differentiated, and the structure of that output."""
         if not has_aux:
             return len(self.ir.results), self.out_tree
-        probe = tree_util.tree_unflatten(self.out_tree, list(range(len(self.ir.results))))
-        if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+        root = self.out_tree.node_data()  # (read from the structure: no registered node is built on placeholders)
+        if root is None or not issubclass(root[0], (tuple, list)) or len(self.out_tree.children()) != 2:
             raise TypeError("expected function with aux output to return a two-element tuple, but got "
-                            f"{_describe_probe(probe)}")
-        main_leaves, main_tree = tree_util.tree_flatten(probe[0])
-        return len(main_leaves), main_tree
+                            f"{_describe_tree(self.out_tree)}")
+        main_tree = self.out_tree.children()[0]
+        return main_tree.num_leaves, main_tree
 
     def outputs(self, results: Sequence[Any], has_aux: bool) -> tuple[Any, Any]:
         """The function's value and its auxiliary data (``None`` without ``has_aux``)."""
@@ -103,13 +113,14 @@ class _Traced:
         return (out[0], out[1]) if has_aux else (out, None)
 
 
-def _describe_probe(probe: Any) -> str:
-    """What a function returned, from its output with leaf numbers in place of the values."""
-    if isinstance(probe, (tuple, list)):
-        return f"a {type(probe).__name__} of {len(probe)} elements"
-    if isinstance(probe, int):
+def _describe_tree(tree: Any) -> str:
+    """What a function returned, from the structure of its output."""
+    root = tree.node_data()
+    if root is None:
         return "a single array"
-    return f"a {type(probe).__name__} of structure {tree_util.tree_structure(probe)}"
+    if issubclass(root[0], (tuple, list)):
+        return f"a {root[0].__name__} of {len(tree.children())} elements"
+    return f"a {root[0].__name__} of structure {tree}"
 
 
 _traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> {signature: _Traced}
@@ -120,10 +131,49 @@ def clear_traces() -> None:
     _traces.clear()
 
 
-def _trace(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple[_Traced, list[Any]]:
-    """The trace of ``fun`` for this call (cached) and the call's arguments for it, captured values last."""
-    signature = Signature(fun, args, kwargs, (), (), require_hashable=False)
+def _trace(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Sequence[int], kind: str = "grad",
+           ints: bool = False) -> tuple[_Traced, list[Any]]:
+    """``_trace_once``; where reading ``fun`` needed a concrete value and some argument that is not differentiated
+    is a concrete array, again with those arrays concrete too (JAX never traces them; srcjax traces them first,
+    so that the trace is cached for other values of theirs)."""
+    try:
+        return _trace_once(fun, args, kwargs, argnums, kind, ints, arrays=False)
+    except TranspileError as e:
+        keep = _concrete_leaves(args, argnums, ints, arrays=True)
+        if not getattr(e, "concretization", False) or not any(
+                keep(i, leaf) for i, leaf in enumerate(tree_util.tree_leaves((list(args), kwargs)))):
+            raise
+    return _trace_once(fun, args, kwargs, argnums, kind, ints, arrays=True)
+
+
+def _concrete_leaves(args: Sequence[Any], argnums: Sequence[int], ints: bool,
+                     arrays: bool) -> Callable[[int, Any], bool]:
+    """Which leaves of the arguments stay concrete values in the trace (as JAX leaves them): those not
+    differentiated (the arguments outside ``argnums``, the keyword arguments; with ``ints``, integer and boolean
+    ones, whose tangents are float0) that are numbers, or with ``arrays`` concrete arrays. ``range(n)``, ``xs[i]``
+    and ``if`` then see their values. Traced values of an enclosing trace stay traced."""
+    owners = [i for i, arg in enumerate(args) for _ in tree_util.tree_leaves(arg)]
+    kinds = (bool, int, float, complex, np.generic) + ((np.ndarray, Array) if arrays else ())
+
+    def keep(i: int, leaf: Any) -> bool:
+        if not isinstance(leaf, kinds):
+            return False
+        return not (i < len(owners) and owners[i] in argnums) or (ints and _dtype_of(leaf).kind not in "fc")
+
+    return keep
+
+
+def _trace_once(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Sequence[int], kind: str, ints: bool,
+                arrays: bool) -> tuple[_Traced, list[Any]]:
+    """The trace of ``fun`` for this call (cached) and the call's arguments for it, captured values last. The
+    arguments ``argnums`` are differentiated (and those an enclosing trace differentiates, once more): custom
+    derivatives on values that depend on them trace their rules in place of the function."""
+    signature = Signature(fun, args, kwargs, (), (), require_hashable=False,
+                          concrete=_concrete_leaves(args, argnums, ints, arrays))
     leaves = signature.dynamic_leaves()
+    owners = [i for i, arg in enumerate(args) for _ in tree_util.tree_leaves(arg)]
+    owners = [o for o, d in zip(owners + [-1] * (len(signature.leaves) - len(owners)), signature.dynamic) if d]
+    depths = tuple(int(o in argnums) + d for o, d in zip(owners, differentiation_depths(leaves)))
     key = (signature.key, config.x64_enabled)  # library code reads the default dtypes while tracing
     try:
         # a function defined inside traced code reads its enclosing frame, which can change unseen: not cached
@@ -132,15 +182,21 @@ def _trace(fun: Callable, args: Sequence[Any], kwargs: dict) -> tuple[_Traced, l
     except TypeError:  # not weakly referable or not hashable: not cached
         per_signature = None
     if per_signature is not None:
-        hit = per_signature.get(key)
+        # a trace with custom derivatives depends on what is differentiated (their rules run in place of them)
+        hit = per_signature.get(key) or per_signature.get((key, depths))
         if hit is not None and _same(hit.depends, _dependencies(fun)):
             return hit, leaves
-    traced = _Traced(fun, args, kwargs, signature)
-    if per_signature is not None and not traced.ir.captured:  # captured values belong to one enclosing trace
+    # the front end may compute values on the arguments while it reads ``fun`` (an assert, a print: JAX's primal)
+    tracked = [o in argnums and _dtype_of(leaf).kind in "fc" for o, leaf in zip(owners, leaves)]
+    context = TraceContext(kind, inputs=leaves, tracked=[True if t else None for t in tracked], outer=enclosing_trace())
+    traced = _Traced(fun, args, kwargs, signature, depths, context)
+    # (captured values belong to one enclosing trace; a trace that used the arguments' values holds for them only)
+    if per_signature is not None and not traced.ir.captured and context.reusable:
         traced.depends = _dependencies(fun)
         if len(per_signature) >= _TRACES_PER_FUNCTION:  # (bounded: the oldest goes)
             del per_signature[next(iter(per_signature))]
-        per_signature[key] = traced
+        custom = any(isinstance(op.params.get("rule"), (_CustomCall, _Batched)) for op in walk(traced.ir.body))
+        per_signature[(key, depths) if custom else key] = traced
     return traced, leaves + list(traced.ir.captured)
 
 
@@ -320,9 +376,14 @@ def _input_cotangents(traced: _Traced, wrt: Sequence[bool], flat: Sequence[Any])
     """Per dynamic leaf: its derivative (``float0`` zeros for integer inputs), or ``None`` outside ``wrt``."""
     it = iter(flat)
     out = []
+    # (a complex input of a real function: JAX's cotangent is complex(ct, zeros) from real/imag's transposes, whose
+    # zeros are strongly typed, so it is not weak even where the input was)
+    real_results = all(r.aval.dtype.kind != "c" for r in traced.ir.results)
     for on, p in zip(wrt, traced.params):
         if not on:
             out.append(None)
+        elif p.aval.dtype.kind == "c" and real_results:
+            out.append(next(it))
         elif p.aval.dtype.kind in "fc":
             out.append(_weak_like(next(it), p.aval))
         else:
@@ -330,12 +391,18 @@ def _input_cotangents(traced: _Traced, wrt: Sequence[bool], flat: Sequence[Any])
     return out
 
 
-def _per_argument(args: Sequence[Any], argnums: Sequence[int], traced: _Traced, per_leaf: Sequence[Any]) -> list:
-    """``per_leaf`` (one entry per dynamic leaf) put back into the structures of the arguments ``argnums``."""
+def _per_argument(args: Sequence[Any], argnums: Sequence[int], traced: _Traced, per_leaf: Sequence[Any],
+                  fill: Callable[[Any], Any] | None = None) -> list:
+    """``per_leaf`` (one entry per dynamic leaf) put back into the structures of the arguments ``argnums``; a leaf
+    kept concrete (an integer primal) gets ``fill(leaf)``, by default its ``float0`` zeros."""
+    fill = fill or (lambda leaf: _float0(np.shape(leaf)))
     out = []
     for i in argnums:
-        treedef = tree_util.tree_structure(args[i])
-        out.append(tree_util.tree_unflatten(treedef, [x for x, o in zip(per_leaf, traced.owner) if o == i]))
+        leaves, treedef = tree_util.tree_flatten(args[i])
+        mine = iter([x for x, o in zip(per_leaf, traced.owner) if o == i])
+        params = [p for p, o in zip(traced.leaf_param, traced.leaf_owner) if o == i]
+        filled = [next(mine) if p else fill(leaf) for leaf, p in zip(leaves, params)]
+        out.append(tree_util.tree_unflatten(treedef, filled))
     return out
 
 
@@ -363,7 +430,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums(argnums, len(args))
-        traced, call_args = _trace(fun, args, kwargs)
+        traced, call_args = _trace(fun, args, kwargs, nums, ints=allow_int)
         n_main, main_tree = traced.main_outputs(has_aux)
         wrt = traced.wrt(nums)
         _check_rev_inputs([p.aval for p, on in zip(traced.params, wrt) if on], holomorphic, allow_int, "grad")
@@ -403,10 +470,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` as a tuple (``(out, f_vjp,
     aux)`` with ``has_aux``). Integer inputs get ``float0`` cotangents."""
     _check_callable(fun, "vjp")
-    traced, call_args = _trace(fun, primals, {})
+    traced, call_args = _trace(fun, primals, {}, range(len(primals)), ints=True)
     n_main, main_tree = traced.main_outputs(has_aux)
     wrt = traced.wrt(range(len(primals)))
-    ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
     forward = eval_function(traced.ir, *call_args)
     out, aux = traced.outputs(forward, has_aux)
     results = traced.ir.results
@@ -429,6 +495,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
                                  f"{_type_text(r.aval.dtype, r.aval.shape)}")
             cts.append(_as_tangent(c, tangent_aval(r.aval)))
         cts += [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in results[n_main:]]
+        # the backward pass is made when it is first needed, as JAX runs a custom_vjp's bwd only here
+        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
         flat = eval_function(ir, *call_args, *cts)[len(results):]
         return tuple(_per_argument(primals, range(len(primals)), traced, _input_cotangents(traced, wrt, flat)))
 
@@ -478,9 +546,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     """``(fun(*primals), d fun(primals) . tangents)`` (and ``fun``'s auxiliary data with ``has_aux``)."""
     _check_callable(fun, "jvp")
     tangent_leaves = _check_tangents(primals, tangents)
-    traced, call_args = _trace(fun, list(primals), {})
+    traced, call_args = _trace(fun, list(primals), {}, range(len(primals)), "jvp", ints=True)
     traced.main_outputs(has_aux)
     ir, wrt = _jvp_ir(traced)
+    tangent_leaves = [t for t, param in zip(tangent_leaves, traced.leaf_param) if param]  # (not the concrete ones)
     tangent_args = [_as_tangent(t, tangent_aval(p.aval)) for t, p, on in zip(tangent_leaves, traced.params, wrt) if on]
     results = eval_function(ir, *call_args, *tangent_args)
     n = len(traced.ir.results)
@@ -493,7 +562,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the derivative at ``primals`` (and the
     auxiliary data last with ``has_aux``)."""
     _check_callable(fun, "linearize")
-    traced, call_args = _trace(fun, list(primals), {})
+    traced, call_args = _trace(fun, list(primals), {}, range(len(primals)), ints=True)
     traced.main_outputs(has_aux)
     out, aux = traced.outputs(eval_function(traced.ir, *call_args), has_aux)
     ir, wrt = _jvp_ir(traced)
@@ -511,7 +580,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
                                  f"primal values: got tangent type {_type_text(t_dtype, np.shape(t))} for primal "
                                  f"type {_type_text(p_dtype, np.shape(p))} but expected "
                                  f"{_type_text(expected, np.shape(p))}.")
-        leaves = tree_util.tree_leaves(tuple(tangents))
+        leaves = [t for t, param in zip(tree_util.tree_leaves(tuple(tangents)), traced.leaf_param) if param]
         tangent_args = [_as_tangent(t, tangent_aval(p.aval)) for t, p, on in zip(leaves, traced.params, wrt) if on]
         results = eval_function(ir, *call_args, *tangent_args)
         return traced.outputs(_output_tangents(traced, results[len(traced.ir.results):]), has_aux)[0]
@@ -530,7 +599,8 @@ def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wr
         per_leaf: list[Any] = [None] * len(traced.params)
         for j, position in enumerate(positions):
             per_leaf[position] = blocks(k, j)
-        per_arg = _per_argument(args, nums, traced, per_leaf)
+        out_shape = traced.ir.results[k].aval.shape
+        per_arg = _per_argument(args, nums, traced, per_leaf, lambda leaf, s=out_shape: _float0(s + np.shape(leaf)))
         per_output.append(per_arg[0] if single else tuple(per_arg))
     return tree_util.tree_unflatten(main_tree, per_output)
 
@@ -565,7 +635,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _argnums(argnums, len(args))
-        traced, call_args = _trace(fun, args, kwargs)
+        traced, call_args = _trace(fun, args, kwargs, nums, "jvp")
         n_main, main_tree = traced.main_outputs(has_aux)
         wrt = traced.wrt(nums)
         in_avals = [p.aval for p, on in zip(traced.params, wrt) if on]
@@ -603,7 +673,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _argnums(argnums, len(args))
-        traced, call_args = _trace(fun, args, kwargs)
+        traced, call_args = _trace(fun, args, kwargs, nums, ints=allow_int)
         n_main, main_tree = traced.main_outputs(has_aux)
         wrt = traced.wrt(nums)
         in_avals = [p.aval for p, on in zip(traced.params, wrt) if on]
@@ -643,6 +713,12 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     """``jacfwd(jacrev(fun))``: the matrix of second derivatives, laid out as nested Jacobians."""
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
                   holomorphic=holomorphic)
+
+
+def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+             allow_int: bool = False) -> Callable:
+    """Alias of ``jacrev`` (JAX exports it as ``jax.jacobian``)."""
+    return jacrev(fun, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
 
 # -- user-defined derivatives ---------------------------------------------------------------------------------------
@@ -738,6 +814,10 @@ class _CustomCall:
         self.avals: list[TensorType] = []  # per operand
         self.out_tree: Any = None
         self.name = getattr(custom, "__name__", "custom")
+        # the user's rule traced where the call is differentiated (``trace_rule``): the transforms evaluate it
+        # instead of calling the rule again, and the call's region is its primal part, as JAX runs the rule there
+        self.traced: Function | None = None
+        self.captured: list[Value] = []  # values of the enclosing trace the traced rule reads: extra operands
 
     def __repr__(self) -> str:
         return self.name
@@ -754,6 +834,22 @@ class _CustomCall:
     def split(self, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         nondiff = set(self.custom.nondiff_argnums)
         return [args[i] for i in sorted(nondiff)], [a for i, a in enumerate(args) if i not in nondiff]
+
+    def _trace_rule(self, suffix: str, avals: Sequence[TensorType], run: Callable[[list[Value]], list[Any]],
+                    depth: int, closures: bool) -> None:
+        """``self.traced``: ``run`` (which calls the user's rule on the params) traced on its own. Traced values of
+        the enclosing function that the rule reads become its last params (``captured``) with ``closures``; else
+        such a rule is not kept, and the transforms call it again. The primals stay differentiated by the
+        ``depth - 1`` transforms around the one the rule is for."""
+        from srcjax.transpiler.passes import clean
+
+        builder = Builder(f"{self.name}_{suffix}", capture=True)
+        params = [builder.param(a) for a in avals]
+        builder.differentiated = {id(p): depth - 1 for p in params[: len(self.avals)] if depth > 1}
+        with core.interpreting(builder):
+            fn = builder.finish(run(params))
+        if closures or not fn.captured:
+            self.traced, self.captured = clean(fn), list(fn.captured)
 
 
 @dataclasses.dataclass(init=False, eq=False)
@@ -821,9 +917,33 @@ class _Batched:
 
 
 class _CustomJVPCall(_CustomCall):
-    def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    def trace_rule(self, depth: int) -> None:
+        """The user's rule as a function of (primals, tangents) -> (outputs, output tangents)."""
         from srcjax.transpiler.primitives.ad import instantiate
 
+        def run(params: list[Value]) -> list[Any]:
+            outs, tangents = self.jvp_rule(params[: len(self.avals)], params[len(self.avals):])
+            return [*outs, *[instantiate(t) for t in tangents]]
+
+        self._trace_rule("jvp", [*self.avals, *[tangent_aval(a) for a in self.avals]], run, depth, closures=True)
+
+    def primal_outputs(self, primals: list[Any]) -> list[Any]:
+        """The traced rule's outputs (its tangents zero): what the call computes where it was differentiated."""
+        from srcjax.transpiler.primitives.ad import zeros
+
+        n = len(self.avals)
+        tangents = [zeros(tangent_aval(a)) for a in self.avals]
+        return eval_function(self.traced, *primals[:n], *tangents, *primals[n:])[: self.out_tree.num_leaves]
+
+    def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Per operand its primal and tangent (the values the traced rule reads last: their tangents are unused)
+        -> the outputs and their tangents."""
+        from srcjax.transpiler.primitives.ad import instantiate
+
+        if self.traced is not None:
+            n = len(self.avals)
+            flat = eval_function(self.traced, *primals[:n], *[instantiate(t) for t in tangents[:n]], *primals[n:])
+            return flat[: self.out_tree.num_leaves], flat[self.out_tree.num_leaves:]
         rule = self.custom.jvp
         if rule is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using defjvp.")
@@ -838,6 +958,8 @@ class _CustomJVPCall(_CustomCall):
             raise TypeError(f"Custom JVP rule {getattr(rule, '__name__', rule)} for function {self.name} must produce "
                             "primal and tangent outputs with equal container (pytree) structures, but got "
                             f"{out_tree} and {tan_tree} respectively.")
+        if self.out_tree is None:  # (traced in place of the function: the rule gives the output's structure)
+            self.out_tree = out_tree
         if out_tree != self.out_tree:
             raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) whose first element "
                             f"has the structure of {self.name}'s output, {self.out_tree}, but got {out_tree}.")
@@ -852,15 +974,38 @@ class _CustomJVPCall(_CustomCall):
 
 class _CustomVJPCall(_CustomCall):
     res_tree: Any = None
+    res_static: list[Any] = []  # with ``traced``: per residual leaf, the value of a static one, else _DYNAMIC
+
+    def trace_rule(self, depth: int) -> None:
+        """The user's ``fwd`` as a function of the primals -> (outputs, residuals that are arrays)."""
+
+        def run(params: list[Value]) -> list[Any]:
+            outs, residuals = self.forward(params)
+            residuals = residuals[: self.res_tree.num_leaves]
+            self.res_static = [_DYNAMIC if _is_array(r) else r for r in residuals]
+            return [*outs, *[r for r in residuals if _is_array(r)]]
+
+        self._trace_rule("fwd", self.avals, run, depth, closures=False)  # (bwd, called later, could not read them)
+
+    def primal_outputs(self, primals: list[Any]) -> list[Any]:
+        return eval_function(self.traced, *primals)[: self.out_tree.num_leaves]
 
     def forward(self, primals: list[Any]) -> tuple[list[Any], list[Any]]:
         """The user's ``fwd``: the outputs and the residuals (the traced non-differentiable arguments too,
         which ``bwd`` is given back)."""
+        kept = [p for p, nd in zip(primals, self.nondiff) if nd]
+        if self.traced is not None:
+            flat = eval_function(self.traced, *primals)
+            dynamic = iter(flat[self.out_tree.num_leaves:])
+            residuals = [next(dynamic) if r is _DYNAMIC else r for r in self.res_static]
+            return flat[: self.out_tree.num_leaves], residuals + kept
         if self.custom.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using defvjp.")
         args = self.arguments(primals)
         out, residuals = _run_user(self.custom.fwd, *args)
         out_leaves, out_tree = tree_util.tree_flatten(out)
+        if self.out_tree is None:  # (traced in place of the function: ``fwd`` gives the output's structure)
+            self.out_tree = out_tree
         if out_tree != self.out_tree:
             raise TypeError(f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function "
                             f"{self.name} must produce a pair (list or tuple of length two) where the first "
@@ -868,7 +1013,6 @@ class _CustomVJPCall(_CustomCall):
                             f"function {self.name}) and the second element represents residuals, but the output "
                             f"has structure {out_tree} where {self.out_tree} was expected.")
         res_leaves, self.res_tree = tree_util.tree_flatten(residuals)
-        kept = [p for p, nd in zip(primals, self.nondiff) if nd]
         return out_leaves, res_leaves + kept
 
     def backward(self, residuals: list[Any], cotangents: list[Any]) -> list[Any]:
@@ -919,6 +1063,13 @@ class _CustomVJPCall(_CustomCall):
         return out
 
 
+_DYNAMIC = object()  # a residual leaf that is an array (the traced ``fwd`` computes it)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (Value, np.ndarray)) or hasattr(x, "aval")
+
+
 def _current_builder() -> Builder | None:
     interpreter = core.current_interpreter()
     builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
@@ -939,7 +1090,9 @@ def _run_user(fn: Callable, *args: Any) -> Any:
 
 def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
     """Run ``custom.fun``: directly when nothing is traced, else as a custom call op holding the function (as a
-    region, interpreted from its source) and the rules (as a ``_CustomCall``)."""
+    region, interpreted from its source) and the rules (as a ``_CustomCall``). Where the call's operands depend on
+    what the trace differentiates, the rule (``jvp`` or ``fwd``) is traced instead and the function is not run,
+    as in JAX: the region is then the rule's primal part."""
     from srcjax.transpiler.primitives.custom import custom_jvp_call_p, custom_vjp_call_p
 
     interpreter = core.current_interpreter()
@@ -955,11 +1108,23 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
     with core.interpreting(builder):
         values = [builder.operand(x) for x, op in zip(leaves, is_operand) if op]
         call.avals = [v.aval for v in values]
+        depth = builder.differentiation_depth(values)
+        if depth:
+            call.trace_rule(depth)
+            if builder.differentiation_depth(call.captured):
+                raise TypeError(f"the custom_jvp rule of {call.name} reads a traced value it is not given as an "
+                                "argument, and that value is differentiated here: its derivative would be lost "
+                                "(JAX raises UnexpectedTracerError). Pass it to the function as an argument, with "
+                                "nondiff_argnums if it is not to be differentiated.")
+            values += [builder.operand(c) for c in call.captured]
         trace = Trace(builder)
         with builder.region([v.aval for v in values]) as block, active(trace):
-            inner = call.arguments(list(block.params))
-            out = interpret(trace, custom.fun, inner, {}) if is_user_function(custom.fun) else custom.fun(*inner)
-            out_leaves, call.out_tree = tree_util.tree_flatten(out)
+            if call.traced is not None:
+                out_leaves = call.primal_outputs(list(block.params))
+            else:
+                inner = call.arguments(list(block.params))
+                out = interpret(trace, custom.fun, inner, {}) if is_user_function(custom.fun) else custom.fun(*inner)
+                out_leaves, call.out_tree = tree_util.tree_flatten(out)
             block.results = [builder.operand(o) for o in out_leaves]
         results = [Value(r.aval) for r in block.results]
         prim = custom_jvp_call_p if kind is _CustomJVPCall else custom_vjp_call_p
@@ -976,6 +1141,7 @@ class _Checkpointed:
     def __init__(self, fun: Callable, static_argnums: Sequence[int] = ()):
         self.fun = fun
         self.static_argnums = tuple(static_argnums)
+        self._traced: Any = None  # the trace-and-evaluate form of ``fun``, made at the first direct call
         functools.update_wrapper(self, fun, updated=())
 
     @property
@@ -983,10 +1149,17 @@ class _Checkpointed:
         return self.fun
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # NumPy arguments arrive as arrays, as JAX's tracers do (``x.at[i].set(v)`` works on them)
-        static = {i % len(args) for i in self.static_argnums} if args else set()
-        args = tuple(a if i in static else tree_util.tree_map(_numpy_as_array, a) for i, a in enumerate(args))
-        return self.fun(*args, **kwargs)
+        if core.current_interpreter() is not core.base_interpreter():  # (inside a transformation: fun itself)
+            return self.fun(*args, **kwargs)
+        # Called directly, ``fun`` is traced and the trace evaluated, as JAX's checkpoint does: its arguments are
+        # arrays (``x.at[i].set(v)`` works on a NumPy argument) and its source is read (item assignment, Python
+        # control flow on arrays), but nothing is compiled
+        if self._traced is None:
+            from srcjax.runtime.api import Jitted
+
+            self._traced = Jitted(self.fun, self.static_argnums)
+            self._traced._native = False
+        return self._traced(*args, **kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -997,12 +1170,6 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None, s
     the backward pass needs; recomputing them instead, to trade time for memory, is not implemented."""
     _check_callable(fun, "checkpoint")
     return _Checkpointed(fun, (static_argnums,) if isinstance(static_argnums, int) else static_argnums)
-
-
-def _numpy_as_array(leaf: Any) -> Any:
-    from srcjax.runtime.eager import to_array
-
-    return to_array(leaf) if isinstance(leaf, (np.ndarray, np.generic)) else leaf
 
 
 remat = checkpoint
@@ -1020,5 +1187,5 @@ def stop_gradient(x: Any) -> Any:
     return tree_util.tree_map(stop, x)
 
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
-           "custom_vjp", "checkpoint", "remat", "stop_gradient", "Zero", "FLOAT0"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "stop_gradient", "Zero", "FLOAT0"]

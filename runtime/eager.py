@@ -34,6 +34,10 @@ def to_array(x: Any, what: str = "operand") -> Array:
         if value.dtype.kind not in "biufc":
             raise TypeError(f"{what}: arrays of dtype {value.dtype} are not supported (use bool, int, float, complex)")
         return Array(value.astype(dtype, copy=False), weak_type=weak)
+    from srcjax.transpiler.ir import Value, unexpected_tracer  # (not at the top: ir imports the primitives first)
+
+    if isinstance(x, Value):  # a traced value here outlived the compilation that made it
+        raise unexpected_tracer(x, what)
     raise TypeError(f"{what} must be an array or a scalar, got {type(x).__name__}")
 
 

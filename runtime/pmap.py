@@ -211,7 +211,7 @@ class _Replicated:
               ) -> _Replicated | None:
         from srcjax.codegen.cache import compile_function
 
-        args, kwargs = tree_util.tree_unflatten(treedef, example)
+        args, kwargs = tree_util.unflatten_containers(treedef, example)
         with collectives.named_axis(pmapped.axis_name, size) if pmapped.axis_name is not None else _nothing():
             ir, out_tree = trace_function(pmapped.fun, args, kwargs)
         if ir.captured or not any(op.prim.name in _COLLECTIVE_NAMES for op in walk(ir.body)):
@@ -219,7 +219,7 @@ class _Replicated:
         native = compile_function(ir, config.jax_compilation_cache_dir)
         if native is None or not native.plan.replicated:
             return None
-        probe = tree_util.tree_unflatten(out_tree, list(range(len(ir.results))))
+        probe = tree_util.unflatten_containers(out_tree, list(range(len(ir.results))))
         out_axes = _broadcast_prefix(pmapped.out_axes, probe, "out_axes")
         return _Replicated(native, out_tree, out_axes, size)
 

@@ -337,6 +337,44 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
     return kind.flatten(tree)
 
 
+# -- structures built around placeholders -------------------------------------------------------------------
+class _Unbuilt:
+    """A registered node not built yet: its structure and the leaves it will have. It flattens to those
+    leaves; unflattened with new ones, it builds the node then. The node type's own code (an ``__init__`` that
+    calls ``jnp.asarray``) so runs on what the caller finally puts in (arrays, traced values), never on the
+    placeholders a structure was first filled with (types, leaf numbers)."""
+
+    __slots__ = ("treedef", "leaves")
+
+    def __init__(self, treedef: PyTreeDef, leaves: list[Any]):
+        self.treedef, self.leaves = treedef, leaves
+
+    def __repr__(self) -> str:
+        return f"Unbuilt({self.treedef})"
+
+
+_UNBUILT = _NodeKind(lambda u: (u.leaves, u.treedef), lambda treedef, ch: treedef.unflatten(ch), None, "Unbuilt")
+_registry[_Unbuilt] = _UNBUILT
+_CONTAINERS = (_TUPLE, _LIST, _DICT, _NONE, _ORDERED_DICT, _DEFAULT_DICT, _NAMEDTUPLE)
+
+
+def unflatten_containers(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
+    """``treedef`` rebuilt on ``leaves`` where no user code runs: the built-in containers are built, each
+    registered node stays unbuilt (flattening gives its leaves back; unflattening builds it on new leaves)."""
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"expected {treedef.num_leaves} leaves for {treedef}, got {len(leaves)}")
+    return _build_containers(treedef, iter(leaves))
+
+
+def _build_containers(treedef: PyTreeDef, leaves: Any) -> Any:
+    if treedef.kind is None:
+        return next(leaves)
+    if not any(treedef.kind is kind for kind in _CONTAINERS):
+        return _Unbuilt(treedef, [next(leaves) for _ in range(treedef.num_leaves)])
+    return treedef.kind.unflatten(treedef.aux, [_build_containers(c, leaves) for c in treedef.children_defs])
+
+
 # -- matching a tree against a structure -------------------------------------------------------------------
 def _describe(x: Any) -> str:
     kind = _kind_of(x)

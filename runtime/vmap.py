@@ -16,7 +16,10 @@ import numpy as np
 from srcjax.runtime import tree_util
 from srcjax.runtime.api import abstractify
 from srcjax.runtime.array import Array
+from srcjax.transpiler.builder import differentiation_depths
 from srcjax.transpiler.frontend import trace_function
+from srcjax.transpiler.frontend.calls import enclosing_trace
+from srcjax.transpiler.frontend.concrete import UNKNOWN, TraceContext
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Value
 from srcjax.transpiler.primitives import collectives
@@ -53,6 +56,25 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
 
     visit(prefix, tree, "")
     return out
+
+
+def _out_axis(axis: int, ndim: int) -> int:
+    """``out_axes`` entry ``axis`` of a result whose batched form has rank ``ndim``, made non-negative (JAX's
+    check and message: an axis the batched result does not have is an error, not taken modulo its rank)."""
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _number(leaf: Any) -> bool:
+    return isinstance(leaf, (np.generic, bool, int, float, complex))
+
+
+def _context(leaves: list[Any], dims: list[int | None], size: int) -> TraceContext:
+    """What the trace knows of its parameters: the unmapped arguments' values (JAX's are not traced, so an
+    ``assert`` or ``print`` on them sees them), and which are mapped along which axis (for how they print)."""
+    inputs = [UNKNOWN if d is not None else leaf for leaf, d in zip(leaves, dims)]
+    return TraceContext("vmap", inputs=inputs, tracked=list(dims), axis_size=size, outer=enclosing_trace())
 
 
 def _dynamic(leaf: Any) -> bool:
@@ -105,17 +127,23 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         if axis_size is not None and size != axis_size:
             raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
         # what one example sees: mapped leaves lose their axis; other arrays are shared; the rest is static
-        abstract = [s.aval if isinstance(s, _Example) else abstractify(s) if _dynamic(s) else s for s in sliced]
+        # (an unmapped number stays a Python value, as JAX passes it: ``range(n)`` sees it)
+        abstract = [s.aval if isinstance(s, _Example) else abstractify(s) if _dynamic(s) and not _number(s) else s
+                    for s in sliced]
         dynamic = [isinstance(a, TensorType) for a in abstract]
-        abstract_args, abstract_kwargs = tree_util.tree_unflatten(treedef, abstract)
+        abstract_args, abstract_kwargs = tree_util.unflatten_containers(treedef, abstract)
         named = collectives.named_axis(axis_name, size * _processes, _processes) if axis_name is not None else None
         with named or _nothing():
-            ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs)
-            leaf_dims = [d for d, dyn in zip(dims, dynamic) if dyn]
             dyn_leaves = [leaf for leaf, dyn in zip(leaves, dynamic) if dyn]
-            probe = tree_util.tree_unflatten(out_tree, list(range(len(ir.results))))
+            # (what an enclosing trace differentiates stays differentiated: custom rules apply inside)
+            ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs,
+                                          differentiated=differentiation_depths(dyn_leaves),
+                                          context=_context(dyn_leaves, [d for d, dyn in zip(dims, dynamic) if dyn],
+                                                           size))
+            leaf_dims = [d for d, dyn in zip(dims, dynamic) if dyn]
+            probe = tree_util.unflatten_containers(out_tree, list(range(len(ir.results))))
             outs = _broadcast_prefix(out_axes, probe, "out_axes")
-            out_dims = [None if a is None else a % (r.aval.ndim + 1) for a, r in zip(outs, ir.results)]
+            out_dims = [None if a is None else _out_axis(a, r.aval.ndim + 1) for a, r in zip(outs, ir.results)]
             batched = vmap_function(ir, leaf_dims + [None] * len(ir.captured), size, axis_name, out_dims)
             results = eval_function(batched, *dyn_leaves, *ir.captured)
         return tree_util.tree_unflatten(out_tree, list(results))

@@ -18,6 +18,7 @@ from srcjax.runtime.autodiff import (
     grad,
     hessian,
     jacfwd,
+    jacobian,
     jacrev,
     jvp,
     linearize,
@@ -43,8 +44,8 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
 _SUBMODULES = {
-    "distributed", "dtypes", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy", "sharding",
-    "test_util", "tree", "tree_util",
+    "distributed", "dtypes", "errors", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy",
+    "sharding", "test_util", "tree", "tree_util",
 }
 
 
@@ -70,9 +71,9 @@ def __getattr__(name: str):
 
 __version__ = "0.1.0"
 __all__ = [
-    "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "custom_jvp",
-    "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape", "ShapeDtypeStruct",
-    "Array", "config", "devices", "local_devices", "device_count", "local_device_count", "device_put",
-    "device_get", "block_until_ready", "default_backend", "process_index", "process_count", "clear_caches", "pmap",
-    "shard_map", "make_mesh",
+    "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
+    "custom_jvp", "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape",
+    "ShapeDtypeStruct", "Array", "config", "devices", "local_devices", "device_count", "local_device_count",
+    "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
+    "clear_caches", "pmap", "shard_map", "make_mesh",
 ]

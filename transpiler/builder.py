@@ -13,7 +13,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from srcjax.transpiler.ir import Block, Function, Literal, Op, SourceLoc, Value
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Origin, SourceLoc, Value, unexpected_tracer, walk
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.types import TensorType
 
@@ -34,6 +34,8 @@ class Builder(core.Interpreter):
         self._blocks: list[Block] = [self.function.body]
         self._consts: dict[int, Value] = {}  # id(concrete array) -> its const value
         self.loc: SourceLoc | None = source
+        # params that transforms differentiate, by id: how many nested ones do (``trace_function``)
+        self.differentiated: dict[int, int] = {}
 
     # -- values ------------------------------------------------------------------------------------------
     @property
@@ -72,10 +74,35 @@ class Builder(core.Interpreter):
     def _capture(self, outer: Value) -> Value:
         param = self._captured_params.get(id(outer))
         if param is None:
+            if getattr(outer, "origin", None) is not None:  # of a compilation that has ended: nothing binds it
+                raise unexpected_tracer(outer, "a value this function uses")
             param = self.param(outer.aval, outer.name)
             self._captured_params[id(outer)] = param
             self.captured.append(outer)
         return param
+
+    def differentiation_depth(self, values: Sequence[Any]) -> int:
+        """How many nested transforms differentiate what ``values`` depend on: the deepest ``differentiated``
+        param their differentiable values reach through the ops recorded so far (not through a value whose
+        derivative is zero, such as ``stop_gradient``'s). What the walk cannot see through (a loop's carried
+        params) counts as depending on nothing."""
+        if not self.differentiated:
+            return 0
+        producers = {id(r): op for block in self._blocks for op in block.ops for r in op.results}
+        todo, seen, depth = [v for v in values if isinstance(v, Value)], set(), 0
+        while todo:
+            v = todo.pop()
+            if id(v) in seen or isinstance(v, Literal) or not isinstance(v.aval, TensorType) \
+                    or v.aval.dtype.kind not in "fc":
+                continue
+            seen.add(id(v))
+            depth = max(depth, self.differentiated.get(id(v), 0))
+            op = producers.get(id(v))
+            if op is None or op.prim.rule_state("jvp") == core.ZERO:
+                continue
+            todo += op.operands
+            todo += [x for region in op.regions for inner in walk(region) for x in inner.operands]
+        return depth
 
     # -- recording ---------------------------------------------------------------------------------------
     def process(self, prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> Any:
@@ -125,7 +152,34 @@ class Builder(core.Interpreter):
     def finish(self, results: Sequence[Any]) -> Function:
         self.function.body.results = [self.operand(r) for r in results]
         self.function.captured = list(self.captured)
+        self._mark_finished()
         return self.function
+
+    def _mark_finished(self) -> None:
+        """Give every value this compilation made its ``Origin``: one that escaped it (saved by the user's
+        function rather than returned) is then reported as such, with the line that made it, when used."""
+        name = self.function.name
+        whole = Origin(name, self.function.source)
+        for value in self._owned.values():
+            value.origin = whole
+        todo = [self.function.body]
+        while todo:
+            for op in todo.pop().ops:
+                if op.results:
+                    made = Origin(name, self.function.source, op.loc)
+                    for r in op.results:
+                        r.origin = made
+                todo.extend(op.regions)
+
+
+def differentiation_depths(values: Sequence[Any]) -> list[int]:
+    """Per value: how many transforms differentiate it in the compilation now recording (0 outside one). A
+    trace started on these values passes them on as its params' ``differentiated``."""
+    interpreter = core.current_interpreter()
+    builder = interpreter if isinstance(interpreter, Builder) else getattr(interpreter, "builder", None)
+    if not isinstance(builder, Builder):
+        return [0] * len(values)
+    return [builder.differentiation_depth([v]) if isinstance(v, Value) else 0 for v in values]
 
 
 def _grows_scalars(prim: core.Primitive, operands: Sequence[Any], params: dict[str, Any]) -> bool:

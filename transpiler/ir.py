@@ -27,10 +27,17 @@ class ConcretizationError(TypeError):
     """A symbolic value was used where a concrete Python value is needed (``bool(x)``, ``float(x)``)."""
 
 
+class UnexpectedTracerError(TypeError):
+    """A symbolic value was used after the compilation that made it ended: the function being compiled saved
+    it outside itself (a list, a global) instead of returning it (JAX's ``UnexpectedTracerError``)."""
+
+
 class Value(ArrayMethods):
     """An SSA value: the result of an op, a block parameter or a function parameter."""
 
-    __slots__ = ("aval", "name")
+    # ``origin`` is set when the compilation that made the value ends (``Builder.finish``): the function and
+    # where in it the value was made. A value with an origin used again escaped that compilation.
+    __slots__ = ("aval", "name", "origin")
     __hash__ = object.__hash__  # identity: values are keys of the transforms' environments
 
     def __init__(self, aval: TensorType, name: str | None = None):
@@ -78,6 +85,39 @@ class Value(ArrayMethods):
 
     def __array__(self, dtype=None, copy=None):
         self._concrete("conversion to a NumPy array")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value of a finished compilation came from: the function compiled (its name and definition)
+    and the source line that made the value (``None`` for the function's parameters)."""
+
+    function: str
+    source: SourceLoc | None
+    loc: SourceLoc | None = None
+
+
+def _where(loc: SourceLoc) -> str:
+    return f"{loc.file}:{loc.line}" + (f" (`{loc.text.strip()}`)" if loc.text.strip() else "")
+
+
+def unexpected_tracer(value: Value, use: str) -> UnexpectedTracerError:
+    """The error for ``value`` used (as ``use``: "add operand 0") after the compilation that made it ended."""
+    origin = getattr(value, "origin", None)
+    if origin is None:
+        made = "a compilation that has ended"
+    else:
+        defined = f" defined at {origin.source.file}:{origin.source.line}" if origin.source else ""
+        made = f"the compilation of {origin.function}{defined}"
+    text = (f"Encountered an unexpected tracer: {use} is a traced value of type {value.aval} that escaped the "
+            f"transformation that made it ({made}). A function being transformed (jit, grad, vmap, ...) saved it "
+            "outside itself (in a list, a global, an attribute) instead of returning it; transformed functions "
+            "must return their outputs, and their traced values have no value once the transformation is over.")
+    if origin is not None and origin.loc is not None:
+        text += f" The value was created at {_where(origin.loc)}."
+    elif origin is not None and origin.source is not None:
+        text += f" The value is an argument of {origin.function}."
+    return UnexpectedTracerError(text)
 
 
 class Literal(Value):

@@ -16,6 +16,7 @@ from srcjax.runtime.numpy import (  # noqa: F401 - ``jnp.fft``, ``jnp.linalg``
     products,
     reductions,
     sorting,
+    ufunc_objects,
     ufuncs,
 )
 from srcjax.runtime.numpy._core import *  # noqa: F401,F403
@@ -26,9 +27,10 @@ from srcjax.runtime.numpy.misc import *  # noqa: F401,F403
 from srcjax.runtime.numpy.products import *  # noqa: F401,F403
 from srcjax.runtime.numpy.reductions import *  # noqa: F401,F403
 from srcjax.runtime.numpy.sorting import *  # noqa: F401,F403
+from srcjax.runtime.numpy.ufunc_objects import *  # noqa: F401,F403
 from srcjax.runtime.numpy.ufuncs import *  # noqa: F401,F403
 
-_MODULES = (_core, creation, indexing, manipulation, misc, products, reductions, sorting, ufuncs)
+_MODULES = (_core, creation, indexing, manipulation, misc, products, reductions, sorting, ufunc_objects, ufuncs)
 __all__ = sorted({name for m in _MODULES for name in m.__all__} | {"fft", "linalg"})
 
 from srcjax.transpiler.array_methods import install_numpy_api  # noqa: E402

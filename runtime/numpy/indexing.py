@@ -5,10 +5,9 @@ ints and slices become ``slice``/``rev``/``reshape``; 0-d array indexes add a ``
 with integer arrays becomes one ``gather`` (and ``.at`` updates one ``scatter``) whose index vectors are
 built from the arrays, the ints and the strided slices. NumPy decides where the advanced axes go: where
 the first advanced index stands when the advanced indexes (arrays, and ints next to them) are adjacent,
-else first. Semantics are JAX's: array indexes out of bounds are clamped by ``x[...]`` and by
-``.at[...].get()``, filled by ``get(mode='fill')``, dropped by updates; a static int out of bounds is an
-``IndexError`` in ``x[...]`` (like NumPy). Boolean masks need concrete values (their result's shape depends
-on them).
+else first. Semantics are JAX's: indexes out of bounds, array or static int, are clamped by ``x[...]`` and
+by ``.at[...].get()`` (not an ``IndexError`` as in NumPy), filled by ``get(mode='fill')``, dropped by
+updates. Boolean masks need concrete values (their result's shape depends on them).
 """
 
 from __future__ import annotations
@@ -184,8 +183,10 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
     return "array", item
 
 
-def _expand(shape: tuple[int, ...], index: Any, *, check_ints: bool) -> list[_Entry]:
-    """One entry per operand axis and per new axis; masks become integer arrays, '...' becomes slices."""
+def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_Entry]:
+    """One entry per operand axis and per new axis; masks become integer arrays, '...' becomes slices.
+    Negative static ints count from the end once; ``clamp_ints`` then clamps them into the axis (reads),
+    else one still out of bounds stays so (updates drop it)."""
     items = list(index) if isinstance(index, tuple) else [index]
     classified = [_classify(item, i) for i, item in enumerate(items)]
     if sum(kind == "ellipsis" for kind, _ in classified) > 1:
@@ -220,9 +221,8 @@ def _expand(shape: tuple[int, ...], index: Any, *, check_ints: bool) -> list[_En
             dim += 1
         elif kind == "int":
             n = shape[dim]
-            if check_ints and not -n <= value < n:
-                raise IndexError(f"index {value} is out of bounds for axis {dim} with size {n}")
-            add(_Entry("int", dim, value + n if value < 0 else value))
+            # a read clamps, as JAX's gathers do: x[11] of 10 elements is x[9], x[-12] is x[0]
+            add(_Entry("int", dim, _clamped_int(value, dim, n) if clamp_ints else (value + n if value < 0 else value)))
             dim += 1
         elif kind == "array":
             add(_Entry("array", dim, value))
@@ -237,6 +237,18 @@ def _expand(shape: tuple[int, ...], index: Any, *, check_ints: bool) -> list[_En
                 add(_Entry("array", dim, axis_coords.astype(_index_dtype())))
                 dim += 1
     return entries
+
+
+def _clamped_int(value: int, dim: int, n: int) -> int:
+    """A static int index (negative counts from the end once) moved into ``[0, n)``, as JAX's clamping gather
+    moves it; an empty axis has no element to clamp to, and an int the index dtype cannot hold is refused as
+    JAX refuses it."""
+    info = np.iinfo(_index_dtype())
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"Python int {value} too large to convert to {_index_dtype().name}")
+    if n == 0:
+        raise IndexError(f"index is out of bounds for axis {dim} with size 0")
+    return min(max(value + n if value < 0 else value, 0), n - 1)
 
 
 def _slice_entry(dim: int, s: slice, n: int) -> _Entry:
@@ -257,7 +269,7 @@ def getitem(x: Any, index: Any) -> Any:
     if not is_arraylike(x):
         raise TypeError(f"cannot index a value of type {type(x).__name__}")
     shape = _shape(x)
-    entries = _expand(shape, index, check_ints=True)
+    entries = _expand(shape, index, clamp_ints=True)
     arrays = [e for e in entries if e.kind == "array"]
     if not arrays:
         return _static_index(x, entries)
@@ -499,7 +511,7 @@ class _IndexUpdateRef:
         if mode is None and fill_value is None:
             return getitem(self.array, self.index)
         parsed = GatherScatterMode.from_any(mode)
-        entries = _expand(_shape(self.array), self.index, check_ints=False)
+        entries = _expand(_shape(self.array), self.index, clamp_ints=False)
         return _gather(self.array, entries, parsed, fill_value, indices_are_sorted=indices_are_sorted,
                        unique_indices=unique_indices)
 
@@ -573,7 +585,7 @@ def _scatter_update(x: Any, index: Any, values: Any, prim: Any, mode: Any, indic
     """One scatter writing ``values`` (converted to ``x``'s dtype, broadcast to ``x[index]``'s shape)."""
     check_arraylike("scatter", x)
     typ = aval(x)
-    entries = _expand(typ.shape, index, check_ints=False)
+    entries = _expand(typ.shape, index, clamp_ints=False)
     plan = _plan(typ.shape, entries)
     values = asarray(values) if not is_arraylike(values) else values
     if aval(values).dtype != typ.dtype or isinstance(values, (bool, int, float, complex, np.ndarray, np.generic)):
@@ -990,18 +1002,17 @@ def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *, si
 
 
 def ix_(*args: Any) -> tuple[Any, ...]:
-    """An open mesh from 1-d index sequences: argument i is reshaped to axis i of ``len(args)`` axes
-    (boolean ones become the positions of their true entries)."""
+    """An open mesh from 1-d sequences: argument i is reshaped to axis i of ``len(args)`` axes. As in JAX,
+    values of any dtype keep it (floats too) and an empty argument becomes integers; boolean ones become
+    the positions of their true entries (NumPy's rule; JAX refuses them)."""
     out = []
     for i, arg in enumerate(args):
         arg = asarray(arg) if not is_arraylike(arg) or isinstance(arg, np.ndarray) else arg
         if len(_shape(arg)) != 1:
-            raise ValueError(f"Cross index must be 1 dimensional, got shape {_shape(arg)}")
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape {_shape(arg)}")
         if aval(arg).dtype == np.bool_:
             arg = nonzero(arg)[0]
-        elif aval(arg).dtype.kind not in "iu":
-            if _shape(arg)[0] != 0:
-                raise TypeError(f"ix_: arguments must be integer or boolean arrays, got {aval(arg).dtype.name}")
+        elif _shape(arg)[0] == 0:
             arg = convert(arg, _index_dtype())
         shape = [1] * len(args)
         shape[i] = _shape(arg)[0]

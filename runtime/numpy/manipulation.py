@@ -549,18 +549,24 @@ def _roll_axis(a: Any, shift: Any, axis: int) -> Any:
     return lax.dynamic_slice_in_dim(lax.concatenate([a, a], axis), start, n, axis)
 
 
+def _integer_shift(shift: Any) -> Any:
+    """A shift given as an array or a non-int number, as JAX takes it: converted to int32 (a float is
+    truncated toward zero, so 1.5 rolls by 1 and -1.5 by -1)."""
+    shift = jnp.asarray(shift)
+    return shift if aval(shift).dtype.kind in "iu" else convert(shift, np.int32)
+
+
 def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
     a = _array("roll", a)
     if axis is None:
         return lax.reshape(roll(ravel(a), shift, 0), _shape(a))
     shape = _shape(a)
     if is_arraylike(shift) and not isinstance(shift, (int, np.integer)):
-        shift = jnp.asarray(shift)
-        if aval(shift).dtype.kind not in "iu":
-            raise TypeError(f"roll: shift must be integers, got {aval(shift).dtype}")
+        shift = _integer_shift(shift)
         shifts = [shift] if len(aval(shift).shape) == 0 else list(unstack(shift))
     else:
         shifts = [shift] if isinstance(shift, (int, np.integer)) else list(shift)
+        shifts = [s if isinstance(s, (int, np.integer)) else _integer_shift(s) for s in shifts]
     axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
     if not shifts or not axes:
         if shifts or axes:
@@ -577,8 +583,9 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
 
 
 # -- inserting, deleting, resizing --------------------------------------------------------------------------------
-def _static_indices(name: str, obj: Any, size: int) -> np.ndarray:
-    """``obj`` (an int, a slice or a concrete integer array) as static indices into an axis of ``size``."""
+def _static_indices(name: str, obj: Any, size: int, *, any_rank: bool = False) -> np.ndarray:
+    """``obj`` (an int, a slice or a concrete integer array) as static indices into an axis of ``size``; with
+    ``any_rank``, an integer array of any rank stands for all its entries (``delete``, as JAX's and NumPy's)."""
     if isinstance(obj, slice):
         return np.arange(*obj.indices(size))
     check_arraylike(name, obj)
@@ -586,6 +593,8 @@ def _static_indices(name: str, obj: Any, size: int) -> np.ndarray:
         raise TypeError(f"{name}: the indices must be static (an int, a slice or a concrete array), because the "
                         f"shape of the result depends on them; delete also accepts assume_unique_indices=True")
     indices = np.asarray(obj)
+    if any_rank and indices.dtype.kind in "iu":
+        indices = indices.ravel()
     if indices.dtype.kind not in "iub" or indices.ndim > 1:
         raise ValueError(f"{name}: obj must be a slice, an integer or a one-dimensional integer array, got {obj!r}")
     return indices
@@ -599,7 +608,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
     n = _shape(arr)[axis]
     if assume_unique_indices and not isinstance(obj, slice):
         return _delete_unique(arr, obj, axis, n)
-    indices = _static_indices("delete", obj, n)
+    indices = _static_indices("delete", obj, n, any_rank=True)
     if indices.dtype == np.bool_:  # a mask of the elements to delete
         if indices.shape != (n,):
             raise ValueError(f"delete: a boolean mask must have one entry per element along axis {axis} ({n}), got "

@@ -223,33 +223,38 @@ def _poly1d(name: str, p: Any) -> Any:
     return p
 
 
+def _leading_axis(name: str, p: Any) -> Any:
+    """Coefficients with a leading axis, the powers (more axes hold more polynomials, as in JAX); a 0-d array
+    has none, which JAX reports as an ``IndexError``."""
+    p = _array(name, p)
+    if not _shape(p):
+        raise IndexError(f"{name}: polynomial coefficients need a leading axis (the powers), got a 0-d array")
+    return p
+
+
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
-    """Horner's rule: ((p0 x + p1) x + p2) ..."""
-    p = _poly1d("polyval", p)
+    """Horner's rule: ((p0 x + p1) x + p2) ... along ``p``'s first axis. A ``p`` of shape (M, *rest) holds
+    polynomials side by side: the result has shape ``broadcast(rest, x.shape)`` (JAX's)."""
+    p = _leading_axis("polyval", p)
     x = _array("polyval", x)
     p, x = promote_dtypes(p, x)
-    y = jnp.zeros_like(x)
+    y = jnp.zeros(jnp.broadcast_shapes(_shape(p)[1:], _shape(x)), aval(x).dtype)  # never weak, as in JAX
     for coefficient in jnp.unstack(p) if _shape(p)[0] else ():
         y = y * x + coefficient
-    return convert(y, aval(y).dtype)  # never weak, as in JAX
-
-
-def _align(a1: Any, a2: Any) -> tuple[Any, Any]:
-    """Two coefficient arrays zero-padded at the front to one length."""
-    n1, n2 = _shape(a1)[0], _shape(a2)[0]
-    a1 = jnp.pad(a1, (max(n2 - n1, 0), 0))
-    a2 = jnp.pad(a2, (max(n1 - n2, 0), 0))
-    return a1, a2
+    return y
 
 
 def polyadd(a1: Any, a2: Any) -> Any:
-    a1, a2 = promote_dtypes(_poly1d("polyadd", a1), _poly1d("polyadd", a2))
-    return jnp.add(*_align(a1, a2))
+    """The sum's coefficients: the shorter array added to the last entries of the longer (JAX's rule, which
+    also adds arrays of more axes, the shorter broadcast to the longer's trailing shape)."""
+    a1, a2 = promote_dtypes(_leading_axis("polyadd", a1), _leading_axis("polyadd", a2))
+    n1, n2 = _shape(a1)[0], _shape(a2)[0]
+    return a1.at[-n2:].add(a2) if n2 <= n1 else a2.at[-n1:].add(a1)
 
 
 def polysub(a1: Any, a2: Any) -> Any:
-    a1, a2 = promote_dtypes(_poly1d("polysub", a1), _poly1d("polysub", a2))
-    return jnp.subtract(*_align(a1, a2))
+    a1, a2 = promote_dtypes(_leading_axis("polysub", a1), _leading_axis("polysub", a2))
+    return polyadd(a1, jnp.negative(a2))
 
 
 def _trim_leading_zeros(p: Any, name: str) -> Any:
@@ -270,22 +275,25 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
 
 
 def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
-    """Long division u = q v + r; like JAX, r keeps u's length (its leading entries are zero)."""
-    u, v = promote_dtypes_inexact(_poly1d("polydiv", u), _poly1d("polydiv", v))
+    """Long division u = q v + r, step for step as JAX does it: r keeps u's length (its leading entries are
+    zero), and ``trim_leading_zeros`` drops the leading entries of r below sqrt(eps) (concrete values only)."""
+    check_arraylike("polydiv", u, v)
+    u, v = promote_dtypes_inexact(jnp.asarray(u), jnp.asarray(v))
+    m, n = len(u) - 1, len(v) - 1
+    scale = 1.0 / v[0]
+    q = jnp.zeros(max(m - n + 1, 1), aval(u).dtype)
+    for k in range(m - n + 1):
+        # cancel the leading term: q_k = r_k / v_0, then r -= q_k v shifted to position k
+        d = scale * u[k]
+        q = q.at[k].set(d)
+        u = u.at[k:k + n + 1].add(-d * v)
     if trim_leading_zeros:
-        v = _trim_leading_zeros(v, "polydiv")
-    n, m = _shape(u)[0], _shape(v)[0]
-    if m == 0:
-        raise ValueError("polydiv: the divisor must have at least one coefficient")
-    quotient = []
-    remainder = u
-    for k in range(max(n - m + 1, 0)):
-        # Cancel the leading term: q_k = r_k / v_0, then r -= q_k * v shifted to position k.
-        q = jnp.take(remainder, k) / jnp.take(v, 0)
-        remainder = remainder - jnp.pad(q * v, (k, n - m - k))
-        quotient.append(q)
-    q = jnp.stack(quotient) if quotient else jnp.zeros((1,), aval(u).dtype)
-    return q, remainder
+        if not is_concrete(u):
+            raise TypeError("polydiv: trim_leading_zeros=True needs concrete values (the remainder's length "
+                            "depends on them)")
+        small = jnp.abs(u) < np.sqrt(np.finfo(aval(u).dtype).eps)
+        u = u[int(jnp.argmin(small)):] if not bool(jnp.all(small)) else jnp.zeros((0,), aval(u).dtype)
+    return q, u
 
 
 def polyder(p: Any, m: int = 1) -> Any:

@@ -142,6 +142,8 @@ def lexsort(keys, axis=-1):
     shape = aval(keys[0]).shape
     if any(aval(k).shape != shape for k in keys):
         raise ValueError(f"jnp.lexsort: all keys need to be the same shape, got {[aval(k).shape for k in keys]}")
+    if not shape:  # one element per key (a 1-d array is a sequence of 0-d keys): its index is 0, as in JAX
+        return asarray(np.zeros((), dtypes.default_int_dtype()))
     axis = _axis("lexsort", axis, len(shape))
     return _sort(*keys[::-1], _iota(shape, axis), axis=axis, num_keys=len(keys))[-1]
 

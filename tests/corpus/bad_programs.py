@@ -30,9 +30,9 @@ def bad(*args, match, anchor):
     return register
 
 
-@bad("f32[3]", match=r"print\(\) of a value", anchor="print(x)")
-def print_symbolic(x):
-    print(x)  # <- print_symbolic
+@bad("f32[3]", match=r"unsupported format string passed to JitTracer.__format__", anchor="x:")
+def print_symbolic_with_format_spec(x):
+    print(f"{x:.3f}")  # <- print_symbolic_with_format_spec
     return x
 
 
@@ -59,30 +59,32 @@ def if_on_array(x):
     return x
 
 
-@bad("f32[3]", match=r"shape differs", anchor="x.sum() > 0")
+@bad("f32[3]", match=r"'y' is f32\[2\] here but f32\[3\] in the then-branch; a value's shape cannot differ",
+     anchor="y")
 def branch_shape_mismatch(x):
-    if x.sum() > 0:  # <- branch_shape_mismatch
+    if x.sum() > 0:
         y = x
     else:
-        y = x[:2]
+        y = x[:2]  # <- branch_shape_mismatch
     return y
 
 
-@bad("f32[3]", match=r"structure differs", anchor="x[0] > 0")
+@bad("f32[3]", match=r"'y' is f32\[3\] here but a tuple of 2 in the then-branch; a value's structure cannot",
+     anchor="y")
 def branch_structure_mismatch(x):
-    if x[0] > 0:  # <- branch_structure_mismatch
+    if x[0] > 0:
         y = (x, x)
     else:
-        y = x
+        y = x  # <- branch_structure_mismatch
     return y
 
 
-@bad("f32[]", match=r"static value differs", anchor="x > 0")
+@bad("f32[]", match=r"'mode' is 'down' here but 'up' in the then-branch; a static value cannot differ", anchor="mode")
 def branch_static_mismatch(x):
-    if x > 0:  # <- branch_static_mismatch
+    if x > 0:
         mode = "up"
     else:
-        mode = "down"
+        mode = "down"  # <- branch_static_mismatch
     return x, mode
 
 
@@ -98,10 +100,11 @@ def numpy_on_symbolic(x):
     return np.sin(x)  # <- numpy_on_symbolic
 
 
-@bad("f32[]", match=r"cannot assign global variables", anchor="global COUNTER")
-def assign_global(x):
-    global COUNTER  # <- assign_global
-    COUNTER = 1
+@bad("f32[]", match=r"cannot assign the global variable 'COUNTER' inside an `if`", anchor="COUNTER")
+def assign_global_in_symbolic_if(x):
+    global COUNTER
+    if x > 0:
+        COUNTER = 1  # <- assign_global_in_symbolic_if
     return x
 
 
@@ -111,12 +114,14 @@ def mutate_global_object(x):
     return x
 
 
-@bad("f32[]", match=r"unsupported statement .*Try", anchor="try:")
-def try_statement(x):
-    try:  # <- try_statement
-        y = x + 1
-    except ValueError:
+@bad("f32[]", match=r"cannot catch ValueError here", anchor="ValueError")
+def catch_error_raised_on_a_traced_condition(x):
+    try:
+        if x > 0:
+            raise ValueError("positive")
         y = x
+    except ValueError:  # <- catch_error_raised_on_a_traced_condition
+        y = -x
     return y
 
 
@@ -149,10 +154,11 @@ def list_in_symbolic_while(x):
     return x
 
 
-@bad("f32[2]", match=r"shape changes inside a loop", anchor="while")
+@bad("f32[2]", match=r"'s' is f32\[4\] here after an iteration but f32\[2\] before the loop; a value's shape "
+                     r"cannot change inside a loop", anchor="s")
 def shape_change_in_while(s):
-    while s.sum() < 10.0:  # <- shape_change_in_while
-        s = jnp.concatenate([s, s])
+    while s.sum() < 10.0:
+        s = jnp.concatenate([s, s])  # <- shape_change_in_while
     return s
 
 
@@ -162,10 +168,13 @@ def assert_symbolic(x):
     return x
 
 
-@bad("f32[]", match=r"cannot format a value", anchor="x")
-def format_symbolic(x):
-    label = f"value {x}"  # <- format_symbolic
-    return label
+@bad("f32[]", match=r"cannot assert on a value inside an `if` or loop", anchor="s < 10")
+def assert_in_symbolic_while(x):
+    s = x
+    while s < 10.0:
+        assert s < 10.0  # <- assert_in_symbolic_while
+        s = s * 2
+    return s
 
 
 @bad("f32[]", match=r"name 'undefined_helper' is not defined", anchor="undefined_helper")

@@ -678,8 +678,11 @@ def test_custom_vjp_errors():
                                          r"corresponding to an input of type f32\[\]"):
         srcjax.grad(f)(1.0)
     f.defvjp(lambda x: ((x, x), None), lambda r, g: (g,))
-    with pytest.raises(TypeError, match=r"fwd rule .* must produce a pair"):
+    # differentiated, f is not run (as in JAX): fwd's output is the function's, here not a scalar
+    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions"):
         srcjax.grad(f)(1.0)
+    with pytest.raises(TypeError, match=r"fwd rule .* must produce a pair"):
+        srcjax.grad(lambda x: lax.fori_loop(0, 1, lambda i, c: f(c), x))(1.0)  # traced in the loop first, as in JAX
 
 
 @srcjax.custom_vjp

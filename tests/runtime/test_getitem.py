@@ -178,8 +178,6 @@ def test_boolean_masks_must_be_concrete():
 
 # -- bad indexes -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("index, error, message", [
-    (5, IndexError, "index 5 is out of bounds for axis 0 with size 2"),
-    ((0, -4), IndexError, "out of bounds for axis 1 with size 3"),
     ((0, 0, 0, 0, 0), IndexError, "Too many indices"),
     ((Ellipsis, Ellipsis), IndexError, "single ellipsis"),
     (1.5, TypeError, "integer or boolean type"),

@@ -22,8 +22,9 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.frontend.concrete import TraceContext, evaluate, reachable, runs
 from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
-from srcjax.transpiler.frontend.frame import RET, RETVAL, Exit, Frame, is_symbolic
+from srcjax.transpiler.frontend.frame import RET, RETVAL, Enclosing, Exit, Frame, is_symbolic
 from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
 from srcjax.transpiler.ir import Function, SourceLoc, Value
 from srcjax.transpiler.passes import clean
@@ -45,11 +46,17 @@ _LIBRARY_ROOTS = tuple(
 
 
 class Trace:
-    """One compilation: its builder and the call depth."""
+    """One compilation: its builder, the call depth, and what its caller says about it (``TraceContext``). A
+    trace that records into the builder of the trace in progress (a custom rule's, a ``custom_jvp``'s body)
+    shares that trace's context."""
 
-    def __init__(self, builder: Builder):
+    def __init__(self, builder: Builder, context: TraceContext | None = None):
         self.builder = builder
         self.depth = 0
+        if context is None:
+            stack = getattr(_traces, "stack", None)
+            context = stack[-1].context if stack and stack[-1].builder is builder else TraceContext()
+        self.context = context
 
 
 _traces = threading.local()  # per thread: the compilations in progress, innermost last
@@ -63,6 +70,12 @@ def active(trace: Trace) -> Iterator[Trace]:
         yield trace
     finally:
         stack.pop()
+
+
+def enclosing_trace() -> Trace | None:
+    """The trace being built in this thread, if any."""
+    stack = getattr(_traces, "stack", None)
+    return stack[-1] if stack else None
 
 
 def current_trace() -> Trace:
@@ -86,9 +99,19 @@ def is_user_function(fn: Any) -> bool:
 def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> Any:
     """Call ``fn`` from interpreted code at ``node``."""
     trace = frame.trace
-    if fn is builtins.print and any(is_symbolic(leaf) for leaf in tree_flatten((args, kwargs))[0]):
-        raise frame.error(node, "print() of a value that is only known when the compiled function runs",
-                          note="return the value and print it outside the compiled function")
+    if fn is builtins.print and trace.context.kind != "jit":
+        trace.context.reusable = False  # (JAX's transformations outside jit run the function, and print, each call)
+        if runs(trace) is False:
+            return None  # (in the branch of an `if` that is not taken: JAX does not run it)
+    if _shows_text(fn):  # print(x), str(x), f"{x}".format: a traced value shows as JAX prints its tracer
+        args, kwargs = frame.printable((args, kwargs), node)
+    elif fn is builtins.bool and len(args) == 1 and not kwargs and is_symbolic(args[0]) and reachable(trace):
+        known = evaluate(trace, args[0])  # (JAX's bool() of a tracer over a concrete value: the value's truth)
+        if known is not None:
+            try:
+                return bool(known)
+            except Exception as e:  # noqa: BLE001 - reported at the call site
+                raise frame.wrap(node, e) from e
     if fn is builtins.range and any(is_symbolic(a) for a in args):
         try:
             return SymbolicRange(*args)
@@ -111,6 +134,16 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
         raise frame.error(node, "calls nest too deeply (unbounded recursion?)") from None
     except Exception as e:  # noqa: BLE001 - reported at the call site
         raise frame.wrap(node, e) from e
+
+
+_TEXT_BUILTINS = (builtins.print, builtins.str, builtins.repr, builtins.format, builtins.ascii)
+
+
+def _shows_text(fn: Any) -> bool:
+    """Whether ``fn`` turns its arguments into text: print, str, repr, format, ascii, or a string's format."""
+    if any(fn is f for f in _TEXT_BUILTINS):
+        return True
+    return isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") in ("format", "format_map")
 
 
 def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
@@ -195,6 +228,8 @@ def run_function_body(frame: Frame, node: cst.FunctionDef | cst.Lambda) -> Any:
     except Exit as e:
         if e.kind == "return":
             return e.value
+        if e.kind == "dead":
+            raise
         raise frame.error(node, f"'{e.kind}' outside a loop") from None
     if frame.env.get(RET) is not False:
         return frame.env.get(RETVAL)
@@ -211,6 +246,7 @@ class InterpretedFunction:
         self.__doc__ = None
         self.signature = _signature(frame, node.params)
         self.source = FunctionSource(frame.source.file, node, self.__name__)
+        self.enclosing = Enclosing(frame, frame.scopes)  # (looked up at each call: Python's late binding)
 
     def __repr__(self) -> str:
         loc = self.frame.loc(self.node)
@@ -229,7 +265,7 @@ class InterpretedFunction:
                 raise caller.wrap(node, error) from None
             raise error from None
         bound.apply_defaults()
-        frame = Frame(trace, self.source, self.frame.fn, dict(bound.arguments), outer=self.frame.env)
+        frame = Frame(trace, self.source, self.frame.fn, dict(bound.arguments), outer=self.enclosing)
         frame.globals, frame.closure = self.frame.globals, self.frame.closure
         return run_function_body(frame, self.node)
 
@@ -270,8 +306,12 @@ class SymbolicRange:
 
 # -- the entry point -----------------------------------------------------------------------------------------
 def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
-                   name: str | None = None) -> tuple[Function, Any]:
+                   name: str | None = None, differentiated: Sequence[int] = (),
+                   context: TraceContext | None = None) -> tuple[Function, Any]:
     """Interpret ``fn`` on ``args``: leaves that are ``TensorType``s become parameters, the rest stay static.
+    ``differentiated`` says, per parameter, how many nested transforms differentiate it: a custom derivative
+    applied to a value that depends on one runs its rule in place of the function, as under JAX's JVP tracers.
+    ``context`` says what the caller knows of the parameters' values (see ``frontend.concrete``).
 
     Returns the IR function and the pytree structure of its results.
     """
@@ -285,9 +325,10 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
     names = _param_names(fn, args, kwargs)
     params = [builder.param(leaf, names[i] if i < len(names) else None) if isinstance(leaf, TensorType) else leaf
               for i, leaf in enumerate(leaves)]
-    args, kwargs = tree_unflatten(tree, params)
-    trace = Trace(builder)
+    builder.differentiated = {id(p): int(n) for p, n in zip(builder.function.params, differentiated) if n}
+    trace = Trace(builder, context or TraceContext())
     with core.interpreting(builder), active(trace):
+        args, kwargs = tree_unflatten(tree, params)  # (a registered pytree's own code sees the traced values)
         target, call_args = _unwrap(fn, list(args))
         if target is not None:
             out = interpret(trace, target, call_args, kwargs)

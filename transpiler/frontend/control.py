@@ -22,7 +22,7 @@ import numpy as np
 from srcjax.transpiler.frontend import values
 from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.frontend.frame import (
-    BRK, CONT, FLAGS, RET, RETVAL, Exit, Frame, Undefined, flatten_statements, is_symbolic,
+    BRK, CONT, FLAGS, RET, RETVAL, Assignment, Exit, Frame, Undefined, flatten_statements, is_symbolic,
 )
 from srcjax.transpiler.ir import ConcretizationError, Op, Value
 from srcjax.transpiler.primitives.control import cond_p, for_p, while_p
@@ -66,16 +66,64 @@ def to_predicate(frame: Frame, value: Any, node: cst.CSTNode) -> Any:
     return value if aval.dtype == np.bool_ else values.as_bool(value)
 
 
-def _join_types(frame: Frame, name: str, leaves: Sequence[Any], where: Sequence[str], node: cst.CSTNode
-                ) -> tuple[np.dtype, bool, tuple[int, ...]]:
+def _join_types(frame: Frame, name: str, leaves: Sequence[Any], where: Sequence[str], node: cst.CSTNode,
+                sites: Sequence[Any] = ()) -> tuple[np.dtype, bool, tuple[int, ...]]:
     avals = [_aval(frame, v) for v in leaves]
     shapes = {a.shape for a in avals}
     if len(shapes) > 1:
         detail = " and ".join(f"{a} {w}" for a, w in zip(avals, where))
-        raise frame.error(node, "a value's shape differs between the paths of control flow on a symbolic value",
-                          note=f"'{name}' is {detail}")
+        raise _paths_error(frame, name, "a value's shape", [str(a) for a in avals], where, sites, node,
+                           f"'{name}' is {detail}")
     dtype, weak = values.result_type(*leaves)
     return dtype, weak, avals[0].shape
+
+
+# -- shape errors that point at the assignments involved (the line to change first, then notes) ----------------
+def _paths_error(frame: Frame, name: str, subject: str, shown: Sequence[str], where: Sequence[str],
+                 sites: Sequence[Any], node: cst.CSTNode, detail: str) -> TranspileError:
+    """The two paths of a branch give ``name`` a different shape, structure or static value (``subject``; how
+    the value shows on each path: ``shown``): the error points at the assignment of the last path that assigns
+    it itself, with notes at the other path's assignment and at the branch. (Without such an assignment: at
+    the branch, with ``detail``.)"""
+    before = frame.env.get("@" + name)  # (the locals before the branch)
+    own = [k for k, site in enumerate(sites) if isinstance(site, Assignment) and site is not before]
+    if len(shown) != 2 or len(sites) != 2 or not own:
+        return frame.error(node, f"{subject} differs between the paths of control flow on a symbolic value",
+                           note=detail)
+    k = own[-1]
+    j = 1 - k
+    other = where[j].split(" (line ", 1)[0]
+    notes = [sites[j].note(f"'{name}' is {shown[j]} here")] if isinstance(sites[j], Assignment) else []
+    is_if = where[0].startswith("in the then-branch")
+    notes.append(frame.note(node, "the branch is on a traced value" if is_if else "the paths split here, on a "
+                                                                                  "traced value"))
+    return TranspileError(f"'{name}' is {shown[k]} here but {shown[j]} {other}; {subject} cannot differ between "
+                          "the paths of control flow on a traced value", sites[k].loc, length=sites[k].length,
+                          notes=notes)
+
+
+def _shown(frame: Frame, value: Any) -> str:
+    """A value as a structure error shows it: a container's kind and size, an array's type."""
+    if isinstance(value, (tuple, list, dict)) or not _is_array_like(value):
+        return _describe(value)
+    return str(_aval(frame, value))
+
+
+def _loop_shape_error(frame: Frame, name: str, before: TensorType, after: TensorType, before_site: Any,
+                      stmt: cst.CSTNode) -> TranspileError:
+    """An iteration of a loop on a traced value changes ``name``'s shape: the error points at the assignment in
+    the loop, with notes at the loop and at the assignment before it."""
+    site = frame.env.get("@" + name)
+    if not isinstance(site, Assignment) or site is before_site:
+        return frame.error(stmt, "a value's shape changes inside a loop on a symbolic value",
+                           note=f"'{name}' is {before} before the loop and {after} after an iteration "
+                                f"(line {site if site is not None else '?'})")
+    notes = [frame.note(stmt, "the loop is on a traced value")]
+    if isinstance(before_site, Assignment):
+        notes.append(before_site.note(f"'{name}' is {before} here, before the loop"))
+    return TranspileError(f"'{name}' is {after} here after an iteration but {before} before the loop; a value's "
+                          "shape cannot change inside a loop on a traced value", site.loc, length=site.length,
+                          notes=notes)
 
 
 def _convert(frame: Frame, x: Any, dtype: np.dtype, weak: bool) -> Any:
@@ -139,6 +187,9 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
     base = frame.env
     before = _containers(base)
     envs, blocks = [], []
+    # which region runs when (``frontend.concrete.reachable``: where the inputs are known, whether it is taken)
+    parent, guards = builder.block, frame.trace.context.guards
+    dead: set[int] = set()  # regions that raise where they are known not to run
     for i, run in enumerate(runs):
         with builder.region() as block:
             frame.env = dict(base)
@@ -146,12 +197,18 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
                 frame.env.update(then_flags)
             if i == len(runs) - 1 and else_flags:
                 frame.env.update(else_flags)
+            guards.append((parent, block, pred, i == 0) if len(runs) == 2 else (parent, block, None, None))
             try:
                 run()
             except Exit as e:
                 if e.kind == "raise":
                     raise
-                _record_exit(frame, e)
+                if e.kind == "dead":
+                    dead.add(i)
+                else:
+                    _record_exit(frame, e)
+            finally:
+                guards.pop()
             if i == 0 and then_flags:  # a flag still as assumed is the flag itself there: no new cond result
                 for flag, assumed in then_flags.items():
                     if frame.env.get(flag) is assumed and flag in base:
@@ -159,6 +216,8 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
             envs.append(frame.env)
             blocks.append(block)
     frame.env = base
+    if dead:
+        _revive(frame, base, envs, blocks, dead)
     if _containers(base) != before:
         raise frame.error(node, "a Python list or dict was changed inside an `if` on a symbolic value",
                           note="the branch taken is only known when the compiled function runs; build the "
@@ -170,6 +229,27 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
         block.results = [builder.operand(v) for v in yielded]
     builder.emit(Op(cond_p, [builder.operand(pred)], {}, results, regions=blocks, loc=builder.loc))
     _rebind(frame, merged, results)
+
+
+def _revive(frame: Frame, base: dict[str, Any], envs: list[dict], blocks: list, dead: set[int]) -> None:
+    """Regions that stopped at a ``raise`` where they are known not to run (``Exit("dead")``) yield, in place of
+    what they left, zeros of what the running region leaves: the values are never used. If no region runs, neither
+    does the code around the ``if``."""
+    live = [k for k in range(len(envs)) if k not in dead]
+    if not live:
+        raise Exit("dead")
+    source = envs[live[0]]
+    for k in dead:
+        env = dict(source)
+        with frame.trace.builder.reopen(blocks[k]):
+            for name, value in source.items():
+                if name.startswith("@") or value is base.get(name, _MISSING):
+                    continue
+                if name in FLAGS:
+                    env[name] = value if isinstance(value, bool) else False
+                else:
+                    env[name] = _zeros_like(frame, value)
+        envs[k] = env
 
 
 def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node: cst.CSTNode
@@ -202,8 +282,8 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
         if any(f[1] != flat[0][1] for f in flat):
             detail = " and ".join(f"{_describe(v)} {w.format(line=env.get('@' + name, '?'))}"
                                   for v, w, env in zip(values, where, envs))
-            raise frame.error(node, "a value's structure differs between the paths of control flow on a symbolic "
-                                    "value", note=f"'{name}' is {detail}")
+            raise _paths_error(frame, name, "a value's structure", [_shown(frame, v) for v in values], where,
+                               [env.get("@" + name) for env in envs], node, f"'{name}' is {detail}")
         template = []
         for j in range(len(flat[0][0])):
             leaves = [f[0][j] for f in flat]
@@ -213,10 +293,11 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
             if not all(_is_array_like(leaf) for leaf in leaves):
                 detail = " and ".join(f"{leaf!r} {w.format(line=env.get('@' + name, '?'))}"
                                       for leaf, w, env in zip(leaves, where, envs))
-                raise frame.error(node, "a static value differs between the paths of control flow on a symbolic "
-                                        "value", note=f"'{name}' is {detail}")
+                raise _paths_error(frame, name, "a static value", [repr(leaf) for leaf in leaves], where,
+                                   [env.get("@" + name) for env in envs], node, f"'{name}' is {detail}")
             line_where = [w.format(line=env.get("@" + name, "?")) for w, env in zip(where, envs)]
-            dtype, weak, shape = _join_types(frame, name, leaves, line_where, node)
+            dtype, weak, shape = _join_types(frame, name, leaves, line_where, node,
+                                             [env.get("@" + name) for env in envs])
             for k, (leaf, block) in enumerate(zip(leaves, blocks)):
                 with builder.reopen(block):
                     yields[k].append(_convert(frame, leaf, dtype, weak))
@@ -450,8 +531,14 @@ def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng:
     """A ``for`` over a static range (or an array's rows) as a loop op; unrolled where the index must be static."""
     items = (lambda r: [rows[i] for i in r]) if rows is not None else list
     base = dict(frame.env)
+    context = frame.trace.context
+    unrollable = len(rng) <= UNROLL_FALLBACK_LIMIT  # (a print or assert in the body then has it unrolled)
     try:
-        _symbolic_loop(frame, stmt, body, kind="for", rng=rng, rows=rows)
+        context.unrollable += unrollable
+        try:
+            _symbolic_loop(frame, stmt, body, kind="for", rng=rng, rows=rows)
+        finally:
+            context.unrollable -= unrollable
     except _Peel:
         frame.env = base
         _unrolled(frame, stmt, body, items(rng[:1]))
@@ -621,9 +708,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                         if got.shape != want.shape and peelable:
                             raise _Peel()
                         if got.shape != want.shape:
-                            raise frame.error(stmt, "a value's shape changes inside a loop on a symbolic value",
-                                              note=f"'{name}' is {want} before the loop and {got} after an "
-                                                   f"iteration (line {frame.env.get('@' + name, '?')})")
+                            raise _loop_shape_error(frame, name, want, got, base.get("@" + name), stmt)
                         if (got.dtype, got.weak_type) != (want.dtype, want.weak_type):
                             dtype, weak = values.result_type(_Typed(want), leaf)
                             if (dtype, weak) != (want.dtype, want.weak_type):

@@ -1,19 +1,41 @@
-"""``TranspileError``: what the front end reports about user code, pointing at the user's line.
+"""``TranspileError``: what the front end reports about user code, pointing at the user's line. An error that
+involves several lines names the one to change first and each other one in a ``note:`` of its own, as clang
+and rustc do:
 
-    examples/bad.py:7:8: error: cannot branch on a value whose shape differs between branches
+    examples/bad.py:10:9: error: 'y' is f32[2] here but f32[3] in the then-branch; a value's shape cannot differ
+    between the paths of control flow on a traced value
+            y = x[:2]
+            ^
+    examples/bad.py:8:9: note: 'y' is f32[3] here
+            y = x
+            ^
+    examples/bad.py:7:8: note: the branch is on a traced value
         if x.sum() > 0:
            ^~~~~~~~~~~
-      'y' is f32[3] in the then-branch (line 8) and f32[4] in the else-branch (line 10)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 from srcjax.transpiler.ir import SourceLoc
 
 
+@dataclass(frozen=True)
+class Note:
+    """Another line an error involves: its message, where it is, and how many columns the caret spans."""
+
+    message: str
+    loc: SourceLoc | None
+    length: int = 1
+
+
 class TranspileError(Exception):
-    def __init__(self, message: str, loc: SourceLoc | None = None, *, note: str = "", length: int = 1):
+    def __init__(self, message: str, loc: SourceLoc | None = None, *, note: str = "", length: int = 1,
+                 notes: Sequence[Note] = ()):
         self.message, self.loc, self.note, self.length = message, loc, note, max(1, length)
+        self.notes = list(notes)
         super().__init__(self.render())
 
     @property
@@ -25,19 +47,25 @@ class TranspileError(Exception):
         return self.loc.column if self.loc else None
 
     def render(self) -> str:
-        if self.loc is None:
-            head = f"error: {self.message}"
-            return head + (f"\n  {self.note}" if self.note else "")
-        loc = self.loc
-        lines = [f"{loc.file}:{loc.line}:{loc.column}: error: {self.message}"]
-        if loc.text:
-            text = loc.text.rstrip("\n")
-            lines.append(f"    {text}")
-            width = max(1, min(self.length, len(text) - loc.column + 1))
-            lines.append("    " + " " * (loc.column - 1) + "^" + "~" * (width - 1))
+        lines = _located("error", self.message, self.loc, self.length)
         if self.note:
             lines.extend(f"  {line}" for line in self.note.splitlines())
+        for note in getattr(self, "notes", ()):
+            lines.extend(_located("note", note.message, note.loc, note.length))
         return "\n".join(lines)
+
+
+def _located(kind: str, message: str, loc: SourceLoc | None, length: int) -> list[str]:
+    """``file:line:col: kind: message``, then the source line with a caret under the span (when known)."""
+    if loc is None:
+        return [f"{kind}: {message}"]
+    lines = [f"{loc.file}:{loc.line}:{loc.column}: {kind}: {message}"]
+    if loc.text:
+        text = loc.text.rstrip("\n")
+        lines.append(f"    {text}")
+        width = max(1, min(length, len(text) - loc.column + 1))
+        lines.append("    " + " " * (loc.column - 1) + "^" + "~" * (width - 1))
+    return lines
 
 
 class MissingSourceWarning(UserWarning):

@@ -13,21 +13,25 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Any, Callable, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 
-from srcjax.transpiler.frontend import values
-from srcjax.transpiler.frontend.errors import TranspileError
+from srcjax.transpiler.frontend import concrete, values
+from srcjax.transpiler.frontend.errors import Note, TranspileError
 from srcjax.transpiler.frontend.source import FunctionSource
 from srcjax.transpiler.ir import ConcretizationError, SourceLoc, Value
+from srcjax.transpiler.trees import tree_flatten, tree_unflatten
 
 RET, RETVAL, BRK, CONT = "$ret", "$retval", "$brk", "$cont"
 FLAGS = (RET, BRK, CONT)
 
 
 class Exit(Exception):
-    """A static ``return``/``break``/``continue``, unwinding to the construct that handles it."""
+    """A static ``return``/``break``/``continue``, unwinding to the construct that handles it; or ``dead``: a
+    ``raise`` in a region of an ``if`` on a traced value whose branch is known not to be taken, which ends the
+    region (``control.branch``)."""
 
     def __init__(self, kind: str, value: Any = None):
         self.kind, self.value = kind, value
@@ -88,6 +92,25 @@ def is_symbolic(x: Any) -> bool:
     return isinstance(x, Value)
 
 
+class Assignment:
+    """Where a local was last assigned (the frame's ``@name`` entries): errors about the value point there. It
+    prints as its line number, as the messages that cite a line print it."""
+
+    __slots__ = ("loc", "length")
+
+    def __init__(self, loc: SourceLoc, length: int):
+        self.loc, self.length = loc, length
+
+    def __str__(self) -> str:
+        return str(self.loc.line)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def note(self, message: str) -> Note:
+        return Note(message, self.loc, self.length)
+
+
 class Frame:
     """One activation of an interpreted function: its locals and where its free names resolve."""
 
@@ -95,8 +118,11 @@ class Frame:
                  env: dict[str, Any], outer: dict[str, Any] | None = None):
         self.trace, self.source, self.fn = trace, source, fn
         self.env = env
-        self.outer = outer  # the defining frame's locals, for functions defined inside interpreted code
+        self.outer = outer  # what a function defined inside interpreted code sees of its definition (Enclosing)
         self.globals = getattr(fn, "__globals__", {}) if fn is not None else {}
+        self.global_names: dict[str, cst.Global] = {}  # names a ``global`` statement declared, and where
+        self.scopes: list[tuple[dict[str, Any], frozenset[str]]] = []  # the comprehensions being run
+        self.handling: list[TranspileError] = []  # the exceptions the ``except`` clauses being run caught
         code = getattr(fn, "__code__", None)
         cells = getattr(fn, "__closure__", None) or ()
         self.closure = dict(zip(code.co_freevars, cells)) if code is not None else {}
@@ -105,8 +131,12 @@ class Frame:
     def loc(self, node: cst.CSTNode) -> SourceLoc:
         return self.source.loc(node)
 
-    def error(self, node: cst.CSTNode, message: str, note: str = "") -> TranspileError:
-        return TranspileError(message, self.loc(node), note=note, length=self.source.file.span(node))
+    def error(self, node: cst.CSTNode, message: str, note: str = "", notes: Sequence[Note] = ()) -> TranspileError:
+        return TranspileError(message, self.loc(node), note=note, length=self.source.file.span(node), notes=notes)
+
+    def note(self, node: cst.CSTNode, message: str) -> Note:
+        """A ``note:`` of an error, at ``node``."""
+        return Note(message, self.loc(node), self.source.file.span(node))
 
     def wrap(self, node: cst.CSTNode, error: BaseException) -> TranspileError:
         note = ""
@@ -115,10 +145,16 @@ class Frame:
                     "that depends on data, or mark the argument static (static_argnums)")
         located = located_error(error, self.loc(node), self.source.file.span(node), note)
         located.concretization = isinstance(error, ConcretizationError) or getattr(error, "concretization", False)
-        return located
+        return _tag(located)
 
     # -- names --------------------------------------------------------------------------------------------
     def lookup(self, name: str, node: cst.CSTNode) -> Any:
+        if name in self.global_names:
+            if name in self.globals:
+                return self.globals[name]
+            if hasattr(builtins, name):
+                return getattr(builtins, name)
+            raise _tag(located_error(NameError(f"name '{name}' is not defined"), self.loc(node), len(name)))
         if name in self.env:
             value = self.env[name]
         elif self.outer is not None and name in self.outer:
@@ -133,14 +169,16 @@ class Frame:
         elif hasattr(builtins, name):
             value = getattr(builtins, name)
         else:
-            raise located_error(NameError(f"name '{name}' is not defined"), self.loc(node), len(name))
+            raise _tag(located_error(NameError(f"name '{name}' is not defined"), self.loc(node), len(name)))
         if isinstance(value, Undefined):
             raise self.error(node, f"'{name}' may be undefined here", note=value.why)
         return value
 
     def peek(self, name: str) -> Any:
         """What ``name`` refers to here, or None (no error when it is unbound)."""
-        for scope in (self.env, self.outer or {}):
+        if name in self.global_names:
+            return self.globals.get(name, getattr(builtins, name, None))
+        for scope in (self.env, self.outer if self.outer is not None else {}):
             if name in scope:
                 return scope[name]
         if name in self.closure:
@@ -151,10 +189,31 @@ class Frame:
         return self.globals.get(name, getattr(builtins, name, None))
 
     def assign_name(self, name: str, value: Any, node: cst.CSTNode) -> None:
+        if name in self.global_names:
+            self.assign_global(name, value, node)
+            return
         if isinstance(value, Value) and value.name is None:
             value.name = name
         self.env[name] = value
-        self.env["@" + name] = self.loc(node).line
+        self.env["@" + name] = Assignment(self.loc(node), self.source.file.span(node))
+
+    def assign_global(self, name: str, value: Any, node: cst.CSTNode) -> None:
+        """``global g; g = value``: the module's variable is assigned while the function is read, as JAX runs the
+        Python while tracing (under jit the value is a traced one, as JAX's global gets a tracer). Inside an `if`
+        or loop on a traced value the assignment would happen on some run-time paths only: refused (a loop over
+        a static range is unrolled instead, and then each trip assigns)."""
+        notes = [self.note(self.global_names[name], f"'{name}' is declared global here")]
+        if not concrete.at_top_level(self.trace):
+            error = self.error(node, f"cannot assign the global variable '{name}' inside an `if` or loop on a traced "
+                                     "value", note="whether it runs, or how often, is only known when the compiled "
+                                                   "function runs; return the value and assign it outside",
+                               notes=notes)
+            error.concretization = True  # (a static-range loop retries unrolled)
+            raise error
+        if self.fn is None:
+            raise self.error(node, f"cannot assign the global variable '{name}': the function's module is not known",
+                             notes=notes)
+        self.globals[name] = value
 
     # -- statements -----------------------------------------------------------------------------------------
     def run_body(self, body: cst.BaseSuite | Sequence[cst.CSTNode]) -> None:
@@ -248,18 +307,112 @@ class Frame:
         self.assign_name(stmt.name.value, fn, stmt)
 
     def stmt_Assert(self, stmt: cst.Assert) -> None:
+        """An assertion is checked while the function is read. On a traced value that needs the value's
+        concrete value, which the trace has where JAX's would (under grad, jvp, vjp or vmap outside jit, for a
+        value computed from the arguments; in an ``if`` on a traced value, only where its branch is taken);
+        under jit it is refused, as JAX refuses it."""
         test = self.eval(stmt.test)
         if is_symbolic(test):
-            raise self.error(stmt.test, "cannot assert on a value that is only known when the compiled function runs",
-                             note="check it outside the compiled function, or return it and check the result")
+            reached = concrete.runs(self.trace)
+            if reached is False:
+                return  # (in the branch not taken: JAX does not run it)
+            if reached is None and not concrete.at_top_level(self.trace):
+                self.unroll_loop(stmt.test, "an assert")
+                raise self.error(stmt.test, "cannot assert on a value inside an `if` or loop on a traced value",
+                                 note="the assertion would run on some run-time paths only; assert before the `if` or "
+                                      "loop, or return the value and check it outside the compiled function")
+            known = concrete.evaluate(self.trace, test)
+            if known is None:
+                why = ("under vmap a value computed from a mapped argument is one per example" if
+                       self.trace.context.kind == "vmap" else "under jit an assertion sees abstract values")
+                raise self.error(stmt.test, "cannot assert on a value that is only known when the compiled function "
+                                            "runs", note=f"{why}, as in JAX; return the value and check it outside "
+                                                         "the compiled function (outside jit, grad and vmap check "
+                                                         "assertions on the arguments' values)")
+            test = known
         if not test:
             message = self.eval(stmt.msg) if stmt.msg is not None else None
             raise AssertionError(message) if message is not None else AssertionError()
 
     def stmt_Raise(self, stmt: cst.Raise) -> None:
         if stmt.exc is None:
-            raise self.error(stmt, "a bare 'raise' is not supported in a compiled function")
-        raise self.eval(stmt.exc)
+            if not self.handling:
+                raise self.error(stmt, "a bare 'raise' outside an `except` clause")
+            raise self.handling[-1]  # (located where it was first raised)
+        if concrete.runs(self.trace) is False:
+            raise Exit("dead")  # (in the branch of an `if` not taken on these inputs: JAX does not run it)
+        error = self.eval(stmt.exc)
+        if stmt.cause is not None:
+            raise error from self.eval(stmt.cause.item)
+        raise error
+
+    def stmt_Try(self, stmt: cst.Try) -> None:
+        """``try`` runs as written while the function is read: an exception raised then (a dict's KeyError, a
+        helper's ValueError) goes to the first ``except`` clause that matches it. An exception raised inside an
+        `if` or loop on a traced value would be raised on some run-time paths only: catching it is refused.
+        srcjax's own refusals (what it cannot compile) are not the program's exceptions and are never caught."""
+        where = (self.trace.builder, self.trace.builder.block)
+        try:
+            try:
+                self.exec_block(flatten_statements(stmt.body))
+            except Exit:
+                raise
+            except Exception as error:  # noqa: BLE001 - matched against the user's handlers below
+                handler, caught = self.handler_for(stmt, error, where)
+                if handler is None:
+                    raise
+                self.run_handler(handler, caught, error)
+            else:
+                if stmt.orelse is not None:
+                    self.exec_block(flatten_statements(stmt.orelse.body))
+        finally:
+            if stmt.finalbody is not None:
+                self.run_finally(flatten_statements(stmt.finalbody.body))
+
+    def handler_for(self, stmt: cst.Try, error: Exception, where: tuple[Any, Any]) -> tuple[Any, Any]:
+        """The ``except`` clause of ``stmt`` that catches ``error``, and the exception it binds; (None, None)."""
+        caught = _user_exception(error)
+        if caught is None:
+            return None, None
+        if getattr(error, "concretization", False) and self.trace.context.unrollable and \
+                not concrete.at_top_level(self.trace):
+            return None, None  # (a static-range loop built as a loop op is unrolled, and its index then static)
+        for handler in stmt.handlers:
+            if handler.type is not None and not isinstance(caught, self.eval(handler.type)):
+                continue
+            if not _unconditional(error, where):
+                notes = []
+                if isinstance(error, TranspileError) and error.loc is not None:
+                    notes.append(Note(f"{type(caught).__name__} is raised here, inside an `if` or loop on a traced "
+                                      "value", error.loc, error.length))
+                raise self.error(handler.type or handler, f"cannot catch {type(caught).__name__} here: whether it is "
+                                                          "raised is only known when the compiled function runs",
+                                 note="raise it outside the `if` or loop, or check the condition before calling the "
+                                      "compiled function", notes=notes)
+            return handler, caught
+        return None, None
+
+    def run_handler(self, handler: cst.ExceptHandler, caught: BaseException, error: Exception) -> None:
+        name = handler.name.name.value if handler.name is not None else None
+        if name is not None:
+            self.assign_name(name, caught, handler)
+        self.handling.append(error)
+        try:
+            self.exec_block(flatten_statements(handler.body))
+        finally:
+            self.handling.pop()
+            if name is not None and name not in self.global_names:
+                self.env.pop(name, None)  # (Python unbinds it after the clause)
+
+    def run_finally(self, body: Sequence[cst.CSTNode]) -> None:
+        """A ``finally`` block runs on every path: the exit flags of a return on a traced condition in the ``try``
+        do not guard it; they hold again after it, unless it exits itself."""
+        saved = {flag: self.env.get(flag, False) for flag in FLAGS}
+        self.env.update({flag: False for flag in FLAGS})
+        self.exec_block(body)
+        for flag, value in saved.items():
+            if self.env.get(flag, False) is False:
+                self.env[flag] = value
 
     def stmt_Import(self, stmt: cst.Import) -> None:
         import importlib
@@ -291,7 +444,12 @@ class Frame:
         self.delete(stmt.target)
 
     def delete(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
+        if isinstance(target, cst.Name) and target.value in self.global_names:
+            if not concrete.at_top_level(self.trace):
+                raise self.error(target, f"cannot delete the global variable '{target.value}' inside an `if` or loop "
+                                         "on a traced value")
+            del self.globals[target.value]
+        elif isinstance(target, cst.Name):
             self.env.pop(target.value, None)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -305,8 +463,8 @@ class Frame:
             raise self.error(target, f"cannot delete {type(target).__name__}")
 
     def stmt_Global(self, stmt: cst.Global) -> None:
-        raise self.error(stmt, "a compiled function cannot assign global variables",
-                         note="return the new value instead, and assign it outside")
+        for item in stmt.names:
+            self.global_names[item.name.value] = stmt
 
     def stmt_Nonlocal(self, stmt: cst.Nonlocal) -> None:
         raise self.error(stmt, "a compiled function cannot assign variables of an enclosing function",
@@ -395,15 +553,17 @@ class Frame:
                 continue
             value = self.eval(part.expression)
             if is_symbolic(value):
-                raise self.error(part.expression, "cannot format a value that is only known when the compiled "
-                                                  "function runs")
+                value = self.printable(value, part.expression)
             if part.conversion:
                 value = {"r": repr, "s": str, "a": ascii}[part.conversion](value)
             spec = ""
             if part.format_spec:
                 spec = "".join(p.value if isinstance(p, cst.FormattedStringText) else str(self.eval(p.expression))
                                for p in part.format_spec)
-            parts.append(format(value, spec))
+            try:
+                parts.append(format(value, spec))
+            except Exception as e:  # noqa: BLE001 - reported at the formatted expression
+                raise self.wrap(part.expression, e) from e
         return "".join(parts)
 
     def expr_Ellipsis(self, node: cst.Ellipsis) -> Any:
@@ -445,6 +605,8 @@ class Frame:
 
     def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Any:
         left, right = self.eval(node.left), self.eval(node.right)
+        if isinstance(left, str) and isinstance(node.operator, cst.Modulo):  # ``"%s" % x``: text, as print shows it
+            right = self.printable(right, node.right)
         try:
             return _BINARY[type(node.operator)](left, right)
         except (TranspileError, Exit):
@@ -569,9 +731,11 @@ class Frame:
         return dict(self.comprehension(node, lambda: (self.eval(node.key), self.eval(node.value)), list))
 
     def comprehension(self, node: Any, element: Callable[[], Any], kind: type) -> list:
-        """Comprehensions iterate statically (arrays along their first axis), in a scope of their own."""
+        """Comprehensions iterate statically (arrays along their first axis), in a scope of their own; a lambda
+        made in one sees its variables as they are when it is called (``[lambda: i for i in r]``: the last)."""
         saved = self.env
         self.env = dict(saved)
+        self.scopes.append((self.env, frozenset(_comprehension_targets(node))))
         out: list = []
 
         def loop(clause: cst.CompFor | None) -> None:
@@ -596,7 +760,26 @@ class Frame:
             loop(node.for_in)
         finally:
             self.env = saved
+            self.scopes.pop()
         return out
+
+    # -- values as text, concrete values -----------------------------------------------------------------------
+    def printable(self, tree: Any, node: cst.CSTNode) -> Any:
+        """``tree`` with its traced values as ``print``, ``str`` and f-strings show them while the function is
+        read, as JAX prints its tracers (``frontend.concrete.printable``)."""
+        leaves, treedef = tree_flatten(tree)
+        if not any(is_symbolic(leaf) for leaf in leaves):
+            return tree
+        self.unroll_loop(node, "printing a traced value")
+        return tree_unflatten(treedef, [concrete.printable(self.trace, x) if is_symbolic(x) else x for x in leaves])
+
+    def unroll_loop(self, node: cst.CSTNode, what: str) -> None:
+        """Inside a loop over a static range that is being built as a loop op: have it unrolled, as JAX runs a
+        Python loop, so that ``what`` happens once per trip with the index a Python int."""
+        if self.trace.context.unrollable and not concrete.at_top_level(self.trace):
+            error = self.error(node, f"{what} inside a loop over a static range unrolls the loop")
+            error.concretization = True  # (``control._counted_loop`` retries unrolled)
+            raise error
 
     def expr_Yield(self, node: cst.Yield) -> Any:
         raise self.error(node, "generators cannot be compiled", note="build a list and return it instead")
@@ -606,12 +789,121 @@ class Frame:
 
 
 _UNSUPPORTED_HINTS = {
-    "Try": "exceptions cannot be caught inside a compiled function; check inputs before calling it",
+    "TryStar": "use `except` instead of `except*` inside a compiled function",
     "With": "context managers are not supported inside a compiled function",
     "ClassDef": "define classes outside the compiled function",
     "Match": "use if/elif instead of match inside a compiled function",
     "Yield": "build a list and return it instead",
 }
+
+
+class Enclosing(Mapping):
+    """What a function defined inside interpreted code sees of where it was defined, looked up at each call
+    (Python's late binding): the variables of the comprehensions around the definition, then the defining
+    frame's locals as they are then, then what that frame itself sees from further out."""
+
+    def __init__(self, frame: Frame, scopes: Sequence[tuple[dict[str, Any], frozenset[str]]]):
+        self.frame, self.scopes = frame, list(scopes)
+
+    def _scope(self, name: str) -> Mapping | None:
+        for env, names in reversed(self.scopes):
+            if name in names and name in env:
+                return env
+        frame = self.frame
+        if name in frame.global_names:
+            return None  # (declared global there: the global, found by the caller)
+        if name in frame.env:
+            return frame.env
+        if frame.outer is not None and name in frame.outer:
+            return frame.outer
+        return None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._scope(name) is not None
+
+    def __getitem__(self, name: str) -> Any:
+        scope = self._scope(name)
+        if scope is None:
+            raise KeyError(name)
+        return scope[name]
+
+    def __iter__(self) -> Iterator[str]:
+        names = {n for env, scope in self.scopes for n in scope if n in env} | set(self.frame.env)
+        names |= set(self.frame.outer) if self.frame.outer is not None else set()
+        return iter(sorted(names))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _comprehension_targets(node: Any) -> set[str]:
+    """The names the ``for`` clauses of a comprehension bind."""
+    names: set[str] = set()
+
+    def collect(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                collect(element.value)
+        elif isinstance(target, cst.StarredElement):
+            collect(target.value)
+
+    clause = node.for_in
+    while clause is not None:
+        collect(clause.target)
+        clause = clause.inner_for_in
+    return names
+
+
+def _tag(error: TranspileError) -> TranspileError:
+    """Note where ``error`` is raised: per trace being built, the block being filled and, where the statement is
+    known to run on the trace's inputs, the blocks it is in (see ``_unconditional``)."""
+    if not hasattr(error, "raised_in"):
+        from srcjax.transpiler.frontend.calls import _traces
+
+        error.raised_in = [(t.builder, t.builder.block, _reached(t)) for t in getattr(_traces, "stack", [])]
+    return error
+
+
+def _reached(trace: Any) -> list | None:
+    try:
+        return concrete.reached_blocks(trace)
+    except Exception:  # noqa: BLE001 - a condition that cannot be computed: not known to be reached
+        return None
+
+
+def _unconditional(error: BaseException, where: tuple[Any, Any]) -> bool:
+    """Whether ``error`` is raised on the paths through the ``try`` at ``where`` (its builder and block) that run:
+    raised in that block, or in regions of ``if``s opened since that are known to be taken, and at the top level
+    of traces begun from there; not inside a region of control flow that may not run."""
+    chain = getattr(error, "raised_in", None)
+    if not chain:
+        return True
+    builder, block = where
+
+    def inside(b: Any, blk: Any, reached: list | None, top: Any) -> bool:
+        return blk is top or any(x is top for x in reached or ())
+
+    rest = chain
+    for k, (b, blk, reached) in enumerate(chain):
+        if b is builder:
+            if not inside(b, blk, reached, block):
+                return False
+            rest = chain[k + 1:]
+            break
+    return all(inside(b, blk, reached, block if b is builder else b.function.body) for b, blk, reached in rest)
+
+
+def _user_exception(error: BaseException) -> BaseException | None:
+    """The program's own exception that ``error`` reports (a located ``TranspileError`` keeps it as its cause);
+    None for srcjax's refusals, which the program's handlers do not see."""
+    if not isinstance(error, TranspileError):
+        return error
+    cause = error.__cause__
+    if cause is not None and not isinstance(cause, (TranspileError, Exit)):
+        return cause
+    return error if type(error) is not TranspileError else None
 
 
 def _dotted(node: cst.BaseExpression) -> str:

@@ -13,6 +13,7 @@ the permutation they applied, and windowed max/min pick the tangent of the first
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -55,6 +56,18 @@ def _identity(op: str, dtype: np.dtype):
 def _accumulating(x: np.ndarray) -> np.dtype:
     # float16 sums accumulate in float32, as XLA's CPU backend does; other dtypes in themselves
     return np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+
+
+def _pairwise_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """``x`` summed over ``axes`` with NumPy's pairwise summation (error ~log n eps, not ~n eps). NumPy sums
+    pairwise only along a contiguous axis: summed down the rows of a C-ordered array, it adds one row at a
+    time (a mean of 10,000 float32 rows errs by 2e-6). So the summed axes are moved last and made contiguous
+    first. (Below 8 elements NumPy's pairwise sum is a plain running sum: short sums are as they were.)"""
+    axes = tuple(a % x.ndim for a in axes) if x.ndim else ()
+    kept = [d for d in range(x.ndim) if d not in axes]
+    rows = np.ascontiguousarray(np.transpose(x, kept + sorted(axes)))
+    rows = rows.reshape(tuple(x.shape[d] for d in kept) + (math.prod(x.shape[d] for d in axes),))
+    return np.add.reduce(rows, axis=-1, dtype=_accumulating(x))
 
 
 # -- pieces the derivative rules are built from ----------------------------------------------------------
@@ -154,7 +167,7 @@ def reduction(name: str, impl: Callable[..., np.ndarray], kinds: str) -> Primiti
     return prim
 
 
-reduce_sum_p = reduction("reduce_sum", lambda x, axes: np.sum(x, axes, dtype=_accumulating(x)), _NUMBER)
+reduce_sum_p = reduction("reduce_sum", _pairwise_sum, _NUMBER)
 reduce_sum_p.def_linear(lambda ct, x, *, axes: [_broadcast_back(ct, x.aval.shape, axes)])
 reduce_prod_p = reduction("reduce_prod", lambda x, axes: np.prod(x, axes, dtype=_accumulating(x)), _NUMBER)
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.interpret import Evaluator
-from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, free_values
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import Zero, has_tangent, instantiate, is_differentiable, jvp_of, tangent_aval
@@ -49,7 +49,10 @@ class JVP:
                 self.op(op)
 
     def rebuild(self, op: Op, operands: Sequence[Any]) -> list[Value]:
-        return Evaluator()._rebuild(self.builder, op, list(operands))
+        evaluator = Evaluator()
+        for v in {id(v): v for region in op.regions for v in free_values(region)}.values():
+            evaluator.env[id(v)] = self.read(v)  # (values from outside the op that its regions use)
+        return evaluator._rebuild(self.builder, op, list(operands))
 
     def op(self, op: Op) -> None:
         prim = op.prim

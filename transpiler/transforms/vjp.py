@@ -20,7 +20,7 @@ import numpy as np
 
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.interpret import Evaluator, eval_function
-from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, free_values
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import (
@@ -140,7 +140,10 @@ class VJP:
         return self._old_values[key]
 
     def rebuild(self, op: Op, operands: Sequence[Any]) -> list[Value]:
-        return Evaluator()._rebuild(self.builder, op, list(operands))
+        evaluator = Evaluator()
+        for v in {id(v): v for region in op.regions for v in free_values(region)}.values():
+            evaluator.env[id(v)] = self.read(v)  # (values from outside the op that its regions use)
+        return evaluator._rebuild(self.builder, op, list(operands))
 
     def trace(self, name: str, avals: Sequence[Any], body: Callable[[list[Value]], list[Any]]) -> Function:
         traced = Builder(name, self.source)

@@ -1,0 +1,308 @@
+"""When, and how often, custom derivatives call the user's Python: ``f``, its ``custom_jvp`` rule, its
+``custom_vjp`` ``fwd`` and ``bwd``, each appending its name to a list, under every transformation and their
+compositions; and rules whose Python branches on the primal value.
+
+Oracle: the sequences and values JAX 0.10.2 gives for the same programs (recorded from it: each program runs on
+fresh functions, so no cache of either library is involved). Where srcjax differs by design, the test says so
+and the README's "Differences from JAX" lists it.
+"""
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax import lax
+
+X = 0.5
+XS = np.arange(3.0, dtype=np.float32)
+SIN, COS = np.sin(np.float32(X)), np.cos(np.float32(X))
+
+
+def rules():
+    """Fresh ``f`` (custom_jvp: sin, its rule calls ``f``) and ``g`` (custom_vjp: sin) and the list they write."""
+    calls = []
+
+    @srcjax.custom_jvp
+    def f(x):
+        calls.append("f")
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("f_jvp")
+        (x,), (t,) = primals, tangents
+        return f(x), jnp.cos(x) * t
+
+    @srcjax.custom_vjp
+    def g(x):
+        calls.append("g")
+        return jnp.sin(x)
+
+    def g_fwd(x):
+        calls.append("g_fwd")
+        return jnp.sin(x), jnp.cos(x)
+
+    def g_bwd(cos_x, ct):
+        calls.append("g_bwd")
+        return (cos_x * ct,)
+
+    g.defvjp(g_fwd, g_bwd)
+    return calls, f, g
+
+
+def close(got, want):
+    for a, b in zip(srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+# (program on a fresh f/g, JAX 0.10.2's calls, the value)
+CASES = {
+    "f": (lambda f, g: f(X), ["f"], SIN),
+    "jvp_f": (lambda f, g: srcjax.jvp(f, (X,), (1.0,)), ["f_jvp", "f"], (SIN, COS)),
+    "grad_f": (lambda f, g: srcjax.grad(f)(X), ["f_jvp", "f"], COS),
+    "grad_grad_f": (lambda f, g: srcjax.grad(srcjax.grad(f))(X), ["f_jvp", "f_jvp", "f"], -SIN),
+    "grad_grad_grad_f": (lambda f, g: srcjax.grad(srcjax.grad(srcjax.grad(f)))(X), ["f_jvp"] * 3 + ["f"], -COS),
+    "jacfwd_grad_f": (lambda f, g: srcjax.jacfwd(srcjax.grad(f))(X), ["f_jvp", "f_jvp", "f"], -SIN),
+    "hessian_f": (lambda f, g: srcjax.hessian(f)(X), ["f_jvp", "f_jvp", "f"], -SIN),
+    "jit_grad_f": (lambda f, g: srcjax.jit(srcjax.grad(f))(X), ["f_jvp", "f"], COS),
+    "jit_f": (lambda f, g: srcjax.jit(f)(X), ["f"], SIN),
+    "vmap_f": (lambda f, g: srcjax.vmap(f)(XS), ["f"], np.sin(XS)),
+    "vmap_grad_f": (lambda f, g: srcjax.vmap(srcjax.grad(f))(XS), ["f_jvp", "f"], np.cos(XS)),
+    "jvp_vmap_f": (
+        lambda f, g: srcjax.jvp(srcjax.vmap(f), (XS,), (XS,)),
+        ["f_jvp", "f"],
+        (np.sin(XS), np.cos(XS) * XS),
+    ),
+    "grad_sum_vmap_f": (lambda f, g: srcjax.grad(lambda v: srcjax.vmap(f)(v).sum())(XS), ["f_jvp", "f"], np.cos(XS)),
+    "vjp_f": (lambda f, g: srcjax.vjp(f, X)[0], ["f_jvp", "f"], SIN),
+    "linearize_f": (lambda f, g: srcjax.linearize(f, X)[0], ["f_jvp", "f"], SIN),
+    "g": (lambda f, g: g(X), ["g"], SIN),
+    "grad_g": (lambda f, g: srcjax.grad(g)(X), ["g_fwd", "g_bwd"], COS),
+    "vjp_g": (lambda f, g: srcjax.vjp(g, X)[0], ["g_fwd"], SIN),
+    "grad_grad_g": (lambda f, g: srcjax.grad(srcjax.grad(g))(X), ["g_fwd", "g_bwd"], -SIN),
+    "jit_grad_g": (lambda f, g: srcjax.jit(srcjax.grad(g))(X), ["g_fwd", "g_bwd"], COS),
+    "vmap_g": (lambda f, g: srcjax.vmap(g)(XS), ["g"], np.sin(XS)),
+    "vmap_grad_g": (lambda f, g: srcjax.vmap(srcjax.grad(g))(XS), ["g_fwd", "g_bwd"], np.cos(XS)),
+    "grad_sum_vmap_g": (
+        lambda f, g: srcjax.grad(lambda v: srcjax.vmap(g)(v).sum())(XS),
+        ["g_fwd", "g_bwd"],
+        np.cos(XS),
+    ),
+    "jit_g": (lambda f, g: srcjax.jit(g)(X), ["g"], SIN),
+    "jacrev_g": (lambda f, g: srcjax.jacrev(g)(X), ["g_fwd", "g_bwd"], COS),
+    # a custom call whose operands nothing differentiates runs ``f`` itself
+    "grad_f_of_constant": (lambda f, g: srcjax.grad(lambda x: x + f(2.0) + g(2.0))(X), ["f", "g"], 1.0),
+    "grad_f_of_stopped": (lambda f, g: srcjax.grad(lambda x: x * f(lax.stop_gradient(x)))(X), ["f"], SIN),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_calls_and_values_as_in_jax(name):
+    program, want_calls, want_value = CASES[name]
+    calls, f, g = rules()
+    close(program(f, g), want_value)
+    assert calls == want_calls
+
+
+def test_vjp_runs_bwd_when_its_function_is_applied():
+    calls, f, g = rules()
+    out, g_vjp = srcjax.vjp(g, X)
+    calls.append("--apply--")
+    close(g_vjp(1.0), (COS,))
+    calls.append("--apply again--")
+    close(g_vjp(2.0), (2 * COS,))
+    # JAX: [g_fwd, --apply--, g_bwd, --apply again--, g_bwd]; srcjax builds the backward pass once, at the first
+    # application, and reuses it (README, "Differences from JAX")
+    assert calls == ["g_fwd", "--apply--", "g_bwd", "--apply again--"]
+    close(out, SIN)
+
+
+def test_vjp_of_custom_jvp_runs_the_rule_at_vjp_time():
+    calls, f, g = rules()
+    out, f_vjp = srcjax.vjp(f, X)
+    calls.append("--apply--")
+    close(f_vjp(1.0), (COS,))
+    assert calls == ["f_jvp", "f", "--apply--"]
+
+
+def test_jvp_of_custom_vjp_is_an_error_after_fwd():
+    calls, f, g = rules()
+    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function"):
+        srcjax.jvp(g, (X,), (1.0,))
+    assert calls == ["g_fwd"]
+
+
+def test_traces_are_cached_per_signature():
+    """Unlike JAX's grad, srcjax's keeps the trace (and so the rules' IR) of a signature, as jit does: calling
+    again runs no user code."""
+    calls, f, g = rules()
+    grad_f = srcjax.grad(f)
+    grad_f(X)
+    grad_f(X + 1)
+    srcjax.grad(f)(X)
+    assert calls == ["f_jvp", "f"]  # JAX: three times that
+
+
+@pytest.mark.parametrize("loop", ["cond", "jit", "checkpoint"])
+def test_calls_inside_staged_functions(loop):
+    """JAX stages a jit, checkpoint or cond body out first (running ``f``), then applies the rule; srcjax reads
+    them inline, so only the rule runs."""
+    calls, f, g = rules()
+    wrap = {
+        "cond": lambda h: lambda x: lax.cond(x > 0, h, lambda v: v, x),
+        "jit": srcjax.jit,
+        "checkpoint": srcjax.checkpoint,
+    }[loop]
+    close(srcjax.grad(wrap(lambda x: f(x) * 2))(X), 2 * COS)
+    assert calls == ["f_jvp", "f"]  # JAX: ["f", "f_jvp", "f"]
+
+
+def test_calls_inside_loops():
+    """A call on a loop's carried value is read before the loop is differentiated: ``f`` runs, then the rule,
+    as in JAX."""
+    calls, f, g = rules()
+    close(srcjax.grad(lambda x: lax.fori_loop(0, 2, lambda i, c: f(c), x))(X), np.cos(SIN) * COS)
+    assert calls == ["f", "f_jvp", "f"]
+
+
+def test_rule_reading_a_closed_over_traced_value():
+    calls = []
+
+    def outer(x, s):
+        @srcjax.custom_jvp
+        def c(y):
+            calls.append("c")
+            return y * s
+
+        @c.defjvp
+        def c_jvp(primals, tangents):
+            calls.append("c_jvp")
+            return c(primals[0]), tangents[0] * s * 10
+
+        return c(x)
+
+    close(srcjax.grad(outer)(2.0, 3.0), 30.0)  # JAX: 30.0, [c_jvp, c]
+    assert calls == ["c_jvp", "c"]
+    with pytest.raises(
+        Exception,
+        match=r"the custom_jvp rule of c reads a traced value it is not given as an "
+        r"argument, and that value is differentiated here",
+    ):
+        srcjax.grad(outer, argnums=(0, 1))(2.0, 3.0)  # JAX: UnexpectedTracerError
+
+
+def test_nondiff_argnums_and_pytrees():
+    calls = []
+
+    @srcjax.custom_vjp
+    def d(p):
+        calls.append("d")
+        return p["a"] * p["b"]
+
+    def d_fwd(p):
+        calls.append("d_fwd")
+        return d(p), (p["a"], p["b"], None, 3)  # residuals that are not arrays stay as they are
+
+    def d_bwd(res, ct):
+        calls.append("d_bwd")
+        a, b, none, three = res
+        calls.append((none, three))
+        return ({"a": ct * b * three, "b": ct * a},)
+
+    d.defvjp(d_fwd, d_bwd)
+    close(srcjax.grad(d)({"a": 2.0, "b": 5.0}), {"a": 15.0, "b": 2.0})
+    assert calls == ["d_fwd", "d", "d_bwd", (None, 3)]  # (as JAX's: fwd calls d itself)
+
+    calls.clear()
+
+    @srcjax.custom_jvp
+    def power(n, x):
+        calls.append("power")
+        return x**n
+
+    power = srcjax.custom_jvp(power.fun, nondiff_argnums=(0,))
+
+    @power.defjvp
+    def power_jvp(n, primals, tangents):
+        calls.append("power_jvp")
+        (x,), (t,) = primals, tangents
+        return power(n, x), 2 * n * x ** (n - 1) * t  # twice the true derivative
+
+    close(srcjax.jvp(lambda x: power(3, x), (2.0,), (1.0,)), (8.0, 24.0))
+    assert calls == ["power_jvp", "power"]
+    calls.clear()
+    close(srcjax.hessian(lambda x: power(3, x))(2.0), 24.0)
+    assert calls == ["power_jvp", "power_jvp", "power"]
+
+
+# -- rules that branch on the primal value --------------------------------------------------------------------
+def branching():
+    """``relu(x)**2`` with a rule that branches on ``x``; ``3|x|`` with ``fwd``/``bwd`` that branch."""
+
+    @srcjax.custom_jvp
+    def f(x):
+        return jnp.where(x > 0, x, 0.0) ** 2
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if x > 0:
+            d = 2 * x
+        else:
+            d = 0.0 * x
+        return f(x), d * t
+
+    @srcjax.custom_vjp
+    def g(x):
+        return jnp.abs(x) * 3
+
+    def g_fwd(x):
+        if x > 0:
+            s = 3.0
+        else:
+            s = -3.0
+        return g(x), s
+
+    def g_bwd(s, ct):
+        if s > 0:
+            r = s * ct
+        else:
+            r = s * ct * 1.0
+        return (r,)
+
+    g.defvjp(g_fwd, g_bwd)
+    return f, g
+
+
+BRANCH_XS = np.array([-1.0, 2.0, 3.0], np.float32)
+F_PRIME = np.where(BRANCH_XS > 0, 2 * BRANCH_XS, 0.0)
+G_PRIME = np.where(BRANCH_XS > 0, 3.0, -3.0)
+
+# JAX 0.10.2 gives these for grad, jvp and grad(grad); under jit and vmap it raises TracerBoolConversionError
+# (srcjax compiles the `if` on a traced value: the values below are the per-example derivatives)
+BRANCH_CASES = {
+    "grad": lambda h: np.stack([srcjax.grad(h)(x) for x in BRANCH_XS]),
+    "jit_grad": lambda h: np.stack([srcjax.jit(srcjax.grad(h))(x) for x in BRANCH_XS]),
+    "vmap_grad": lambda h: srcjax.vmap(srcjax.grad(h))(BRANCH_XS),
+    "jit_vmap_grad": lambda h: srcjax.jit(srcjax.vmap(srcjax.grad(h)))(BRANCH_XS),
+    "grad_sum_vmap": lambda h: srcjax.grad(lambda v: srcjax.vmap(h)(v).sum())(BRANCH_XS),
+    "vjp": lambda h: np.stack([srcjax.vjp(h, x)[1](np.float32(1.0))[0] for x in BRANCH_XS]),
+}
+
+
+@pytest.mark.parametrize("name", list(BRANCH_CASES))
+def test_rules_that_branch_on_the_primal(name):
+    f, g = branching()
+    close(BRANCH_CASES[name](f), F_PRIME)
+    close(BRANCH_CASES[name](g), G_PRIME)
+
+
+def test_branching_jvp_rule_forward_and_second_order():
+    f, g = branching()
+    close(srcjax.jvp(f, (2.0,), (1.0,)), (4.0, 4.0))
+    close(srcjax.jvp(f, (-2.0,), (1.0,)), (0.0, 0.0))
+    close(srcjax.jit(lambda x: srcjax.jvp(f, (x,), (1.0,)))(2.0), (4.0, 4.0))
+    close(srcjax.vmap(lambda x: srcjax.jvp(f, (x,), (1.0,))[1])(BRANCH_XS), F_PRIME)
+    close(srcjax.grad(srcjax.grad(f))(2.0), 2.0)
+    close(srcjax.grad(srcjax.grad(g))(2.0), 0.0)

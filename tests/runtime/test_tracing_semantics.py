@@ -1,0 +1,380 @@
+"""JAX's tracing semantics that users meet, where srcjax reads the source instead of tracing it.
+
+JAX runs the function's Python while it traces: under ``grad``, ``jvp`` or ``vmap`` outside ``jit`` the values
+it does not transform are ordinary Python values and arrays, and the ones it differentiates are tracers over
+concrete primals (``assert``, ``bool()`` and ``print`` see numbers, and only the branch taken runs); under
+``jit`` everything is abstract. Every expected number here is what JAX 0.10.2 gives for the same program.
+"""
+
+import numpy as np
+import pytest
+
+import srcjax as jax
+import srcjax.numpy as jnp
+from srcjax.transpiler.frontend import TranspileError
+from tests.runtime import tracing_programs as programs
+
+FLOAT0 = jax.dtypes.float0
+
+
+def iterpower(x, n):
+    r = 1.0
+    for _ in range(n):
+        r = r * x
+    return r
+
+
+# -- 1. arguments that are not differentiated stay concrete ---------------------------------------------------
+def test_grad_keeps_the_other_arguments_concrete():
+    def f(a, b, c, i):
+        x = a, b, c
+        return x[i]  # (a Python index: i is the int 1, as in JAX)
+
+    g = jax.grad(f, argnums=(0, 1, 2))(1.0, 2.0, 3.0, 1)
+    assert [float(v) for v in g] == [0.0, 1.0, 0.0]
+
+
+def test_reverse_over_reverse_through_a_range_of_a_concrete_count():
+    # range(n) with n the int 2 is a Python loop, not a loop on a traced count (JAX: 2.0 and 6.6000004)
+    assert float(jax.grad(jax.grad(iterpower))(1.1, 2)) == pytest.approx(2.0)
+    assert float(jax.grad(jax.grad(iterpower))(1.1, 3)) == pytest.approx(6.6000004)
+    assert float(jax.grad(iterpower)(1.1, 3)) == pytest.approx(3.63)
+
+
+def test_every_transformation_keeps_integer_and_other_arguments_concrete():
+    value, g = jax.value_and_grad(iterpower)(1.1, 3)
+    assert (float(value), float(g)) == pytest.approx((1.3310001, 3.63))
+    assert float(jax.jacfwd(iterpower)(1.1, 3)) == pytest.approx(3.63)
+    assert float(jax.jacrev(iterpower)(1.1, 3)) == pytest.approx(3.63)
+    assert float(jax.hessian(iterpower)(1.1, 3)) == pytest.approx(6.6000004)
+    # an integer primal has a float0 tangent: JAX does not trace it, under jvp, vjp and linearize alike
+    out, tangent = jax.jvp(iterpower, (1.1, 3), (1.0, np.zeros((), FLOAT0)))
+    assert (float(out), float(tangent)) == pytest.approx((1.3310001, 3.63))
+    out, f_vjp = jax.vjp(iterpower, 1.1, 3)
+    dx, dn = f_vjp(1.0)
+    assert float(dx) == pytest.approx(3.63) and dn.dtype == FLOAT0 and dn.shape == ()
+    out, f_jvp = jax.linearize(iterpower, 1.1, 3)
+    assert float(f_jvp(1.0, np.zeros((), FLOAT0))) == pytest.approx(3.63)
+
+
+def test_keyword_arguments_and_unmapped_vmap_arguments_stay_concrete():
+    def f(x, *, n):
+        return iterpower(x, n)
+
+    assert float(jax.grad(f)(1.1, n=3)) == pytest.approx(3.63)
+    np.testing.assert_allclose(jax.vmap(iterpower, in_axes=(0, None))(jnp.ones(3), 3), [1.0, 1.0, 1.0])
+
+
+def test_a_concrete_array_argument_is_concrete_where_its_value_is_needed():
+    def pick(x, idx):
+        return [1.0, 2.0, 3.0][idx[0]] * x
+
+    assert float(jax.grad(pick)(2.0, np.array([2, 0]))) == 3.0
+    assert float(jax.grad(pick)(2.0, np.array([1, 0]))) == 2.0
+
+
+def test_concrete_arguments_are_told_apart_by_type_and_value():
+    def f(x, n):
+        return x * (10.0 if isinstance(n, bool) else 1.0) * (2.0 if str(n) == "-0.0" else 1.0)
+
+    grad = jax.grad(f)
+    assert [float(grad(1.0, n)) for n in (True, 1, 1.0, 0.0, -0.0)] == [10.0, 1.0, 1.0, 1.0, 2.0]
+    assert float(grad(1.1, 2)) == 1.0 and float(jax.grad(iterpower)(1.1, 2)) == pytest.approx(2.2)
+
+
+def test_under_jit_the_other_arguments_are_traced_as_in_jax():
+    f = jax.grad(lambda a, b, c, i: (a, b, c)[i], argnums=(0, 1, 2))
+    with pytest.raises(TypeError, match="as a Python index"):  # (JAX: TracerIntegerConversionError, a TypeError)
+        jax.jit(f)(1.0, 2.0, 3.0, 1)
+    assert [float(v) for v in jax.jit(f, static_argnums=3)(1.0, 2.0, 3.0, 1)] == [0.0, 1.0, 0.0]
+
+
+# -- 2. assert and bool() on traced values ----------------------------------------------------------------------
+def test_assert_on_a_differentiated_value_checks_the_primal():
+    """Under grad outside jit an assertion is checked on the values (JAX's tracers hold concrete primals): one
+    that holds passes, one that fails raises AssertionError with its message. srcjax computes the asserted value
+    from the arguments while it reads the function; such a trace holds for those arguments only, so the function
+    is read again on the next call, as JAX traces it on every call. (``programs.check``: two assertions.)"""
+    check = programs.check
+    np.testing.assert_allclose(jax.grad(check)(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    np.testing.assert_allclose(jax.grad(check)(jnp.arange(1.0, 4.0)), [2.0, 4.0, 6.0])
+    with pytest.raises(AssertionError, match="negative input"):
+        jax.grad(check)(jnp.array([1.0, -1.0]))
+    np.testing.assert_allclose(jax.grad(check)(jnp.arange(3.0)), [0.0, 2.0, 4.0])  # (read again: checked again)
+
+
+def test_assert_inside_an_if_runs_where_its_branch_is_taken():
+    mixed = programs.mixed
+    np.testing.assert_allclose(jax.grad(mixed)(jnp.array([1.0, 2.0]), 3.0), [3.0, 3.0])
+    np.testing.assert_allclose(jax.grad(mixed)(jnp.array([-1.0, -2.0]), 3.0), [2.0, 2.0])
+    with pytest.raises(AssertionError, match="first"):
+        jax.grad(mixed)(jnp.array([-1.0, 2.0]), 3.0)
+
+
+def test_assert_after_an_early_return_on_a_traced_condition():
+    f = programs.early_return
+    assert float(jax.grad(f)(1.0)) == 1.0 and float(jax.grad(f)(-1.0)) == -1.0
+
+
+def test_bool_of_a_traced_value_and_assert_under_vmap():
+    assert float(jax.grad(lambda x: x * (3 if bool(x > 1) else 4))(2.0)) == 3.0
+    scaled = programs.scaled
+    np.testing.assert_allclose(jax.vmap(scaled, in_axes=(0, None))(jnp.arange(3.0), 2.0), [0.0, 2.0, 4.0])
+    with pytest.raises(AssertionError):
+        jax.vmap(scaled, in_axes=(0, None))(jnp.arange(3.0), jnp.float32(-2.0))
+    with pytest.raises(TranspileError, match="cannot assert on a value"):  # (a mapped value: JAX refuses too)
+        jax.vmap(scaled, in_axes=(None, 0))(1.0, jnp.arange(1.0, 3.0))
+
+
+def test_assert_on_a_traced_value_under_jit_is_refused_at_the_assert():
+    f = programs.positive
+    with pytest.raises(TranspileError, match="cannot assert on a value") as info:
+        jax.jit(f)(1.0)
+    assert info.value.loc.file == programs.__file__
+    assert (info.value.line, info.value.column) == (f.__code__.co_firstlineno + 1, 12)
+
+
+# -- 3. try / except ------------------------------------------------------------------------------------------------
+TABLE = {"a": 2.0}
+
+
+class Missing(Exception):
+    pass
+
+
+def _lookup(key):
+    if key not in TABLE:
+        raise Missing(key)
+    return TABLE[key]
+
+
+def test_try_except_else_finally_run_as_written():
+    def f(x, key):
+        try:
+            s = TABLE[key]
+        except KeyError as e:
+            s = 10.0 + len(e.args)
+        else:
+            s = s + 1.0
+        finally:
+            x = x * 2.0
+        try:
+            h = _lookup(key)
+        except Missing:
+            h = -1.0
+        return x * s + h
+
+    assert float(jax.grad(f)(1.0, "a")) == 6.0 and float(jax.grad(f)(1.0, "b")) == 22.0
+    assert float(jax.jit(f, static_argnums=1)(1.0, "a")) == 8.0
+    assert float(jax.jit(f, static_argnums=1)(1.0, "b")) == 21.0
+
+
+def test_finally_runs_on_return_and_bare_raise_reraises():
+    seen = []
+
+    def f(x):
+        try:
+            return x * 2.0
+        finally:
+            seen.append("finally")
+
+    assert float(jax.grad(f)(1.0)) == 2.0 and seen == ["finally"]
+
+    def g(x):
+        try:
+            y = x[0]
+        except IndexError:
+            raise
+        return y
+
+    with pytest.raises(IndexError):
+        jax.jit(g)(1.0)
+
+
+def test_an_exception_raised_on_a_traced_condition():
+    def f(x):
+        try:
+            if x < 0:
+                raise ValueError("negative")
+            y = x
+        except ValueError:
+            y = -x
+        return y * 3.0
+
+    # outside jit the condition is known, as in JAX: the raise happens, or its branch does not run
+    assert float(jax.grad(f)(2.0)) == 3.0 and float(jax.grad(f)(-2.0)) == -3.0
+
+    def g(x):
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2.0
+
+    assert float(jax.grad(g)(1.0)) == 2.0
+    with pytest.raises(ValueError, match="negative"):
+        jax.grad(g)(-1.0)
+    # under jit whether it is raised is only known at run time: catching it is refused, at the `except`
+    with pytest.raises(TranspileError, match="cannot catch ValueError here") as info:
+        jax.jit(f)(1.0)
+    assert info.value.line == f.__code__.co_firstlineno + 5
+    assert "note: ValueError is raised here" in str(info.value)
+
+
+# -- 4. global ------------------------------------------------------------------------------------------------------
+RESULT = None
+COUNT = 0
+
+
+def test_global_assignment_runs_while_tracing():
+    def f(x):
+        global RESULT
+        RESULT = x * 2.0
+        return RESULT + 1.0
+
+    assert float(jax.jit(f)(1.0)) == 3.0
+    assert RESULT is not None and RESULT.shape == ()  # (the traced value, as JAX's global gets a tracer)
+    assert float(f(2.0)) == 5.0 and float(RESULT) == 4.0
+
+    def count(x):
+        global COUNT
+        for _ in range(3):
+            COUNT = COUNT + 1
+            x = x * 2.0
+        return x
+
+    before = COUNT
+    assert float(jax.jit(count)(1.0)) == 8.0 and COUNT == before + 3  # (the loop runs as Python's does)
+
+
+def test_global_assignment_on_a_traced_condition_is_refused_at_the_assignment():
+    def f(x):
+        global RESULT
+        if x > 0:
+            RESULT = x
+        return x
+
+    with pytest.raises(TranspileError, match="cannot assign the global variable 'RESULT'") as info:
+        jax.jit(f)(1.0)
+    start = f.__code__.co_firstlineno
+    assert (info.value.line, info.value.column) == (start + 3, 13)
+    assert f"{__file__}:{start + 1}:9: note: 'RESULT' is declared global here" in str(info.value)
+
+
+# -- 5. closures made in comprehensions -----------------------------------------------------------------------------
+def test_lambdas_made_in_a_comprehension_see_its_variable():
+    def f(x):
+        fs = [lambda: x * i for i in range(3)]  # noqa: B023 - the late binding is what is tested
+        return fs[2]() + fs[0]()  # (late binding: both see i == 2)
+
+    assert float(jax.jit(f)(1.0)) == 4.0
+    assert float(jax.grad(f)(1.0)) == 4.0
+
+    def g(x):
+        scale = 2.0
+
+        def outer():
+            def inner():
+                return x * scale
+
+            return inner()
+
+        scale = 3.0  # (seen by the call below: Python's late binding)
+        return outer()
+
+    assert float(jax.jit(g)(1.0)) == 3.0
+
+
+# -- 6. printing traced values --------------------------------------------------------------------------------------
+def _show(x):
+    print(x)
+    print(f"value {x!r}")
+    return jnp.sum(x * 2.0)
+
+
+def test_print_of_a_traced_value_shows_the_tracer(capsys):
+    jax.jit(_show)(jnp.ones(3))
+    assert capsys.readouterr().out == "JitTracer(float32[3])\nvalue JitTracer(float32[3])\n"
+    jax.grad(_show)(jnp.ones(3))
+    expected = "GradTracer(primal=[1. 1. 1.], typeof(tangent)=f32[3])"
+    assert capsys.readouterr().out == f"{expected}\nvalue {expected}\n"
+    jax.grad(_show)(jnp.ones(3))  # (JAX traces grad on every call, and prints again)
+    assert capsys.readouterr().out == f"{expected}\nvalue {expected}\n"
+    jax.vmap(_show)(jnp.ones((2, 3)))
+    expected = "VmapTracer(aval=float32[3], batched=float32[2,3])"
+    assert capsys.readouterr().out == f"{expected}\nvalue {expected}\n"
+    jax.jit(lambda x: print(x, str(x), "%s" % x, "{}".format(x)))(3.0)
+    assert capsys.readouterr().out == " ".join(["JitTracer(~float32[])"] * 4) + "\n"
+
+
+def test_print_of_nested_transformations_and_untraced_values(capsys):
+    jax.grad(jax.grad(lambda x: _show(x)))(1.0)
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "GradTracer(primal=GradTracer(primal=1.0, typeof(tangent)=f32[]), typeof(tangent)=f32[])")
+    jax.jit(jax.grad(_show))(jnp.ones(2))
+    assert capsys.readouterr().out.splitlines()[0] == "GradTracer(primal=JitTracer(float32[2]), typeof(tangent)=f32[2])"
+    jax.grad(lambda x, y: (print(y, jnp.arange(3)), x)[1])(1.0, np.ones(2))
+    assert capsys.readouterr().out == "[1. 1.] [0 1 2]\n"
+
+
+def test_print_under_jvp_and_in_a_transformation_that_does_not_run(capsys):
+    jax.jvp(_show, (jnp.ones(2),), (jnp.ones(2),))
+    assert capsys.readouterr().out.splitlines()[0] == "JVPTracer(primal=[1. 1.], typeof(tangent)=f32[2])"
+
+    def inner(y):
+        if y > 100:
+            raise ValueError("big")
+        print("inner", y)
+        return y * y
+
+    def outer(x):
+        if x < 0:
+            return jax.grad(inner)(x) * 0.0 + 1.0
+        return x * 2
+
+    assert float(jax.grad(outer)(1.0)) == 2.0  # (the inner grad is in the branch not taken: it does not run)
+    assert capsys.readouterr().out == ""
+    assert float(jax.grad(outer)(-1.0)) == 0.0
+    assert capsys.readouterr().out == (
+        "inner GradTracer(primal=GradTracer(primal=-1.0, typeof(tangent)=f32[]), typeof(tangent)=f32[])\n")
+
+
+def test_print_in_control_flow(capsys):
+    def loop(x):
+        for i in range(3):
+            print(i, x)
+            x = x * 2.0
+        return x
+
+    jax.jit(loop)(1.0)  # (a Python loop, as in JAX: the index is an int)
+    assert capsys.readouterr().out == "".join(f"{i} JitTracer(~float32[])\n" for i in range(3))
+
+    def branch(x):
+        if x > 0:
+            print("positive", x)
+        else:
+            print("negative")
+        return x
+
+    jax.grad(branch)(2.0)  # (the branch taken runs, as in JAX)
+    assert capsys.readouterr().out == "positive GradTracer(primal=2.0, typeof(tangent)=f32[])\n"
+    jax.jit(branch)(2.0)  # (both branches are read once, as JAX traces lax.cond's)
+    assert capsys.readouterr().out == "positive JitTracer(~float32[])\nnegative\n"
+
+
+def test_a_format_spec_on_a_traced_value_is_a_type_error():
+    def f(x):
+        return print(f"{x:.2f}")
+
+    with pytest.raises(TypeError, match="unsupported format string passed to JitTracer.__format__") as info:
+        jax.jit(f)(1.0)
+    assert (info.value.line, info.value.column) == (f.__code__.co_firstlineno + 1, 25)
+
+
+# -- 7. jax.jacobian -------------------------------------------------------------------------------------------------
+def test_jacobian_is_jacrev():
+    assert "jacobian" in jax.__all__
+    x = jnp.array([1.0, 2.0])
+    np.testing.assert_allclose(jax.jacobian(lambda v: v**2)(x), [[2.0, 0.0], [0.0, 4.0]])
+    jac, aux = jax.jacobian(lambda v: (jnp.sin(v), 7), has_aux=True)(x)
+    np.testing.assert_allclose(jac, np.diag(np.cos([1.0, 2.0])), rtol=1e-6)
+    assert aux == 7
+    assert float(jax.jacobian(iterpower)(1.1, 3)) == pytest.approx(3.63)
