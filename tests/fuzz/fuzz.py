@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         known.update(known_failures(cases.REGRESSIONS))
     started = time.monotonic()
     programs, failures, new = 0, 0, 0
+    seen: collections.Counter = collections.Counter()  # failures by signature, new or known
     last = started
     print(f"fuzzing from seed {args.start}; shrunk failures go to {args.out}", flush=True)
     try:
@@ -128,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             programs += 1
             for case, failure in found:
                 failures += 1
+                seen[dedupe_key(failure.signature)] += 1
                 if known[dedupe_key(failure.signature)] >= (args.keep if failure.kind == "mismatch" else 1):
                     continue  # (the same failure in any stack: a crash of the front end, say)
                 case = shorter_stack(case, failure)
@@ -151,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     print(f"done: {programs} programs in {elapsed:.0f} s ({programs / max(elapsed, 1e-9):.1f}/s), {failures} "
           f"failures, {new} new cases saved")
+    for key, count in seen.most_common():  # (a known failure, a regression case still open, is counted too)
+        print(f"  {count:6d}  {' '.join(str(part)[:100] for part in key)}")
     return 0
 
 
