@@ -14,11 +14,8 @@ LONG = 3 * nodes.TILE_BYTES // 4 + 5  # float32: one tile and a short one; float
 
 
 @pytest.fixture(autouse=True)
-def x64():
-    saved = srcjax.config.jax_enable_x64
-    srcjax.config.update("jax_enable_x64", True)
+def _x64(x64):  # (every test here: 64-bit types on)
     yield
-    srcjax.config.update("jax_enable_x64", saved)
 
 
 def compiled(fn, args, monkeypatch, parallel):

@@ -13,11 +13,8 @@ DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
 
 
 @pytest.fixture(autouse=True)
-def x64():
-    saved = srcjax.config.jax_enable_x64
-    srcjax.config.update("jax_enable_x64", True)
+def _x64(x64):  # (every test here: 64-bit types on)
     yield
-    srcjax.config.update("jax_enable_x64", saved)
 
 
 def operands(dtype):

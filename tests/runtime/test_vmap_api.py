@@ -106,14 +106,6 @@ def test_custom_rules_survive_vmap():
     np.testing.assert_allclose(srcjax.jacrev(lambda v: p.clipped(v) * 1.0)(xs), np.eye(3) * 10.0)
 
 
-@pytest.fixture
-def x64():
-    saved = srcjax.config.jax_enable_x64
-    srcjax.config.update("jax_enable_x64", True)
-    yield
-    srcjax.config.update("jax_enable_x64", saved)
-
-
 def _sqrt_step_if_small(x):
     if x < 100.0:
         x = x + jnp.sqrt(100.0 - x)  # nan for the examples that do not take the branch
