@@ -74,7 +74,7 @@ def pmaps(small: bool, repeat: int) -> None:
         calls = [lambda ours=ours, xs=xs: ready(ours(xs))]
         if real_jax:
             theirs = real_jax.pmap(lambda a: real_jax.lax.psum(a, "i"), axis_name="i")
-            xj = real_jax.device_put_sharded(list(x), real_jax.devices()[:n])
+            xj = real_jax.pmap(lambda a: a)(x)  # (laid out over the devices as pmap's inputs are)
             calls.append(lambda theirs=theirs, xj=xj: ready(theirs(xj)))
         times = median_times(calls, max(3, repeat // 3))
         bound = 2 * n * size * 4 / bandwidth
