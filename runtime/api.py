@@ -26,6 +26,7 @@ from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Function, Value
+from srcjax.transpiler.passes import has_effect
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.types import TensorType
 
@@ -280,13 +281,16 @@ class Compiled:
 
     A native call runs on the caller's thread when it is small, and is queued on the dispatch thread
     (``runtime/dispatch.py``) when its work is large or an input is still pending: then it returns Arrays
-    whose buffers are pending. ``call_arrays(args)`` is the call with a tuple of Arrays, as a closure built for
+    whose buffers are pending. A call with effects (``srcjax.debug``'s callbacks) always runs on the caller's
+    thread, once its inputs are computed: its prints come out between the caller's, and a breakpoint stops the
+    caller. ``call_arrays(args)`` is the call with a tuple of Arrays, as a closure built for
     this specialisation (``_arrays_entry``): the path of ``jit(f)(x)`` once ``f`` is compiled for ``x``."""
 
     def __init__(self, ir: Function, out_tree: Any, signature: Signature, donated: Sequence[int] = (),
                  native: bool = True):
         self.ir, self.out_tree, self.signature = ir, out_tree, signature
         self.donated = tuple(donated)
+        self.effects = any(has_effect(op) for op in ir.body.ops)
         self.native, self.native_error = None, None
         if native and _native_enabled():
             self.native = _compile_native(ir)
@@ -307,6 +311,10 @@ class Compiled:
         native = self.native
         if native is not None and not _flags["jax_debug_nans"]:
             found = _host_inputs(leaves)
+            if found is not None and found[1] and self.effects:
+                for leaf in leaves:  # (waits for the pending ones)
+                    getattr(leaf, "_value", None)
+                found = _host_inputs(leaves)
             if found is not None:
                 return self._build(self._run_native(native, leaves, *found))
         outs = list(eval_function(self.ir, *leaves))
@@ -320,7 +328,7 @@ class Compiled:
     def _run_native(self, native: Any, leaves: Sequence[Any], inputs: list[Any], pending: bool) -> list[Array]:
         """Run the native code on ``inputs``: here and now, or queued (``runtime/dispatch.py``)."""
         outs = self._donatable(native, leaves, inputs) if self.donated else [None] * len(self._result_avals)
-        if pending or native.work >= dispatch.ASYNC_MIN_WORK:
+        if pending or (native.work >= dispatch.ASYNC_MIN_WORK and not self.effects):
             job = dispatch.Job(native.run, inputs, outs, self._result_types)
             results = list(map(_pending_result, job.results(), self._result_avals))
             dispatch.submit(job)
@@ -620,6 +628,12 @@ def _check_dynamic_arguments(fn: Callable, args: Sequence[Any], kwargs: dict, st
 HOT_CALLS = 3  # eager calls of one specialisation after which a ``compiled_when_hot`` function compiles it
 _HOT_KEYS = 4096  # signatures a ``compiled_when_hot`` function counts or keeps compiled
 _hot_caches: list[tuple[dict, dict, dict]] = []  # each such function's (counts, compiled, jitted), to clear
+
+
+def effects_barrier() -> None:
+    """Wait until the compiled calls made so far have run (JAX's ``jax.effects_barrier``). A call with debug
+    callbacks has made them before it returns; this waits for the queued calls of the others."""
+    dispatch.wait_all()
 
 
 def clear_caches() -> None:

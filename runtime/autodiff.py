@@ -466,6 +466,17 @@ def _without_aux(ir: Function, n_main: int) -> Function:
 
 
 # -- vjp, jvp, linearize -----------------------------------------------------------------------------------------
+def _without_effects(ir: Function) -> Function:
+    """``ir`` without its debug callbacks: what ``vjp``'s pullback and ``linearize``'s ``f_jvp`` run computes the
+    forward pass again, whose prints have been made once already (JAX makes them once, at ``vjp``/``linearize``)."""
+    from srcjax.transpiler.passes import drop_effects
+    from srcjax.transpiler.simplify import copy_function
+
+    if not any(op.prim.effect for op in walk(ir.body)):
+        return ir
+    return drop_effects(copy_function(ir)[0])
+
+
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()):
     """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` as a tuple (``(out, f_vjp,
     aux)`` with ``has_aux``). Integer inputs get ``float0`` cotangents."""
@@ -496,7 +507,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
             cts.append(_as_tangent(c, tangent_aval(r.aval)))
         cts += [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in results[n_main:]]
         # the backward pass is made when it is first needed, as JAX runs a custom_vjp's bwd only here
-        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(traced.ir, n_main), wrt))
+        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(_without_effects(traced.ir),
+                                                                               n_main), wrt))
         flat = eval_function(ir, *call_args, *cts)[len(results):]
         return tuple(_per_argument(primals, range(len(primals)), traced, _input_cotangents(traced, wrt, flat)))
 
@@ -565,7 +577,8 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     traced, call_args = _trace(fun, list(primals), {}, range(len(primals)), ints=True)
     traced.main_outputs(has_aux)
     out, aux = traced.outputs(eval_function(traced.ir, *call_args), has_aux)
-    ir, wrt = _jvp_ir(traced)
+    _, wrt = _jvp_ir(traced)
+    ir = traced.transformed("linearized", lambda: jvp_function(_without_effects(traced.ir), wrt))
     primal_tree = tree_util.tree_structure(tuple(primals))
 
     def f_jvp(*tangents):

@@ -6,7 +6,9 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 """
 
 from srcjax.runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
-from srcjax.runtime.api import ShapeDtypeStruct, clear_caches, disable_jit, eval_shape, jit, make_jaxpr
+from srcjax.runtime.api import (
+    ShapeDtypeStruct, clear_caches, disable_jit, effects_barrier, eval_shape, jit, make_jaxpr,
+)
 from srcjax.runtime.array import Array
 from srcjax.runtime.pmap import pmap
 from srcjax.runtime.shard_map import shard_map
@@ -44,8 +46,8 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
 _SUBMODULES = {
-    "distributed", "dtypes", "errors", "example_libraries", "experimental", "lax", "nn", "ops", "random", "scipy",
-    "sharding", "test_util", "tree", "tree_util",
+    "debug", "distributed", "dtypes", "errors", "example_libraries", "experimental", "lax", "nn", "ops", "random",
+    "scipy", "sharding", "test_util", "tree", "tree_util",
 }
 
 
@@ -75,5 +77,5 @@ __all__ = [
     "custom_jvp", "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape",
     "ShapeDtypeStruct", "Array", "config", "devices", "local_devices", "device_count", "local_device_count",
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
-    "clear_caches", "pmap", "shard_map", "make_mesh",
+    "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh",
 ]

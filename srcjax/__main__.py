@@ -182,12 +182,16 @@ def _check_arity(fn: Callable, args: list[Any]) -> None:
 
 def _emit(ir: Any, form: str) -> str:
     from srcjax.transpiler.emit_python import emit_module
+    from srcjax.transpiler.emit_spelling import NotEmittable
     from srcjax.transpiler.printer import print_function
 
     if form == "ir":
         return print_function(ir)
     if form == "python":
-        return emit_module(ir)
+        try:
+            return emit_module(ir)
+        except NotEmittable as e:
+            raise UsageError(f"{e}; --emit ir shows the function") from None
     from srcjax.codegen.llvm.compile import compile_function
 
     native = compile_function(ir)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.transpiler.emit_spelling import (
-    LAX_CALLS, LAX_CLASSES, NOT_EMITTED, OPERATORS, PRECEDENCE, SPELLINGS, LaxCall, Spelled,
+    LAX_CALLS, LAX_CLASSES, NOT_EMITTED, OPERATORS, PRECEDENCE, SPELLINGS, LaxCall, NotEmittable, Spelled,
 )
 from srcjax.transpiler.emit_variables import Planner
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
@@ -35,7 +35,7 @@ from srcjax.transpiler.printer import control_form, float_text, format_param, or
 from srcjax.transpiler.simplify import literal_broadcast, simplify
 
 # Names the generated code itself uses (modules, and the builtins it calls): values named so get a version.
-_RESERVED = {"np", "jnp", "lax", "base64", "range", "reversed", "map", "complex", "_constant", "len", "max",
+_RESERVED = {"np", "jnp", "lax", "debug", "base64", "range", "reversed", "map", "complex", "_constant", "len", "max",
              "enumerate", "_lane", "_entry"}
 
 
@@ -64,7 +64,7 @@ class Emitter:
         self.used: set[int] = set()  # values read anywhere (the rest of a multi-result op is ``_``)
         self._collect_uses(fn.body)
         self.forward = _forward_values(fn)
-        self.modules: set[str] = set()  # np, jnp, lax, base64
+        self.modules: set[str] = set()  # np, jnp, lax, debug, base64
         self.classes: dict[str, str] = {}  # class name -> module
         self.lines: list[tuple[int, str, Any]] = []  # (depth, code, source location)
         # value -> the expression written in its place (in a loop's condition), and how tightly it binds
@@ -266,7 +266,7 @@ class Emitter:
         call = LAX_CALLS.get(op.name)
         if call is None:
             reason = NOT_EMITTED.get(op.name, "no spelling in transpiler/emit_spelling.py")
-            raise ValueError(f"cannot emit a '{op.name}' op as Python: {reason}")
+            raise NotEmittable(f"cannot emit a '{op.name}' op as Python: {reason}")
         return Spelled(self.call(call, op))
 
     def call(self, call: LaxCall, op: Op) -> str:
@@ -481,6 +481,8 @@ class Emitter:
             first_party.append("import srcjax.numpy as jnp")
         if "lax" in self.modules:
             first_party.append("from srcjax import lax")
+        if "debug" in self.modules:
+            first_party.append("from srcjax import debug")
         for module in sorted(set(self.classes.values())):
             names = sorted(n for n, m in self.classes.items() if m == module)
             first_party.append(f"from {module} import {', '.join(names)}")

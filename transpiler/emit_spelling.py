@@ -5,8 +5,9 @@ NumPy, plain Python), each spelling binding exactly the primitive with exactly i
 - ``LAX_CALLS``: ``lax.<function>(...)`` where lax's function binds the primitive with these operands and
   params (JAX's signatures; a param equal to its default is left out);
 - ``SPELLINGS``: the rest, one function each: dynamic slices (start indices as a tuple, negative ones not
-  wrapped), argmax/argmin, windowed reductions, the SVD's result order, and the stacks reverse mode keeps
-  the residuals of ``while`` loops on, which are Python lists (``s.append(x)``, ``s[k]``).
+  wrapped), argmax/argmin, windowed reductions, the SVD's result order, the stacks reverse mode keeps
+  the residuals of ``while`` loops on, which are Python lists (``s.append(x)``, ``s[k]``), and debug prints
+  (``debug.print(...)``, as the user wrote it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from srcjax.transpiler.primitives import PRIMITIVES
 
 if TYPE_CHECKING:
     from srcjax.transpiler.emit_python import Emitter
+
+
+class NotEmittable(ValueError):
+    """An op that has no spelling in Python: one of ``NOT_EMITTED``, or a debug callback of the user's own."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +306,22 @@ def _axis_index(e: Emitter, op: Op) -> Spelled:
     return Spelled(f"{e.lax('axis_index')}({op.params['axis_name']!r})", single=True)
 
 
+def _debug_callback(e: Emitter, op: Op) -> Spelled:
+    """``debug.print('x={x}', x=x)``: the ``srcjax.debug`` call the op's callback spells. A callback of the user's
+    own (a function the module cannot name), a breakpoint and a print under vmap have no spelling."""
+    texts = [e.arg(v, python=isinstance(v, Literal) and v.aval.weak_type) for v in op.operands]
+    callback = op.params["callback"]
+    spelled = callback.source(texts)
+    if spelled is None:
+        why = ("it calls back once per example of a vmap, which no srcjax.debug call spells" if callback.levels else
+               f"its callback {callback.name} is a Python function the emitted module cannot name")
+        raise NotEmittable(f"cannot emit a 'debug_callback' op as Python: {why}")
+    function, arguments = spelled
+    ordered = ", ordered=True" if op.params["ordered"] else ""
+    e.use("debug")
+    return Spelled(f"debug.{function}({arguments}{ordered})", statement=True)
+
+
 SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     **{name: _collective(name) for name in ("psum", "pmean", "pmax", "pmin", "all_gather")},
     "psum_scatter": _collective("psum_scatter", "scatter_dimension", "tiled"),
@@ -321,6 +342,7 @@ SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     "stack_push": _stack_push,
     "stack_get": _stack_get,
     "stack_size": _stack_size,
+    "debug_callback": _debug_callback,
 }
 
 # Param classes of the primitive families that ``srcjax.lax`` exports under the same name (JAX's names):
@@ -337,4 +359,5 @@ NOT_EMITTED: dict[str, str] = {
                     "process_permute")},
 }
 
-__all__ = ["LAX_CALLS", "LAX_CLASSES", "OPERATORS", "PRECEDENCE", "SPELLINGS", "NOT_EMITTED", "LaxCall", "Spelled"]
+__all__ = ["LAX_CALLS", "LAX_CLASSES", "OPERATORS", "PRECEDENCE", "SPELLINGS", "NOT_EMITTED", "LaxCall", "NotEmittable",
+           "Spelled"]

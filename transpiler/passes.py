@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from srcjax.transpiler.ir import Block, Function, Literal, Value
+from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
 
 
 def eliminate_dead_code(fn: Function) -> Function:
-    """Drop ops whose results nobody uses (primitives have no side effects), and unused constants."""
+    """Drop ops whose results nobody uses and that have no effect (``has_effect``), and unused constants."""
     used: set[int] = set()
 
     def mark_uses(block: Block) -> None:
@@ -16,7 +16,7 @@ def eliminate_dead_code(fn: Function) -> Function:
         mark_uses(block)
         kept = []
         for op in reversed(block.ops):
-            if not any(id(r) in used for r in op.results) and not _must_keep(op):
+            if not any(id(r) in used for r in op.results) and not has_effect(op):
                 continue
             kept.append(op)
             for region in op.regions:
@@ -29,9 +29,25 @@ def eliminate_dead_code(fn: Function) -> Function:
     return fn
 
 
-def _must_keep(op) -> bool:
-    # loops are kept whole: a carried value may be unused after the loop and still drive its condition
-    return False
+def has_effect(op: Op) -> bool:
+    """Whether running ``op`` does more than compute its results: a primitive with an effect (``debug_callback``),
+    or an op whose regions hold one (a loop that prints on each trip). Such an op is kept though nothing reads its
+    results, runs where the program put it, and is never merged with an equal one."""
+    return op.prim.effect or any(has_effect(inner) for region in op.regions for inner in region.ops)
+
+
+def drop_effects(fn: Function) -> Function:
+    """Remove ``fn``'s ops with an effect (in place), then what only they read: for a function that computes again
+    what has run once (a pullback that recomputes its forward pass), whose prints JAX makes once."""
+
+    def strip(block: Block) -> None:
+        block.ops = [op for op in block.ops if not op.prim.effect]
+        for op in block.ops:
+            for region in op.regions:
+                strip(region)
+
+    strip(fn.body)
+    return eliminate_dead_code(fn)
 
 
 def uses(fn: Function) -> dict[int, int]:
@@ -55,7 +71,8 @@ def eliminate_common_subexpressions(fn: Function) -> Function:
     """Ops that repeat an earlier op (same primitive, operands and params) reuse its results.
 
     A value is reused in the block that defines it and in blocks nested inside it, never across sibling
-    regions. Ops with regions are kept whole (their regions are cleaned inside).
+    regions. Ops with regions are kept whole (their regions are cleaned inside), and ops with an effect run each
+    time the program reaches them.
     """
     from srcjax.transpiler.primitives.control import ControlPrimitive
 
@@ -73,7 +90,7 @@ def eliminate_common_subexpressions(fn: Function) -> Function:
         kept = []
         for op in block.ops:
             op.operands = [resolve(v) for v in op.operands]
-            if op.regions or isinstance(op.prim, ControlPrimitive):
+            if op.regions or isinstance(op.prim, ControlPrimitive) or op.prim.effect:
                 for region in op.regions:
                     visit(region, dict(table))
                 kept.append(op)
@@ -112,4 +129,5 @@ def clean(fn: Function) -> Function:
     return eliminate_dead_code(eliminate_common_subexpressions(fn))
 
 
-__all__ = ["eliminate_dead_code", "eliminate_common_subexpressions", "clean", "uses", "Value"]
+__all__ = ["eliminate_dead_code", "eliminate_common_subexpressions", "clean", "drop_effects", "has_effect", "uses",
+           "Value"]

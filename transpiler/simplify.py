@@ -58,8 +58,10 @@ def simplify(fn: Function, before_sinking: Callable[[Function], None] | None = N
 
 
 def is_pure(op: Op) -> bool:
-    """An op that may be computed anywhere its operands exist: no regions, no stack, no axis it must see."""
-    return not op.regions and not isinstance(op.prim, ControlPrimitive) and not op.prim.always_record
+    """An op that may be computed anywhere its operands exist: no regions, no stack, no axis it must see, no
+    effect."""
+    return (not op.regions and not isinstance(op.prim, ControlPrimitive) and not op.prim.always_record
+            and not op.prim.effect)
 
 
 class Simplifier:

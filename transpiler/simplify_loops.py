@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
-from srcjax.transpiler.passes import eliminate_dead_code, uses
+from srcjax.transpiler.passes import eliminate_dead_code, has_effect, uses
 from srcjax.transpiler.primitives.control import for_p, stack_get_p, stack_push_p
 from srcjax.transpiler.primitives.indexing import dynamic_slice_p, dynamic_update_slice_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, reshape_p
@@ -319,11 +319,12 @@ def _prune_loop(op: Op, counts: dict[int, int]) -> bool:
 
 
 def _live(regions: list[Block], roots: set[int]) -> set[int]:
-    """The values the regions read to compute ``roots`` (a nested op counts as reading all it reads)."""
+    """The values the regions read to compute ``roots`` and to run their ops with effects (a nested op counts as
+    reading all it reads)."""
     live = set(roots)
     for region in regions:
         for op in reversed(region.ops):
-            if any(id(r) in live for r in op.results):
+            if has_effect(op) or any(id(r) in live for r in op.results):
                 live |= reads(op)
     return live
 

@@ -48,6 +48,7 @@ from srcjax.codegen.llvm.layout import Buffer
 from srcjax.codegen.llvm.plan import Plan, Unsupported
 from srcjax.codegen.llvm.table import Kind, kind, lowers, plan_straight_line
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
+from srcjax.transpiler.passes import has_effect
 from srcjax.transpiler.types import StackType, TensorType
 
 LOOPS = frozenset({"while", "for"})  # loops whose trips Ctrl-C can cut short
@@ -329,8 +330,8 @@ class ControlEmitter:
                 continue
             self.segment(run)
             run = []
-            if not any(id(r) in self.used for r in op.results):
-                continue  # control ops have no effects: an unused one is dead
+            if not any(id(r) in self.used for r in op.results) and not has_effect(op):
+                continue  # an op whose results nothing reads is dead, unless it calls back (a debug print)
             if host:
                 self.emit_host(op)
             elif kind(op.name) is Kind.INLINED:

@@ -2,10 +2,13 @@
 
 A function that is mostly native but uses, say, a gather, a sort or an eigendecomposition still compiles:
 ``control.ControlEmitter`` splits it around such ops, and the native entry calls back into Python for each
-one with the op's index and the addresses of its operand and result buffers. ``HostCalls`` is that
-callback for one executable. Python exceptions cannot cross native frames, so one raised by an op's
-implementation is kept, the remaining host calls of the run are skipped, and the caller re-raises it when
-the native entry returns.
+one with the op's index and the addresses of its operand and result buffers. ``HostCalls`` runs the host calls
+of one executable. The callback the native code calls is one function for the whole process, which hands the
+call to the ``HostCalls`` of the entry the calling thread is running: executables of equal IR share their machine
+code, and with it the one slot the callback's address is stored in, though each has its own ops (a debug
+callback's Python function is a param) and may be freed before the others. Python exceptions cannot cross
+native frames, so one raised by an op's implementation is kept, the remaining host calls of the run are
+skipped, and the caller re-raises it when the native entry returns.
 """
 
 from __future__ import annotations
@@ -41,8 +44,21 @@ def _operand(v):
     return np.asarray(v.value, v.aval.dtype) if isinstance(v, Literal) else _Slot(v.aval.shape, np.dtype(v.aval.dtype))
 
 
+_running = threading.local()  # ``.calls``: the ``HostCalls`` of the native entry this thread is in, if any
+
+
+def _dispatch(index: int, pointers: Any) -> None:
+    calls = getattr(_running, "calls", None)
+    if calls is not None:
+        calls._run(index, pointers)
+
+
+_DISPATCH = CALLBACK(_dispatch)  # (alive as long as the process: any loaded code may call it)
+
+
 class HostCalls:
-    """The host callback of one executable; ``address`` is what its entry's ``<name>.host`` global holds."""
+    """The host calls of one executable; ``address`` is what its entry's ``<name>.host`` global holds (the same
+    for every executable: the process's dispatcher)."""
 
     def __init__(self, ops: list[Op]):
         self.ops = ops
@@ -53,8 +69,7 @@ class HostCalls:
             for op in ops
         ]
         self._errors = threading.local()  # per calling thread: calls may run concurrently
-        self._callback = CALLBACK(self._run)  # (kept alive as long as the executable)
-        self.address = ctypes.cast(self._callback, ctypes.c_void_p).value
+        self.address = ctypes.cast(_DISPATCH, ctypes.c_void_p).value
 
     def _run(self, index: int, pointers: Any) -> None:
         if getattr(self._errors, "error", None) is not None:
@@ -86,7 +101,12 @@ class HostCalls:
 
         def run(buffers: tuple) -> None:
             self._errors.error = None
-            call(buffers)
+            outer = getattr(_running, "calls", None)  # (a host call may run another compiled function)
+            _running.calls = self
+            try:
+                call(buffers)
+            finally:
+                _running.calls = outer
             error = self._errors.error
             if error is not None:
                 self._errors.error = None

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from srcjax.runtime import dtypes
+from srcjax.runtime import debug, dtypes
 from srcjax.runtime.config import config
 from srcjax.runtime.numpy import _core
 from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
@@ -60,12 +60,13 @@ def _concrete(x: Any, what: str) -> Any:
 
 @contextlib.contextmanager
 def _untaken() -> Iterator[None]:
-    """Run a branch only for its types: NaNs it computes are not the program's."""
+    """Run a branch only for its types: NaNs it computes are not the program's, nor are its debug prints."""
     saved = config.jax_debug_nans
     if saved:
         config.update("jax_debug_nans", False)
     try:
-        yield
+        with debug.silenced():
+            yield
     finally:
         if saved:
             config.update("jax_debug_nans", True)
@@ -198,6 +199,7 @@ class _Carry:
     def __init__(self, name: str, init_leaves: list[Any], treedef: PyTreeDef):
         self.name, self.init, self.treedef = name, init_leaves, treedef
         self.types = [_core.aval(x) for x in init_leaves]
+        self.hold = debug.current_hold()  # (the debug prints of the trips the loop may yet start again)
 
     def check(self, out: Any) -> list[Any]:
         leaves, treedef = _as_arrays(out, f"{self.name} body output carry")
@@ -223,15 +225,19 @@ class _Carry:
                     f"component has type {_type_text(_core.aval(x))}, so {why}. Revise the function so that all "
                     "output types match the corresponding input types.")
             out_leaves.append(x if _core.aval(x) == t else _core.convert(x, t.dtype, t.weak_type))
+        if self.hold is not None:  # the carry kept its type: the loop will not start again
+            self.hold.release()
         return out_leaves
 
 
 def _restarting(run: Callable[[list[Any]], Any], leaves: list[Any]) -> Any:
     """Run a loop, rerunning it from a promoted initial carry when the body asks for one (at most once
-    per carry leaf, since promoted leaves are strongly typed)."""
+    per carry leaf, since promoted leaves are strongly typed). The debug prints of a trip run again are made
+    once: they wait until the first trip's carry kept its type."""
     while True:
         try:
-            return run(leaves)
+            with debug.held():
+                return run(leaves)
         except _PromoteCarry as promotion:
             leaves = promotion.leaves
 

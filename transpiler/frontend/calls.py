@@ -90,7 +90,11 @@ def is_user_function(fn: Any) -> bool:
         return True
     if not isinstance(fn, types.FunctionType):
         return False
-    path = fn.__code__.co_filename
+    return is_user_file(fn.__code__.co_filename)
+
+
+def is_user_file(path: str) -> bool:
+    """Whether code of the file ``path`` is the user's: outside srcjax, NumPy and the standard library."""
     if path.startswith("<"):  # a notebook's or REPL's cell is read through linecache; other code has no source
         return bool(linecache.getlines(path))
     return not os.path.realpath(path).startswith(_LIBRARY_ROOTS) and not path.startswith(_LIBRARY_ROOTS)

@@ -9,6 +9,7 @@ from srcjax.transpiler.primitives import (  # noqa: F401 - imported to register
     control_vmap,
     convolution,
     custom,
+    debug,
     elementwise,
     fft,
     indexing,

@@ -70,6 +70,10 @@ class Primitive:
         self.linear = False
         # recorded even when every operand is concrete (``axis_index`` means something only under a vmap)
         self.always_record = False
+        # an effect besides its results (``debug_callback`` calls back into Python): it is recorded even on concrete
+        # operands, and kept though nothing reads its results; never merged with an equal op, nor moved out of its
+        # loop or branch (``passes.has_effect``: an op whose regions hold one has the effect too)
+        self.effect = False
         # ``impl_into(outs, *operands, **params)``: the implementation writing into the result arrays ``outs`` (a host
         # call from native code hands it the result buffers; ``process_allreduce`` lets MPI write there)
         self.impl_into: Callable[..., None] | None = None

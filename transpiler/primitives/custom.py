@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from srcjax.transpiler.ir import Literal, Op, Value
+from srcjax.transpiler.passes import drop_effects
 from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
 from srcjax.transpiler.primitives.batching import batched_aval, elementwise_rule
 from srcjax.transpiler.primitives.control import ControlPrimitive
@@ -152,9 +153,10 @@ def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
     jvp = engine.trace(f"{op.name}_rule", avals + tangent_avals, traced)
     n_out = len(op.results)
     wrt = [False] * len(avals) + [a and is_differentiable(v.aval) for v, a in zip(op.operands, active)]
-    transposed = engine.vjp(jvp, wrt)
     with interpreting(engine.builder):
         _outputs(engine, op, engine.evaluate(jvp, *primals, *[zeros(t) for t in tangent_avals])[:n_out])
+    # the backward pass computes the rule again: its debug prints were made by the forward pass
+    transposed = engine.vjp(drop_effects(jvp), wrt)
 
     def backward(residuals: list[Any], cts_out: list[Any]) -> list[Any]:
         zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them: any value will do)
