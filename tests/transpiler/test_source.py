@@ -66,3 +66,39 @@ def test_a_script_on_standard_input_is_traced_with_one_message(tmp_path):
     np.testing.assert_allclose(values, [2 * np.sin(1.0), 2 * np.cos(1.0), 2 * np.sin(2.0)], rtol=1e-6)
     assert run.stderr.count("MissingSourceWarning") == 1
     assert "<stdin>" in run.stderr and "standard input" in run.stderr
+
+
+CELL = "def cell_fn(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n"
+
+
+@pytest.mark.parametrize("filename", ["<ipython-input-7-0123456789ab>", "/tmp/ipykernel_4242/2718281828.py"],
+                         ids=["ipython_terminal", "jupyter_kernel"])
+def test_notebook_cells_are_read_through_linecache(filename):
+    """IPython and Jupyter keep each cell's text in linecache under a name of their own (the terminal's
+    ``<ipython-input-N-...>``, ipykernel's temporary file that is never written): the cell is read from there,
+    so Python control flow on traced values compiles, with no message."""
+    import linecache
+
+    linecache.cache[filename] = (len(CELL), None, CELL.splitlines(True), filename)
+    try:
+        namespace = {}
+        exec(compile(CELL, filename, "exec"), namespace)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", MissingSourceWarning)
+            assert float(srcjax.jit(namespace["cell_fn"])(3.0)) == 6.0
+            assert float(srcjax.jit(namespace["cell_fn"])(-3.0)) == 3.0
+            assert float(srcjax.grad(namespace["cell_fn"])(-2.0)) == -1.0
+    finally:
+        linecache.cache.pop(filename, None)
+
+
+def test_an_ipython_session_compiles_control_flow_of_its_cells(tmp_path):
+    """A real IPython session (where IPython is installed) fed on standard input."""
+    pytest.importorskip("IPython")
+    session = ("import srcjax as jax\n" + CELL + "\n"
+               "print('result', float(jax.jit(cell_fn)(3.0)), float(jax.jit(cell_fn)(-1.5)))\n")
+    run = subprocess.run([sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--colors=NoColor"],
+                         input=session, capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "SRCJAX_CACHE": "0"})
+    assert "result 6.0 1.5" in run.stdout, run.stdout + run.stderr
+    assert "MissingSourceWarning" not in run.stdout + run.stderr
