@@ -102,3 +102,23 @@ def test_an_ipython_session_compiles_control_flow_of_its_cells(tmp_path):
                          env={**os.environ, "SRCJAX_CACHE": "0"})
     assert "result 6.0 1.5" in run.stdout, run.stdout + run.stderr
     assert "MissingSourceWarning" not in run.stdout + run.stderr
+
+
+class _Scaled:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        if x > 0:  # control flow on a traced value: compiled, as in a plain function
+            return x * self.scale
+        return -x
+
+
+def test_a_callable_object_is_read_from_its_call_method():
+    model = _Scaled(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingSourceWarning)
+        assert float(srcjax.jit(model)(2.0)) == 6.0
+        assert float(srcjax.grad(model)(-1.0)) == -1.0
+        np.testing.assert_allclose(srcjax.vmap(model)(jnp.array([1.0, -2.0])), [3.0, 2.0])
+        np.testing.assert_allclose(srcjax.jit(lambda v: model(v) + 1.0)(jnp.float32(-4.0)), 5.0)
