@@ -162,7 +162,7 @@ def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
         elif getattr(fn, "__srcjax_inline__", None) is not None:
             fn = fn.__srcjax_inline__  # jit-wrapped functions are interpreted from their own source
         elif not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, type)) and \
-                is_user_function(getattr(type(fn), "__call__", None)):
+                is_user_function(next((vars(k)["__call__"] for k in type(fn).__mro__ if "__call__" in vars(k)), None)):
             fn, args = type(fn).__call__, [fn, *args]  # a callable object: its ``__call__``, read from source
         else:
             return (fn if is_user_function(fn) else None), args
