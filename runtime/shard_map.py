@@ -120,7 +120,10 @@ def _specs_per_leaf(specs: Any, tree: Any, what: str) -> list[Any]:
         else:
             raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the values, got {specs}")
 
-    visit(specs, tree)
+    try:
+        visit(specs, tree)
+    finally:
+        visit = None  # (a closure that holds itself and the values: a cycle only the garbage collector would free)
     return out
 
 

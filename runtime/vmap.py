@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from srcjax.runtime.eager import to_array
 from srcjax.runtime import tree_util
 from srcjax.runtime.api import abstractify
 from srcjax.runtime.array import Array
@@ -54,7 +55,10 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
         raise ValueError(f"vmap {what} specification must be an int, None, or a tree prefix of the value, got "
                          f"{prefix!r}")
 
-    visit(prefix, tree, "")
+    try:
+        visit(prefix, tree, "")
+    finally:
+        visit = None  # (visit's closure holds itself and ``tree``: a cycle that kept the results alive until a GC)
     return out
 
 
@@ -146,7 +150,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             out_dims = [None if a is None else _out_axis(a, r.aval.ndim + 1) for a, r in zip(outs, ir.results)]
             batched = vmap_function(ir, leaf_dims + [None] * len(ir.captured), size, axis_name, out_dims)
             results = eval_function(batched, *dyn_leaves, *ir.captured)
-        return tree_util.tree_unflatten(out_tree, list(results))
+        # (an argument returned as it is comes back as an Array, as from JAX, not as the caller's NumPy array)
+        results = [to_array(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in results]
+        return tree_util.tree_unflatten(out_tree, results)
 
     return vmapped
 
