@@ -108,8 +108,8 @@ def _dot_general_shape(lhs: TensorType, rhs: TensorType, *, dimension_numbers, p
 
 
 def _blas_layout(x: np.ndarray) -> np.ndarray:
-    """``x``, or a C copy of it when it is a broadcast along some axis."""
-    return np.ascontiguousarray(x) if x.size > 1 and 0 in x.strides else x
+    """``x`` in C order (a copy when it is a transpose, a slice or a broadcast)."""
+    return np.ascontiguousarray(x)
 
 
 @dot_general_p.def_impl
@@ -128,9 +128,9 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     # NumPy use BLAS directly (and its symmetric rank-k update for x @ x.T, which shares one buffer).
     a = np.transpose(lhs, lb + tuple(lf) + lc)
     b = np.transpose(rhs, rb + rc + tuple(rf))
-    # NumPy sums a broadcast operand (a stride of 0: no BLAS) in another order than the same values in memory,
-    # so broadcasts are written out first: an op's result does not depend on whether a simplification (emitted
-    # code) turned ``x * ones`` into a broadcast
+    # NumPy (BLAS) sums in an order that depends on the operands' layouts (a transpose takes another kernel, a
+    # broadcast none), so both are put in C order first: the result depends only on the values, not on whether a
+    # simplification (emitted code) turned ``x * ones`` into a broadcast or a constant into a transposed view
     if batch:
         size = int(np.prod(batch, dtype=np.int64))
         out = np.matmul(_blas_layout(a.reshape(size, m, k)), _blas_layout(b.reshape(size, k, n)))
