@@ -146,7 +146,8 @@ def _containers(env: dict[str, Any]) -> dict[str, tuple]:
             return tuple((k, id(x)) for k, x in v.items())
         return tuple(sorted(map(id, v))) if isinstance(v, set) else tuple(map(id, v))
 
-    return {k: (id(v), items(v)) for k, v in env.items() if isinstance(v, (list, dict, set))}
+    # (not the interpreter's own entries: a value returned from inside a loop may be a dict, which the loop carries)
+    return {k: (id(v), items(v)) for k, v in env.items() if isinstance(v, (list, dict, set)) and not k.startswith("$")}
 
 
 def _zeros_like(frame: Frame, tree: Any) -> Any:
