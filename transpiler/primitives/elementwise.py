@@ -64,7 +64,7 @@ def elementwise(name: str, impl: Callable, arity: int, *, kinds: str = "fc",
         return TensorType(dtype, types[0].shape, all(t.weak_type for t in types))
 
     prim.def_shape(shape_rule)
-    prim.def_impl(impl)
+    prim.def_impl((lambda *xs, **params: impl(*map(_dense, xs), **params)) if name in _ROUNDED_BY_LOOP else impl)
     prim.def_vmap(elementwise_rule(prim))
     prim.lax_function = (name, arity > 1)  # (lax.<name>(x, y), which takes Python scalars too)
     return prim
@@ -172,7 +172,22 @@ def _atan2(x, y):
     return (-1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))).astype(x.dtype)
 
 
+# functions whose NumPy results depend on the loop that computes them (vectorised or scalar); the arithmetic
+# operations are correctly rounded either way
+_ROUNDED_BY_LOOP = set(
+    "exp exp2 expm1 log log1p sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh cbrt logistic erf "
+    "erfc erf_inv lgamma digamma".split())
+
+
+def _dense(x):
+    """``x``, written out when it is a broadcast (a stride of 0): NumPy's vectorised loops, whose last bits can
+    differ from its scalar ones, take only operands laid out in memory, so a broadcast would round otherwise than
+    the same values written out (as emitted code, where a constant is a broadcast, would then show)."""
+    return np.ascontiguousarray(x) if isinstance(x, np.ndarray) and x.size > 1 and 0 in x.strides else x
+
+
 def _pow(x, y):
+    x, y = _dense(x), _dense(y)
     if y.dtype.kind in "iu":  # x ** n with an integer n: compute in the widest float, round once
         wide = np.complex128 if x.dtype.kind == "c" else np.float64
         return np.power(x.astype(wide), y.astype(np.float64)).astype(x.dtype)
