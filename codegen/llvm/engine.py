@@ -21,7 +21,7 @@ import contextlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -278,6 +278,30 @@ def emit_assembly(module: ir.Module | str | llvm.ModuleRef) -> str:
             return target_machine().emit_assembly(module)
         with _parsed(module) as ref:
             return target_machine().emit_assembly(ref)
+
+
+_bound: dict[str, int] = {}  # symbol -> address of the process-wide functions ``bind_once`` compiled
+_bind_lock = threading.RLock()  # (re-entrant: a runtime whose emitter needs another)
+
+
+def bind_once(name: str, emit: Callable[[ir.Module], None],
+              load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], Code] | None = None) -> None:
+    """Compile the function ``name`` that ``emit`` writes into a module of its own (or have ``load(build)`` load
+    it: the disk cache), keep it and bind its symbol for the life of the process, unless that is done already:
+    modules calling it (srcjax_parallel, srcjax_barrier) declare it and do not each carry a copy."""
+    with _bind_lock:
+        if name in _bound:
+            return
+
+        def build() -> tuple[ir.Module, list[str], int]:
+            module = new_module(name)
+            emit(module)
+            return module, [name], 2
+
+        code = load(build) if load is not None else compile_module(*build()).code
+        keep(code)
+        add_symbol(name, code.addresses[name])
+        _bound[name] = code.addresses[name]
 
 
 def add_symbol(name: str, address: int) -> None:

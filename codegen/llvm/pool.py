@@ -8,7 +8,6 @@ state lives in the module's globals: one pool per process (per shared library, a
 
 from __future__ import annotations
 
-import threading
 from typing import Callable
 
 import llvmlite.ir as ir
@@ -20,8 +19,6 @@ PARALLEL = "srcjax_parallel"
 PARALLEL_TYPE = ir.FunctionType(ir.VoidType(), [NEST_TYPE.as_pointer(), PTR.as_pointer(), I64, I64])
 # added to the chunk count: the task is small, not worth waking sleeping workers for (only awake ones help)
 PARALLEL_SMALL = 1 << 32
-_runtime: list[int] = []  # srcjax_parallel's address, once bound
-_runtime_lock = threading.Lock()
 
 
 def parallel_function(module: ir.Module) -> ir.Function:
@@ -36,19 +33,7 @@ def parallel_function(module: ir.Module) -> ir.Function:
 def bind_runtime(load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], engine.Code] | None = None) -> None:
     """Compile ``srcjax_parallel`` (or have ``load(build)`` load it: the disk cache) and bind its symbol for the
     life of the process, unless that is done already."""
-    with _runtime_lock:
-        if _runtime:
-            return
-
-        def build() -> tuple[ir.Module, list[str], int]:
-            module = engine.new_module("srcjax_runtime")
-            emit_runtime(module)
-            return module, [PARALLEL], 2
-
-        code = load(build) if load is not None else engine.compile_module(*build()).code
-        engine.keep(code)
-        engine.add_symbol(PARALLEL, code.addresses[PARALLEL])
-        _runtime.append(code.addresses[PARALLEL])
+    engine.bind_once(PARALLEL, emit_runtime, load)
 
 
 def emit_runtime(module: ir.Module) -> None:

@@ -17,7 +17,6 @@ different trips do not wait for each other for ever (their results are never ret
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import llvmlite.ir as ir
@@ -38,8 +37,6 @@ COLLECTIVES = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_sc
                          "all_to_all"})
 _COMBINE = {"psum": "add", "pmean": "add", "pmax": "max", "pmin": "min"}
 
-_runtime: list[int] = []
-_runtime_lock = threading.Lock()
 
 
 def new_context(replicas: int) -> np.ndarray:
@@ -61,20 +58,8 @@ def barrier_function(module: ir.Module) -> ir.Function:
 def bind_runtime(load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], engine.Code] | None = None) -> None:
     """Compile ``srcjax_barrier`` (or have ``load(build)`` load it: the disk cache) and bind its symbol for the life
     of the process, unless that is done already."""
-    with _runtime_lock:
-        if _runtime:
-            return
-        interrupt.bind()
-
-        def build() -> tuple[ir.Module, list[str], int]:
-            module = engine.new_module("srcjax_barrier")
-            emit_runtime(module)
-            return module, [BARRIER], 2
-
-        code = load(build) if load is not None else engine.compile_module(*build()).code
-        engine.keep(code)
-        engine.add_symbol(BARRIER, code.addresses[BARRIER])
-        _runtime.append(code.addresses[BARRIER])
+    interrupt.bind()
+    engine.bind_once(BARRIER, emit_runtime, load)
 
 
 def emit_runtime(module: ir.Module) -> None:
