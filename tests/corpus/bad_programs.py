@@ -95,6 +95,18 @@ def undefined_after_branch(x):
     return z  # <- undefined_after_branch
 
 
+@bad("f32[2]", match=r"'z' may be undefined here", anchor="z")
+def undefined_after_traced_break(x):
+    for i, row in enumerate(x):  # (unrolled: the iterable is a Python enumerate)
+        if x[0] > 1.0:
+            pass
+        else:
+            if row > 0.3:
+                break
+            z = row
+    return z  # <- undefined_after_traced_break
+
+
 @bad("f32[3]", match=r"needs a concrete value", anchor="np.sin(x)")
 def numpy_on_symbolic(x):
     return np.sin(x)  # <- numpy_on_symbolic

@@ -12,8 +12,6 @@ from tests.fuzz import cases
 # file name -> the bug, for the cases that still fail (each file's header has what failed and how it was found;
 # the other files are bugs the fuzzer found that are fixed, kept so that they stay fixed)
 KNOWN_BUGS = {
-    "variable_bound_after_traced_break.py": "a variable bound only after a traced break in a loop over a Python "
-                                            "iterable (enumerate) is refused as a structure mismatch",
     "compose_grad_grad_while.py": "reverse over reverse mode through a while loop is not supported (explicit)",
 }
 

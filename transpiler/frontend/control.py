@@ -265,7 +265,9 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
         values = [env.get(name, _MISSING) for env in envs]
         values = [_MISSING if isinstance(v, Undefined) else v for v in values]  # (bound on no path through here)
         if all(v is values[0] for v in values):
-            merged[name] = values[0] if values[0] is not _MISSING else envs[0].get(name)
+            # (bound on no path: what one path says about it, not None where that path never saw the name)
+            merged[name] = values[0] if values[0] is not _MISSING else next(
+                env[name] for env in envs if isinstance(env.get(name), Undefined))
             continue
         if any(v is _MISSING for v in values):
             present = next(v for v in values if v is not _MISSING)
