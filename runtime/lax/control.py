@@ -1,11 +1,12 @@
 """lax's control flow: ``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``,
 ``associative_scan`` and ``stop_gradient``, with JAX's signatures and type checks.
 
-They run eagerly in Python here: the predicate or index is read from the concrete value, and the loop
-runs as a Python loop. JAX traces each function once, so it type-checks every branch and requires a
-loop's carry to keep its type; to give the same errors, ``cond`` and ``switch`` run every branch (the
-untaken ones with NaN checking off) and loops check the carry after every step. Later the front end will
-turn these calls into the IR's structured control-flow ops when the deciding values are symbolic.
+Run eagerly, the predicate or index is read from the concrete value, and the loop runs as a Python loop.
+JAX traces each function once, so it type-checks every branch and requires a loop's carry to keep its
+type; to give the same errors, ``cond`` and ``switch`` run every branch (the untaken ones with NaN checking
+off) and loops check the carry after every step. Inside a function being compiled (the end of this file)
+they build the IR's structured control-flow ops instead: ``cond``/``switch`` on symbolic values, and
+``while_loop``, ``fori_loop``, ``scan`` and ``map`` as one loop op however many trips they make.
 """
 
 from __future__ import annotations
@@ -353,13 +354,17 @@ class _Stacker:
         return tree_unflatten(self.treedef, leaves)
 
 
-def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
-         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
-    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the last carry and stacked ys."""
+def _check_scan_args(f: Callable, unroll: Any) -> None:
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {type(f).__name__}")
     if not isinstance(unroll, (bool, int, np.integer)) or (not isinstance(unroll, bool) and unroll < 1):
         raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the last carry and stacked ys."""
+    _check_scan_args(f, unroll)
     from srcjax.runtime import lax
 
     xs_leaves, xs_def = _as_arrays(xs, "scan xs")
@@ -388,10 +393,14 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     return _restarting(run, init_leaves)
 
 
-def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - lax's name; shadows the builtin below
-    """``f`` applied to each slice of ``xs`` along the leading axis, the results stacked."""
+def _check_batch_size(batch_size: Any) -> None:
     if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
         raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}")
+
+
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - lax's name; shadows the builtin below
+    """``f`` applied to each slice of ``xs`` along the leading axis, the results stacked."""
+    _check_batch_size(batch_size)
     # batching only changes how the work is grouped, not the result: eagerly it is one slice at a time
     _, ys = scan(lambda carry, x: ((), f(x)), (), xs)
     return ys
@@ -620,3 +629,99 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,  # n
         index = (lambda k: k + lo) if not (isinstance(lo, int) and lo == 0) else (lambda k: k)
         return _symbolic_loop("fori_loop", leaves, treedef, trip, None, lambda k, val: _call(body_fun, index(k), val))
     return _eager_fori_loop(lower, upper, body_fun, init_val, unroll=unroll)
+
+
+# -- scan and map, compiled: one ``for`` op --------------------------------------------------------------------
+# When compiling, ``scan`` is a ``for`` op of ``length`` trips whatever its length, so what it costs to compile
+# does not grow with the trip count. The op carries the user's carry and, per leaf of ``y``, a preallocated
+# buffer of ``length`` rows; trip ``k`` works on row ``i = k`` (``length - 1 - k`` reversed): it reads
+# ``x = xs[i]`` with a dynamic slice of the ``xs`` it closes over (values from outside the loop, not carried,
+# so reverse mode saves nothing of them) and writes ``y`` into row ``i`` of its buffer. The types of ``y``
+# are known only once the body has been traced: the buffers join the body's params after it, and their
+# rows are written at its end. ``unroll`` is accepted and checked as eagerly, but the op is the same whatever
+# it is (the body is not repeated inside a trip). A zero-length scan keeps the eager definition: it runs the
+# body once only for its types and returns the initial carry and empty ys.
+def _symbolic_scan(f: Callable, init_leaves: list[Any], treedef: PyTreeDef, xs_leaves: list[Any], xs_def: PyTreeDef,
+                   length: int, reverse: bool) -> tuple[Any, Any]:
+    from srcjax.runtime import lax
+    from srcjax.transpiler.ir import Op, Value
+    from srcjax.transpiler.primitives.control import for_p
+
+    builder = _builder()
+    leaves = [x if not _core.is_concrete(x) else _core.asarray(x) for x in init_leaves]
+    for _ in range(len(leaves) + 1):  # weakly typed carries are promoted to what the body makes of them
+        types = [_core.aval(x) for x in leaves]
+        with builder.region([TensorType(np.int32, ())] + types) as body_block:
+            k = body_block.params[0]
+            i = lax.sub(np.int32(length - 1), k) if reverse else k
+            x = xs_def.unflatten([lax.dynamic_index_in_dim(v, i, 0, keepdims=False, allow_negative_indices=False)
+                                  for v in xs_leaves])
+            carry = _Carry("scan", leaves, treedef)
+            try:
+                new, y = _split_pair(_call(f, tree_unflatten(treedef, list(body_block.params[1:])), x))
+                out = carry.check(new)
+            except _PromoteCarry as promotion:
+                promoted = promotion
+            else:
+                y_leaves, y_def = _as_arrays(y, "scan body output y")
+                y_types = [_core.aval(v) for v in y_leaves]
+                rows = [Value(t.update(shape=(length, *t.shape))) for t in y_types]
+                builder.own(*rows)
+                body_block.params.extend(rows)
+                written = [lax.dynamic_update_index_in_dim(buf, v, i, 0, allow_negative_indices=False)
+                           for buf, v in zip(rows, y_leaves, strict=True)]
+                body_block.results = [builder.operand(v) for v in out + written]
+                break
+        leaves = promoted.leaves  # (outside the region: the conversions belong before the loop)
+    buffers = [lax.broadcast_in_dim(_core.convert(np.zeros((), t.dtype), t.dtype, t.weak_type), t.shape, ())
+               for t in (r.aval for r in rows)]
+    results = [Value(t) for t in types] + [Value(r.aval) for r in rows]
+    operands = [builder.operand(np.int32(length))] + [builder.operand(v) for v in leaves + buffers]
+    builder.emit(Op(for_p, operands, {}, results, regions=[body_block], loc=builder.loc))
+    return tree_unflatten(treedef, results[:len(types)]), tree_unflatten(y_def, results[len(types):])
+
+
+_eager_scan, _eager_map = scan, map
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,  # noqa: F811
+         unroll: int | bool = 1, _split_transpose: bool = False) -> tuple[Any, Any]:
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the last carry and stacked ys. When
+    compiled, one loop op however long the scan is."""
+    if _builder() is not None:
+        _check_scan_args(f, unroll)
+        xs_leaves, xs_def = _as_arrays(xs, "scan xs")
+        n = _scan_length(xs_leaves, length)
+        if n > 0:
+            init_leaves, treedef = _as_arrays(init, "scan init")
+            return _symbolic_scan(f, init_leaves, treedef, xs_leaves, xs_def, n, bool(reverse))
+    return _eager_scan(f, init, xs, length, reverse, unroll, _split_transpose)
+
+
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001,F811
+    """``f`` applied to each slice of ``xs`` along the leading axis, the results stacked.
+
+    When compiled with a ``batch_size``, as JAX does it: a scan over the ``n // batch_size`` batches applies
+    ``vmap(f)`` to each, and ``vmap(f)`` takes the ``n % batch_size`` rows left over (the results are the same).
+    """
+    _check_batch_size(batch_size)
+    if _builder() is None or batch_size is None:
+        return _eager_map(f, xs, batch_size=batch_size)
+    from srcjax.runtime import lax
+    from srcjax.runtime import numpy as jnp
+    from srcjax.runtime.vmap import vmap
+
+    leaves, treedef = _as_arrays(xs, "map xs")
+    n = _scan_length(leaves, None)
+    batches, left = divmod(n, int(batch_size))
+    if batches == 0:
+        return _eager_map(f, xs)
+    size = batches * int(batch_size)
+    batched = [jnp.reshape(lax.slice_in_dim(x, 0, size, axis=0), (batches, int(batch_size), *_core.aval(x).shape[1:]))
+               for x in leaves]
+    _, ys = scan(lambda carry, x: ((), vmap(f)(x)), (), treedef.unflatten(batched))
+    ys = tree_map(lambda y: jnp.reshape(y, (size, *_core.aval(y).shape[2:])), ys)
+    if not left:
+        return ys
+    rest = vmap(f)(treedef.unflatten([lax.slice_in_dim(x, size, n, axis=0) for x in leaves]))
+    return tree_map(lambda a, b: jnp.concatenate([a, b], axis=0), ys, rest)

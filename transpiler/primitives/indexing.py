@@ -233,9 +233,11 @@ def _dynamic_update_slice_jvp(primals, tangents):
 @dynamic_update_slice_p.def_transpose
 def _dynamic_update_slice_transpose(ct, x, update, *starts):
     update_aval = aval_of(update)
-    # the operand's cotangent is ct with the overwritten window zeroed; the update's is that window of ct
-    ct_x = dynamic_update_slice_p.bind(ct, zeros(tangent_aval(update_aval)), *starts) if is_undefined(x) else None
+    # the update's cotangent is the window of ct; the operand's is ct with that window zeroed. (The window is
+    # read first, so that nothing reads ct after the update: a backend may then zero the window in place rather
+    # than copy ct, which in a loop, such as the backward loop of a scan's stacked outputs, is a copy per trip.)
     ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=update_aval.shape) if is_undefined(update) else None
+    ct_x = dynamic_update_slice_p.bind(ct, zeros(tangent_aval(update_aval)), *starts) if is_undefined(x) else None
     return [ct_x, ct_update] + [None] * len(starts)
 
 
