@@ -35,7 +35,7 @@ from srcjax.transpiler.printer import control_form, float_text, format_param, or
 from srcjax.transpiler.simplify import literal_broadcast, simplify
 
 # Names the generated code itself uses (modules, and the builtins it calls): values named so get a version.
-_RESERVED = {"np", "jnp", "lax", "debug", "base64", "range", "reversed", "map", "complex", "_constant", "len", "max",
+_RESERVED = {"np", "jnp", "lax", "debug", "base64", "stacks", "range", "reversed", "map", "complex", "_constant", "len", "max",
              "enumerate", "_lane", "_entry"}
 
 
@@ -483,6 +483,8 @@ class Emitter:
             first_party.append("from srcjax import lax")
         if "debug" in self.modules:
             first_party.append("from srcjax import debug")
+        if "stacks" in self.modules:  # (cotangent stacks of reverse mode over reverse mode through a while)
+            first_party.append("from srcjax.transpiler.primitives import control as stacks")
         for module in sorted(set(self.classes.values())):
             names = sorted(n for n, m in self.classes.items() if m == module)
             first_party.append(f"from {module} import {', '.join(names)}")

@@ -258,6 +258,11 @@ def _stack_push(e: Emitter, op: Op) -> Spelled:
 
 def _stack_get(e: Emitter, op: Op) -> Spelled:
     stack, index = (e.arg(v) for v in op.operands)
+    if op.params.get("fill"):  # a cotangent stack: entries it does not hold read as zeros
+        e.use("stacks")
+        aval = op.results[0].aval
+        lanes = ", lanes=True" if op.params.get("lanes") else ""
+        return Spelled(f"stacks.stack_read({stack}, {index}, {aval.shape}, '{aval.dtype}'{lanes})", single=True)
     if not op.params.get("lanes"):
         return Spelled(f"{stack}[{index}]", single=True)
     # batched entries: example b reads row b of its own entry index[b] (indices clipped into the stack)
@@ -265,6 +270,13 @@ def _stack_get(e: Emitter, op: Op) -> Spelled:
     e.use("jnp")
     clipped = f"np.clip({index}, 0, max(len({stack}) - 1, 0))"
     return Spelled(f"jnp.stack([{stack}[_entry][_lane] for _lane, _entry in enumerate({clipped})])", single=True)
+
+
+def _stack_add(e: Emitter, op: Op) -> Spelled:
+    e.use("stacks")
+    stack, index, x = (e.arg(v) for v in op.operands)
+    lanes = ", lanes=True" if op.params.get("lanes") else ""
+    return Spelled(f"stacks.stack_add({stack}, {index}, {x}{lanes})", statement=True)
 
 
 def _stack_size(e: Emitter, op: Op) -> Spelled:
@@ -341,6 +353,7 @@ SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     "stack_new": _stack_new,
     "stack_push": _stack_push,
     "stack_get": _stack_get,
+    "stack_add": _stack_add,
     "stack_size": _stack_size,
     "debug_callback": _debug_callback,
 }

@@ -134,7 +134,7 @@ class Planner:
                 for branch in op.regions:
                     for result, yielded in zip(op.results, branch.results):
                         self.coalesce_yield(branch, result, yielded)
-            elif op.name == "stack_push":
+            elif op.name in ("stack_push", "stack_add"):
                 self.vars.union(op.results[0], op.operands[0])  # appended in place: one list, one variable
             local |= {id(r) for r in op.results}
 

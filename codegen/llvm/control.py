@@ -25,6 +25,8 @@ Also emitted here, between segments: ``dynamic_slice`` / ``dynamic_update_slice`
 run-time starts; an update whose operand dies there is made in place, so a loop storing per-iteration
 residuals copies one row per trip), and stacks (``stack_new/push/get/size``: a growable array behind a
 header {data, count, capacity}; stack values hold the header's address, so carrying one copies 8 bytes).
+Cotangent stacks (reverse mode over reverse mode) use the same headers: ``stack_add`` grows one with zeroed
+entries and adds into an entry in place; ``stack_get[fill]`` reads zeros past its end.
 
 A ``stack_new`` has one header, allocated at entry and emptied each time the op runs (a loop that makes a
 stack per trip reuses its memory). Stacks are used linearly, so that is sound as long as nothing still holds
@@ -130,6 +132,8 @@ def _check_stacks(fn: Function) -> None:
                     raise Unsupported("per-example reads (stack_get[lanes]) of a stack of stacks are not compiled "
                                       "natively")
                 read.append(op.results[0])
+            elif op.name == "stack_add":
+                join(op.results[0], op.operands[0])
             elif op.name == "stack_push":
                 join(op.results[0], op.operands[0])
                 if isinstance(op.operands[1].aval, StackType):
@@ -283,6 +287,7 @@ class ControlEmitter:
         # the stack's type
         self.stacks: list[tuple[ir.Value, StackType]] = []
         self.realloc = self.declare("realloc", PTR, [PTR, I64])
+        self.memset = self.declare("memset", PTR, [PTR, ir.IntType(32), I64])
         args = entry.args[0]
         slots = [*fn.params, *(v for v, _ in fn.consts)]
         for i, v in enumerate(slots):
@@ -661,7 +666,8 @@ class ControlEmitter:
     def emit_stack_get(self, op: Op) -> None:
         """Entry k of the stack; with ``lanes`` (batched stacks, entries of shape (B, ...), k of shape (B,); or
         (B2, B1, ...), k of shape (B2, B1)), row b of entry k[b] for each b. Indices are clamped into the stack
-        (the interpreter's reads are always in range)."""
+        (the interpreter's reads are always in range); with ``fill`` (a cotangent stack) an entry the stack
+        does not hold reads as zeros."""
         stack, k = op.operands
         (result,) = op.results
         b = self.b
@@ -669,28 +675,96 @@ class ControlEmitter:
         count = b.load(b.gep(header, [ir.Constant(I64, 1)]))
         data = b.load(b.bitcast(header, PTR.as_pointer()))
         out, entry = self.buffer(result), _nbytes(result)
+        fill = bool(op.params.get("fill"))
 
         def clamp(i):
             i = b.select(b.icmp_signed(">=", i, count), b.sub(count, ir.Constant(I64, 1)), i)
             return b.select(b.icmp_signed("<", i, ir.Constant(I64, 0)), ir.Constant(I64, 0), i)
 
+        def read(i, dst, offset, nbytes):
+            """Copy ``nbytes`` at ``offset`` into entry i to ``dst``; zeros where a filling read has no entry."""
+            if not fill:
+                self.copy(dst, b.gep(data, [b.add(b.mul(clamp(i), ir.Constant(I64, entry)), offset)]), nbytes)
+                return
+            held = b.and_(b.icmp_signed(">=", i, ir.Constant(I64, 0)), b.icmp_signed("<", i, count))
+            with b.if_else(held) as (then, otherwise):
+                with then:
+                    self.copy(dst, b.gep(data, [b.add(b.mul(i, ir.Constant(I64, entry)), offset)]), nbytes)
+                with otherwise:
+                    b.call(self.memset, [dst, ir.Constant(ir.IntType(32), 0), ir.Constant(I64, nbytes)])
+
         if not op.params.get("lanes"):
-            self.copy(out, b.gep(data, [b.mul(clamp(self.load_int(k)), ir.Constant(I64, entry))]), entry)
+            if entry:
+                read(self.load_int(k), out, ir.Constant(I64, 0), entry)
             return
         lanes = int(np.prod(k.aval.shape))  # (the index's shape: the leading axes of the entries)
         row = entry // max(lanes, 1)
-        dtype = np.dtype(k.aval.dtype)
-        kind = ir.IntType(dtype.itemsize * 8)
-        indices = b.bitcast(self.pointer(k), kind.as_pointer())
 
         def lane(j):
-            raw = b.load(b.gep(indices, [j]))
-            i = raw if dtype.itemsize == 8 else b.sext(raw, I64) if dtype.kind == "i" else b.zext(raw, I64)
-            offset = b.add(b.mul(clamp(i), ir.Constant(I64, entry)), b.mul(j, ir.Constant(I64, row)))
-            self.copy(b.gep(out, [b.mul(j, ir.Constant(I64, row))]), b.gep(data, [offset]), row)
+            at = b.mul(j, ir.Constant(I64, row))
+            read(self.lane_index(k, j), b.gep(out, [at]), at, row)
 
         if row:
             for_range(b, ir.Constant(I64, 0), ir.Constant(I64, lanes), lane)
+
+    def lane_index(self, k: Value, j: ir.Value) -> ir.Value:
+        """Example j's entry of the indices ``k`` (any integer dtype) as i64."""
+        b = self.b
+        dtype = np.dtype(k.aval.dtype)
+        raw = b.load(b.gep(b.bitcast(self.pointer(k), ir.IntType(dtype.itemsize * 8).as_pointer()), [j]))
+        return raw if dtype.itemsize == 8 else b.sext(raw, I64) if dtype.kind == "i" else b.zext(raw, I64)
+
+    def emit_stack_add(self, op: Op) -> None:
+        """A cotangent stack's entry k (with ``lanes``: row b of entry k[b]) gets x added, the stack first growing
+        with zero entries to hold it; a negative index adds nothing (an example whose loop has stopped)."""
+        stack, k, x = op.operands
+        dtype = np.dtype(x.aval.dtype)
+        component = dtype.itemsize // (2 if dtype.kind == "c" else 1)  # (complex numbers: added as two floats)
+        scalar = {4: ir.FloatType(), 8: ir.DoubleType()}.get(component)
+        if dtype.kind not in "fc" or scalar is None:
+            raise Unsupported(f"stack_add of {x.aval} is not compiled natively")
+        b = self.b
+        header = self.header(stack)
+        data_at = b.bitcast(header, PTR.as_pointer())
+        count_at, capacity_at = b.gep(header, [ir.Constant(I64, 1)]), b.gep(header, [ir.Constant(I64, 2)])
+        entry = _nbytes(x)
+        lanes = int(np.prod(k.aval.shape)) if op.params.get("lanes") else 1
+        row = entry // max(lanes, 1)
+        width = ir.Constant(I64, max(entry, 1))
+        self.ptrs[id(op.results[0])] = self.pointer(stack)  # the same stack, added to in place
+        if not row:
+            return
+
+        def add(i, j):
+            with b.if_then(b.icmp_signed(">=", i, ir.Constant(I64, 0))):
+                count = b.load(count_at)
+                with b.if_then(b.icmp_signed(">=", i, count)):  # grow to hold entry i, zero-filled
+                    capacity = b.load(capacity_at)
+                    with b.if_then(b.icmp_signed(">=", i, capacity)):
+                        grown = b.shl(capacity, ir.Constant(I64, 1))
+                        need = b.add(i, ir.Constant(I64, 1))
+                        grown = b.select(b.icmp_signed("<", grown, need), need, grown)
+                        grown = b.select(b.icmp_signed("<", grown, ir.Constant(I64, 8)), ir.Constant(I64, 8), grown)
+                        b.store(b.call(self.realloc, [b.load(data_at), b.mul(grown, width)]), data_at)
+                        b.store(grown, capacity_at)
+                    start = b.gep(b.load(data_at), [b.mul(count, width)])
+                    b.call(self.memset, [start, ir.Constant(ir.IntType(32), 0),
+                                         b.mul(b.sub(b.add(i, ir.Constant(I64, 1)), count), width)])
+                    b.store(b.add(i, ir.Constant(I64, 1)), count_at)
+                at = b.mul(j, ir.Constant(I64, row))
+                dst = b.bitcast(b.gep(b.load(data_at), [b.add(b.mul(i, width), at)]), scalar.as_pointer())
+                src = b.bitcast(b.gep(self.pointer(x), [at]), scalar.as_pointer())
+
+                def element(e):
+                    where = b.gep(dst, [e])
+                    b.store(b.fadd(b.load(where), b.load(b.gep(src, [e]))), where)
+
+                for_range(b, ir.Constant(I64, 0), ir.Constant(I64, row // component), element)
+
+        if not op.params.get("lanes"):
+            add(self.load_int(k), ir.Constant(I64, 0))
+            return
+        for_range(b, ir.Constant(I64, 0), ir.Constant(I64, lanes), lambda j: add(self.lane_index(k, j), j))
 
     def emit_stack_size(self, op: Op) -> None:
         b = self.b

@@ -123,7 +123,7 @@ CPU: dict[str, Row] = {
                              ("scatter_min", "min"), ("scatter_max", "max")]},
     **{name: Row(Kind.CONTROL) for name in ("cond", "while", "for", "scan")},
     **{name: Row(Kind.BETWEEN) for name in ("dynamic_slice", "dynamic_update_slice", "stack_new", "stack_push",
-                                            "stack_get", "stack_size")},
+                                            "stack_get", "stack_size", "stack_add")},
     **{name: Row(Kind.INLINED) for name in ("custom_jvp_call", "custom_vjp_call")},
     **{name: _host(_LAPACK) for name in ("cholesky", "eig", "eigh", "lu", "qr", "svd", "triangular_solve")},
     "lu_pivots_to_permutation": _host("a short serial loop beside LAPACK's LU"),

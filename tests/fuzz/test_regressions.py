@@ -12,7 +12,6 @@ from tests.fuzz import cases
 # file name -> the bug, for the cases that still fail (each file's header has what failed and how it was found;
 # the other files are bugs the fuzzer found that are fixed, kept so that they stay fixed)
 KNOWN_BUGS = {
-    "compose_grad_grad_while.py": "reverse over reverse mode through a while loop is not supported (explicit)",
 }
 
 FILES = sorted(cases.REGRESSIONS.glob("*.py"))

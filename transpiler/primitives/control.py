@@ -183,10 +183,17 @@ scan_p.check_regions, scan_p.run = _scan_check, _scan_run
 # ``stack_new[elem]`` makes an empty stack, ``stack_push %s, %x`` returns it with x on top, ``stack_get %s,
 # %k`` reads the k-th pushed value. A stack is used linearly (pushed in a forward loop, read in the backward
 # loop), so pushing may extend it in place.
+#
+# Reverse mode over a derivative that reads a stack makes *cotangent stacks*: ``stack_add %s, %k, %x`` adds x
+# to entry k, the stack first growing with zero entries to hold it, and ``stack_get[fill] %s, %k`` reads zeros
+# for an entry the stack does not hold. An empty stack is then a stack of zeros of any length, so a cotangent
+# stack needs no size up front. Both take ``lanes`` as ``stack_get`` does (one index per example); a negative
+# index adds nothing (an example whose loop has stopped).
 stack_new_p = ControlPrimitive("stack_new", params=("elem",))
 stack_push_p = ControlPrimitive("stack_push")
-stack_get_p = ControlPrimitive("stack_get", params=("lanes",))
+stack_get_p = ControlPrimitive("stack_get", params=("lanes", "fill"))
 stack_size_p = ControlPrimitive("stack_size")
+stack_add_p = ControlPrimitive("stack_add", params=("lanes",))
 
 
 def _stack_check(op) -> list[str]:
@@ -209,6 +216,13 @@ def _stack_check(op) -> list[str]:
         errors.append(f"stack_get[lanes] of {types[0]} takes one index per example (the entries' leading axes)")
     elif name == "stack_size" and op.results[0].aval != TensorType(np.int32, ()):
         errors.append("stack_size gives an i32")
+    elif name == "stack_add" and (
+            len(types) != 3 or types[2].strong() != types[0].elem.strong() or op.results[0].aval != types[0]
+            or isinstance(types[0].elem, StackType)
+            or (types[1].shape != () if not op.params.get("lanes") else
+                not types[1].shape or types[1].shape != types[0].elem.shape[:types[1].ndim])):
+        errors.append(f"stack_add onto {types[0]} takes an integer index (one per example with lanes) and a "
+                      f"{getattr(types[0], 'elem', '?')}")
     return errors
 
 
@@ -222,8 +236,52 @@ def _stack_push_run(op, operands, run_block) -> list[Any]:
     return [stack]
 
 
+def _lane_rows(k: Any, entry_shape: tuple) -> tuple[np.ndarray, tuple[int, ...]]:
+    """With ``lanes``: the flat indices, one per example, and the shape of an entry as rows of examples."""
+    k = np.asarray(k).reshape(-1)
+    return k, (k.size, int(np.prod(entry_shape, dtype=np.int64)) // max(k.size, 1))
+
+
+def stack_read(stack: list, k: Any, shape: tuple, dtype: Any, lanes: bool = False) -> np.ndarray:
+    """``stack_get[fill]``: entry k of a cotangent stack, zeros where it holds none (the interpreter's and the
+    generated Python's)."""
+    zeros = np.zeros(shape, dtype)
+    if not lanes:
+        return np.asarray(stack[int(k)]) if 0 <= int(k) < len(stack) else zeros
+    flat, rows = _lane_rows(k, shape)
+    out = zeros.reshape(rows)
+    for b, i in enumerate(flat):
+        if 0 <= i < len(stack):
+            out[b] = np.asarray(stack[int(i)]).reshape(rows)[b]
+    return out.reshape(shape)
+
+
+def stack_add(stack: list, k: Any, x: Any, lanes: bool = False) -> None:
+    """``stack_add``: entry k of a cotangent stack (with ``lanes``, row b of entry k[b]) gets x, in place."""
+    x = np.asarray(x)
+    flat = np.asarray(k).reshape(-1)
+    top = int(flat.max()) if flat.size else -1
+    stack.extend(np.zeros(x.shape, x.dtype) for _ in range(len(stack), top + 1))
+    if not lanes:
+        if int(k) >= 0:
+            stack[int(k)] = np.asarray(stack[int(k)] + x, x.dtype)
+        return
+    shape = x.shape
+    flat, rows = _lane_rows(k, shape)
+    x = x.reshape(rows)
+    for b, i in enumerate(flat):
+        if i < 0:  # (an example whose loop has stopped)
+            continue
+        entry = np.array(stack[int(i)], x.dtype).reshape(rows)
+        entry[b] += x[b]
+        stack[int(i)] = entry.reshape(shape)
+
+
 def _stack_get_run(op, operands, run_block) -> list[Any]:
     stack, k = operands
+    if op.params.get("fill"):  # (a cotangent stack: entries it does not hold are zeros)
+        aval = op.results[0].aval
+        return [stack_read(stack, k, aval.shape, aval.dtype, bool(op.params.get("lanes")))]
     if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...), or
         k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))  # (B2, B1, ...) with k of shape (B2, B1), ...)
         rows = [np.asarray(stack[int(i)]).reshape(k.size, -1)[b] for b, i in enumerate(k.reshape(-1))]
@@ -235,8 +293,14 @@ def _stack_size_run(op, operands, run_block) -> list[Any]:
     return [np.int32(len(operands[0]))]
 
 
+def _stack_add_run(op, operands, run_block) -> list[Any]:
+    stack, k, x = operands
+    stack_add(stack, k, np.asarray(x, op.operands[2].aval.dtype), bool(op.params.get("lanes")))
+    return [stack]
+
+
 for _prim, _run in ((stack_new_p, _stack_new_run), (stack_push_p, _stack_push_run), (stack_get_p, _stack_get_run),
-                    (stack_size_p, _stack_size_run)):
+                    (stack_size_p, _stack_size_run), (stack_add_p, _stack_add_run)):
     _prim.check_regions, _prim.run = _stack_check, _run
 
 register_module(globals())

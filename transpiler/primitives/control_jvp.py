@@ -13,8 +13,8 @@ from typing import Any, Sequence
 from srcjax.transpiler.ir import Block, Op, Value
 from srcjax.transpiler.primitives.ad import Zero, has_tangent, is_differentiable, tangent_aval
 from srcjax.transpiler.primitives.ad import instantiate as _instantiate
-from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
-    stack_size_p, while_p
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_add_p, stack_get_p, stack_new_p, \
+    stack_push_p, stack_size_p, while_p
 from srcjax.transpiler.primitives.engine import JVPEngine
 from srcjax.transpiler.types import StackType, TensorType
 
@@ -182,6 +182,15 @@ def _stack_jvp(engine: JVPEngine, op: Op) -> None:
         builder.emit(Op(stack_push_p, [stack_t, builder.operand(instantiate(engine, tangents[1]))], {}, [pushed]))
         engine.write(op.results[0], results[0], pushed)
         return
+    if op.prim is stack_add_p and not all(isinstance(t, Zero) for t in (tangents[0], tangents[2])):
+        stack_t = _tangent_stack(engine, op.operands[0], tangents[0])  # (an empty stack is all zeros)
+        added = stack_t
+        if not isinstance(tangents[2], Zero):
+            added = Value(stack_t.aval)
+            builder.emit(Op(stack_add_p, [stack_t, operands[1], builder.operand(tangents[2])], dict(op.params),
+                            [added]))
+        engine.write(op.results[0], results[0], added)
+        return
     if op.prim is stack_get_p and not isinstance(tangents[0], Zero):
         got = Value(tangent_aval(op.results[0].aval))
         builder.emit(Op(stack_get_p, [tangents[0], operands[1]], dict(op.params), [got]))  # lanes too
@@ -204,5 +213,5 @@ cond_p.def_jvp(_cond_jvp)
 while_p.def_jvp(_loop_jvp)
 for_p.def_jvp(_loop_jvp)
 scan_p.def_jvp(_scan_jvp)
-for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p):
+for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p, stack_add_p):
     _p.def_jvp(_stack_jvp)

@@ -5,7 +5,8 @@ whose ``backward`` emits the transposed op. A ``cond``'s branches keep their rec
 records need are exported as extra results of the forward ``cond``, and the backward ``cond`` transposes
 the taken branch. A loop saves what its body's records need at every iteration, into a preallocated buffer
 when the trip count is known, onto a growing stack when it is not (``while``), and the backward loop runs
-the iterations in reverse, reading them back.
+the iterations in reverse, reading them back. Differentiated again in reverse mode, those stacks get
+cotangent stacks (``StackRecord`` below).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import numpy as np
 
 from srcjax.transpiler.ir import Block, Literal, Op, Value
 from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
-from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
-    stack_size_p, while_p
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_add_p, stack_get_p, stack_new_p, \
+    stack_push_p, stack_size_p, while_p
 from srcjax.transpiler.primitives.core import TransformError, interpreting
 from srcjax.transpiler.primitives.elementwise import add_p, sub_p
 from srcjax.transpiler.primitives.engine import Record, VJPEngine
@@ -41,7 +42,34 @@ def defined_ids(block: Block) -> set[int]:
 
 
 def _accumulate(ct: dict[int, Any], v: Value, c: Any) -> None:
-    ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
+    before = ct.get(id(v), Zero(tangent_aval(v.aval)))
+    if isinstance(v.aval, StackType) and not isinstance(before, Zero) and not isinstance(c, Zero) and before is not c:
+        # a stack is used linearly: its cotangent stack is threaded through the records, never summed
+        raise TransformError("reverse mode: two cotangent stacks for one stack (a stack of residuals used twice)")
+    ct[id(v)] = add_tangents(before, c)
+
+
+def _differentiable(aval: Any) -> bool:
+    """Floats have cotangents, and so do stacks of them (cotangent stacks: ``primitives/control.py``)."""
+    return _differentiable(aval.elem) if isinstance(aval, StackType) else is_differentiable(aval)
+
+
+def _materialise(engine: VJPEngine, t: Any) -> Any:
+    """A cotangent as a value: zeros, or for a stack an empty cotangent stack (all of its entries zero)."""
+    if isinstance(t, Zero) and isinstance(t.aval, StackType):
+        return _placeholder(engine, t.aval)
+    return instantiate(t)
+
+
+def _outer_stacks(engine: VJPEngine, records: list[Any], defined: set[int], ct: dict[int, Any]) -> dict[int, Any]:
+    """The cotangent stacks, taken out of ``ct``, of stacks from outside a region that its records add to: the
+    region threads them (a region's records add to a cotangent stack in place; two stacks are never summed)."""
+    out = {}
+    for record in records:
+        for v in record.targets(engine):
+            if isinstance(v.aval, StackType) and id(v) not in defined and id(v) in ct:
+                out[id(v)] = ct.pop(id(v))
+    return out
 
 
 def _active_yields(engine: VJPEngine, values: list[Value]) -> list[Value]:
@@ -72,10 +100,12 @@ class CondRecord:
         if all(c is None for c in cts_out):
             return
         blocks, branch_cts = [], []
+        threaded = _outer_stacks(engine, [r for branch in self.branches for r in branch], set().union(*self.defined),
+                                 ct)
         for b, (region, records) in enumerate(zip(self.op.regions, self.branches)):
             rename = self.renames[b]
             with builder.region() as block:
-                inner: dict[int, Any] = {}
+                inner: dict[int, Any] = dict(threaded)
                 for y, c in zip(region.results, cts_out):
                     if c is not None and not isinstance(y, Literal):
                         _accumulate(inner, y, c)
@@ -91,7 +121,7 @@ class CondRecord:
         with interpreting(builder):
             for block, d in zip(blocks, branch_cts):
                 with builder.reopen(block):
-                    block.results = [builder.operand(instantiate(d.get(id(v), Zero(tangent_aval(v.aval)))))
+                    block.results = [builder.operand(_materialise(engine, d.get(id(v), Zero(tangent_aval(v.aval)))))
                                      for v in outer_values]
         results = [Value(tangent_aval(v.aval), f"{v.name}_bar" if v.name else None) for v in outer_values]
         pred = resolve(self.pred) if self.pred is not None else engine.read(self.op.operands[0])
@@ -121,7 +151,7 @@ def _cond_vjp(engine: VJPEngine, op: Op) -> CondRecord | None:
         blocks.append(block)
         branch_records.append(records)
     for i, r in enumerate(op.results):
-        if any(engine.is_active(region.results[i]) for region in op.regions) and is_differentiable(r.aval):
+        if any(engine.is_active(region.results[i]) for region in op.regions) and _differentiable(r.aval):
             engine.active.add(id(r))
     locals_, outers = zip(*(engine.local_refs(recs, blk) for recs, blk in zip(branch_records, blocks)))
     exports = [(b, v) for b, values in enumerate(locals_) for v in values]
@@ -187,6 +217,7 @@ class LoopRecord:
         # active values from outside the loop that the body reads
         active_pos = [i for i, a in enumerate(self.active_carried) if a]
         free = self.targets(engine)
+        threaded = _outer_stacks(engine, self.records, self.defined, ct)  # (carried, starting where they are)
         carried_avals = [tangent_aval(carried_ops[i].aval) for i in active_pos] + [tangent_aval(v.aval) for v in free]
         trip = resolve(self.trip) if isinstance(self.trip, Value) else self.trip
         with builder.region([TensorType(np.int32, ())] + carried_avals) as block:
@@ -201,17 +232,23 @@ class LoopRecord:
                     y = body.results[i]
                     if not isinstance(y, Literal):
                         _accumulate(inner, y, p)
+                for acc, v in zip(params[len(active_pos):], free):
+                    if isinstance(v.aval, StackType):
+                        inner[id(v)] = acc  # a cotangent stack: the records add to it where it is
                 engine.backward_block(self.records, inner, inner_resolve)
-                new_carried = [instantiate(inner.get(id(body_params[i]), Zero(tangent_aval(body_params[i].aval))))
+                new_carried = [_materialise(engine, inner.get(id(body_params[i]),
+                                                              Zero(tangent_aval(body_params[i].aval))))
                                for i in active_pos]
-                accumulated = [add_tangents(acc, inner.get(id(v), Zero(acc.aval)))
+                accumulated = [inner.get(id(v), acc) if isinstance(v.aval, StackType) else
+                               add_tangents(acc, inner.get(id(v), Zero(acc.aval)))
                                for acc, v in zip(params[len(active_pos):], free)]
                 with builder.reopen(block):
                     block.results = [builder.operand(x) for x in new_carried + accumulated]
-        init = [instantiate(cts_out[i] if cts_out[i] is not None else Zero(tangent_aval(op.results[i].aval)))
+        init = [_materialise(engine, cts_out[i] if cts_out[i] is not None else Zero(tangent_aval(op.results[i].aval)))
                 for i in active_pos]
         with interpreting(builder):
-            init += [zeros(tangent_aval(v.aval)) for v in free]
+            init += [threaded[id(v)] if id(v) in threaded else _materialise(engine, Zero(tangent_aval(v.aval)))
+                     for v in free]
             results = [Value(a) for a in carried_avals]
             trip_operand = builder.operand(trip)
         builder.emit(Op(for_p, [trip_operand] + [builder.operand(x) for x in init], {}, results, regions=[block],
@@ -271,7 +308,7 @@ def _loop_vjp(engine: VJPEngine, op: Op) -> LoopRecord | None:
             with interpreting(engine.linearizer):
                 records = engine.forward_block(body)
             outs = [engine.read(r) for r in body.results]
-        grown = [a or (engine.is_active(r) and is_differentiable(r.aval)) for a, r in zip(active, body.results)]
+        grown = [a or (engine.is_active(r) and _differentiable(r.aval)) for a, r in zip(active, body.results)]
         if grown == active:
             break
         active = grown
@@ -354,22 +391,84 @@ def _save_residuals(engine: VJPEngine, op: Op, new_body: Block, local: list[Valu
 
 
 # -- stacks ------------------------------------------------------------------------------------------------------------
-def _stack_vjp(engine: VJPEngine, op: Op) -> None:
-    """Stacks only hold residuals of a reverse-mode derivative: re-emitted as they are, never differentiated."""
-    if any(engine.is_active(v) for v in op.operands):
-        raise TransformError("reverse mode through the reverse-mode derivative of a while loop is not supported; "
-                             "take the outer derivative in forward mode (jacfwd(grad(f)))")
+# Reverse mode over a reverse-mode derivative of a ``while`` (grad(grad(f))) differentiates the stacks of its
+# residuals. The cotangent of a stack is a cotangent stack (``primitives/control.py``): entry i holds the
+# cotangent of the i-th pushed value. A push's cotangent is read from its entry (the stack's size before the
+# push, saved in the forward sweep), a read ``stack_get %s, %k`` adds its cotangent into entry k, and
+# ``stack_add`` (third order) is the transpose of a filling read. The cotangent stack itself passes through.
+@dataclass
+class StackRecord:
+    op: Op
+    index: Any  # the entry the op pushes, reads or adds to (a value of the forward sweep)
+
+    def refs(self) -> list[Value]:
+        return [self.index] if isinstance(self.index, Value) else []
+
+    def targets(self, engine: VJPEngine) -> list[Value]:
+        stack, *rest = self.op.operands
+        value = rest[-1] if self.op.prim is not stack_get_p else None
+        return [v for v in (stack, value) if v is not None and not isinstance(v, Literal) and engine.is_active(v)]
+
+    def backward(self, engine: VJPEngine, ct: dict[int, Any], resolve: Resolve) -> None:
+        c = ct.pop(id(self.op.results[0]), None)
+        if c is None or isinstance(c, Zero):
+            return
+        builder, op = engine.builder, self.op
+        index = resolve(self.index) if isinstance(self.index, Value) else self.index
+        lanes = bool(op.params.get("lanes"))
+        stack = op.operands[0]
+        with interpreting(builder):
+            if op.prim is stack_get_p:  # entry k of the stack's cotangent gets c
+                before = ct.pop(id(stack), None)
+                if before is None or isinstance(before, Zero):
+                    before = _placeholder(engine, tangent_aval(stack.aval))
+                after = Value(before.aval)
+                builder.emit(Op(stack_add_p, [before, builder.operand(index), builder.operand(instantiate(c))],
+                                {"lanes": lanes}, [after], loc=op.loc))
+                ct[id(stack)] = after
+                return
+            value = op.operands[-1]
+            if engine.is_active(value) and _differentiable(value.aval):  # its cotangent: the entry it went to
+                got = Value(tangent_aval(value.aval))
+                builder.emit(Op(stack_get_p, [c, builder.operand(index)], {"lanes": lanes, "fill": True}, [got],
+                                loc=op.loc))
+                _accumulate(ct, value, got)
+            if engine.is_active(stack):
+                _accumulate(ct, stack, c)
+
+
+def _stack_vjp(engine: VJPEngine, op: Op) -> StackRecord | None:
+    """Stack ops are re-emitted; with an active stack or value, a record differentiates them."""
     builder = engine.builder
     results = [Value(r.aval, r.name) for r in op.results]
-    builder.emit(Op(op.prim, [builder.operand(engine.read(v)) for v in op.operands], dict(op.params), results,
-                    loc=op.loc))
+    operands = [engine.read(v) for v in op.operands]
+    active = [engine.is_active(v) and _differentiable(v.aval) for v in op.operands]
+    index = None
+    if any(active) and op.prim is stack_push_p:  # the entry it fills: the stack's size before it
+        if isinstance(op.operands[1].aval, StackType):
+            raise TransformError("reverse mode through the reverse-mode derivative of a while loop inside another "
+                                 "loop is not supported yet (a stack of stacks); take the outer derivative in "
+                                 "forward mode (jacfwd(grad(f)))")
+        index = Value(TensorType(np.int32, ()), "entry")
+        builder.emit(Op(stack_size_p, [builder.operand(operands[0])], {}, [index], loc=op.loc))
+    elif any(active) and op.prim in (stack_get_p, stack_add_p):
+        index = operands[1]
+    builder.emit(Op(op.prim, [builder.operand(x) for x in operands], dict(op.params), results, loc=op.loc))
     for r, new in zip(op.results, results):
         engine.write(r, new)
+    if not any(active) or op.prim in (stack_new_p, stack_size_p):
+        return None
+    if op.prim is stack_get_p and isinstance(op.results[0].aval, StackType):
+        raise TransformError("reverse mode through the reverse-mode derivative of a while loop inside another loop "
+                             "is not supported yet (a stack of stacks); take the outer derivative in forward mode "
+                             "(jacfwd(grad(f)))")
+    engine.activate(op.results[0])
+    return StackRecord(op, index)
 
 
 cond_p.def_transpose(_cond_vjp)
 while_p.def_transpose(_loop_vjp)
 for_p.def_transpose(_loop_vjp)
 scan_p.def_unsupported("transpose", "not implemented for 'scan' ops yet (lax.scan compiles to 'for' loops)")
-for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p):
+for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p, stack_add_p):
     _p.def_transpose(_stack_vjp)

@@ -17,13 +17,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+
 from srcjax.transpiler.ir import Block, Op, Value, free_values
 from srcjax.transpiler.primitives.batching import batched_aval, bdim_at_front, moveaxis
-from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_get_p, stack_new_p, stack_push_p, \
-    stack_size_p, while_p
+from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_add_p, stack_get_p, stack_new_p, \
+    stack_push_p, stack_size_p, while_p
 from srcjax.transpiler.primitives.core import TransformError, interpreting
 from srcjax.transpiler.primitives.custom import stop_gradient_p
-from srcjax.transpiler.primitives.elementwise import eq_p, lt_p, not_p, select_n_p
+from srcjax.transpiler.primitives.elementwise import and_p, eq_p, lt_p, not_p, select_n_p
 from srcjax.transpiler.primitives.engine import BatchEngine
 from srcjax.transpiler.primitives.reduce import reduce_max_p, reduce_or_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
@@ -128,9 +130,11 @@ def _only_where(engine: BatchEngine, taken: Any, blocks: Sequence[Block],
                 saved.append((v, x, dim))
                 engine.write(v, guard(x, dim), 0)
         guarded = [guard(p, 0) if differentiable(p) else p for p in params]
+    engine.masks.append(taken)  # (writes into cotangent stacks are masked by it: ``_stack_vmap``)
     try:
         yield guarded
     finally:
+        engine.masks.pop()
         for v, x, dim in saved:
             engine.write(v, x, dim)
 
@@ -228,28 +232,48 @@ def _stack_vmap(engine: BatchEngine, op: Op) -> None:
     args = [engine.read(v) for v in op.operands]
     # each example reads its own entry; a read that already has lanes (an inner vmap's) gets one more axis of
     # them when its stack is batched again, the index broadcast along it if it is not
-    lanes = op.prim is stack_get_p and (args[1][1] is not None or (op.params.get("lanes") and args[0][1] is not None))
+    indexed = op.prim in (stack_get_p, stack_add_p)
+    lanes = indexed and (args[1][1] is not None or (op.params.get("lanes") and args[0][1] is not None))
     batched = any(d is not None for _, d in args)
+    if op.prim is stack_add_p and batched and engine.masks:  # an example not running here adds nothing
+        lanes = True
     with interpreting(builder):
-        if (op.prim is stack_push_p and batched) or lanes:
+        if op.prim is stack_add_p and batched:  # (a stack_add's index is broadcast only for lanes)
+            operands = [_at_front(engine, *args[0]), _at_front(engine, *args[1]) if lanes else args[1][0],
+                        _at_front(engine, *args[2])]
+            if engine.masks:
+                operands[1] = _masked_index(engine, operands[1])
+        elif (op.prim is stack_push_p and batched) or lanes:
             operands = [_at_front(engine, *args[0]), _at_front(engine, *args[1])]
         else:
             operands = [v for v, _ in args]
     out_avals = [r.aval for r in op.results]
-    if batched and op.prim in (stack_push_p, stack_get_p):
+    if batched and op.prim in (stack_push_p, stack_get_p, stack_add_p):
         elem = operands[0].aval
-        out_avals = [elem] if op.prim is stack_push_p else [elem.elem]
+        out_avals = [elem] if op.prim is not stack_get_p else [elem.elem]
     results = [Value(a, r.name) for a, r in zip(out_avals, op.results)]
     params = dict(op.params, lanes=True) if lanes else dict(op.params)
     builder.emit(Op(op.prim, [builder.operand(x) for x in operands], params, results, loc=op.loc))
-    dim = 0 if batched and op.prim in (stack_push_p, stack_get_p) else None
+    dim = 0 if batched and op.prim in (stack_push_p, stack_get_p, stack_add_p) else None
     for r, new in zip(op.results, results):
         engine.write(r, new, dim)
+
+
+def _masked_index(engine: BatchEngine, index: Any) -> Any:
+    """Per-example entries of a ``stack_add``, -1 (nothing added) for the examples the masks exclude."""
+    mask = engine.masks[0]
+    for m in engine.masks[1:]:
+        mask = and_p.bind(mask, m)
+    shape = index.aval.shape
+    if len(shape) > 1:  # (lanes of an inner vmap as well: the mask is along the first axis)
+        mask = broadcast_in_dim_p.bind(mask, shape=shape, broadcast_dimensions=(0,))
+    none = broadcast_in_dim_p.bind(np.asarray(-1, index.aval.dtype), shape=shape, broadcast_dimensions=())
+    return select_n_p.bind(mask, none, index)
 
 
 cond_p.def_vmap(_cond_vmap)
 while_p.def_vmap(_loop_vmap)
 for_p.def_vmap(_loop_vmap)
 scan_p.def_unsupported("vmap", "not implemented for 'scan' ops yet (lax.scan compiles to 'for' loops)")
-for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p):
+for _p in (stack_new_p, stack_push_p, stack_get_p, stack_size_p, stack_add_p):
     _p.def_vmap(_stack_vmap)

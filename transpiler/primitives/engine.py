@@ -100,6 +100,7 @@ class BatchEngine(Protocol):
     builder: Any
     size: int  # the batch size
     axis_name: Any  # the batch's named axis, or None
+    masks: list[Any]  # per example (bool, (size,)): whether the code being batched runs for it (nested: all hold)
 
     def read(self, v: Value) -> tuple[Any, int | None]: ...
 

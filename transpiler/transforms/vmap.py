@@ -26,6 +26,7 @@ class Batcher:
     def __init__(self, builder: Builder, size: int, axis_name: Any):
         self.builder, self.size, self.axis_name = builder, size, axis_name
         self.env: dict[int, tuple[Any, int | None]] = {}
+        self.masks: list[Any] = []  # per example (bool, (size,)): whether the code being batched runs for it
 
     def read(self, v: Value) -> tuple[Any, int | None]:
         if isinstance(v, Literal):
