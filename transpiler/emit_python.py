@@ -35,8 +35,8 @@ from srcjax.transpiler.printer import control_form, float_text, format_param, or
 from srcjax.transpiler.simplify import literal_broadcast, simplify
 
 # Names the generated code itself uses (modules, and the builtins it calls): values named so get a version.
-_RESERVED = {"np", "jnp", "lax", "debug", "base64", "stacks", "range", "reversed", "map", "complex", "_constant", "len", "max",
-             "enumerate", "_lane", "_entry"}
+_RESERVED = {"np", "jnp", "lax", "debug", "base64", "stacks", "range", "reversed", "map", "complex", "_constant", "len",
+             "max", "enumerate", "_lane", "_entry"}
 
 
 # -- the emitter -----------------------------------------------------------------------------------------------
