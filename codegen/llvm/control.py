@@ -187,6 +187,7 @@ class ControlEmitter:
         # values with a buffer of their own (fresh, or a loop's carried one that nothing reads before the loop
         # runs again): their only user may overwrite it
         self.private: set[int] = set()
+        self.window_reads: set[int] = set()  # dynamic_slice ops emitted so far (each copied its window out)
         self.direct: dict[int, ir.Value] = {}  # result id -> its output buffer, until a buffer is asked for it
         self.segments = 0
         self.literals = 0
@@ -584,12 +585,15 @@ class ControlEmitter:
         starts = self.starts(indices, x.aval.shape, sizes)
         itemsize = np.dtype(x.aval.dtype).itemsize
         self.copy_rows(self.pointer(x), self.buffer(result), x.aval.shape, sizes, starts, itemsize, False)
+        self.window_reads.add(id(op))
 
     def emit_dynamic_update_slice(self, op: Op) -> None:
         x, update, *indices = op.operands
         (result,) = op.results
-        if id(x) in self.private and self.users.get(id(x)) == {id(op)} and id(x) not in self.yielded:
-            # x's buffer dies here: update it in place (a loop storing per-iteration residuals copies nothing)
+        others = self.users.get(id(x), set()) - {id(op)}
+        if id(x) in self.private and others <= self.window_reads and id(x) not in self.yielded:
+            # x's buffer dies here (what else reads it, windows copied out, has run): update it in place (a loop
+            # storing per-iteration residuals copies nothing, nor one reading and zeroing a row of a cotangent)
             out = self.ptrs[id(result)] = self.pointer(x)
             self.private.add(id(result))
         else:

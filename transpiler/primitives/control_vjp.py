@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from srcjax.transpiler.ir import Block, Literal, Op, Value
+from srcjax.transpiler.passes import has_effect
 from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
 from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_add_p, stack_get_p, stack_new_p, \
     stack_push_p, stack_size_p, while_p
@@ -47,6 +48,29 @@ def _accumulate(ct: dict[int, Any], v: Value, c: Any) -> None:
         # a stack is used linearly: its cotangent stack is threaded through the records, never summed
         raise TransformError("reverse mode: two cotangent stacks for one stack (a stack of residuals used twice)")
     ct[id(v)] = add_tangents(before, c)
+
+
+def _defining_op(block: Block, v: Any) -> Op | None:
+    return next((op for op in reversed(block.ops) if any(r is v for r in op.results)), None)
+
+
+def _is_zeros(block: Block, v: Any) -> bool:
+    if isinstance(v, Literal):
+        return not np.any(v.value)
+    op = _defining_op(block, v)
+    return op is not None and op.prim.name == "broadcast_in_dim" and _is_zeros(block, op.operands[0])
+
+
+def _accumulated(block: Block, acc: Value, c: Any) -> Any:
+    """``acc + c`` in a backward loop's body. Where ``c`` is zeros with one window updated (the cotangent of a
+    ``dynamic_slice`` of a value from outside the loop, such as a scan's ``xs[i]``), that window of ``acc`` is
+    updated instead: a row per trip rather than the whole array."""
+    op = _defining_op(block, c) if isinstance(c, Value) else None
+    if op is None or op.prim is not dynamic_update_slice_p or not _is_zeros(block, op.operands[0]):
+        return add_tangents(acc, c)
+    update, starts = op.operands[1], op.operands[2:]
+    window = dynamic_slice_p.bind(acc, *starts, slice_sizes=update.aval.shape)
+    return dynamic_update_slice_p.bind(acc, add_p.bind(window, update), *starts)
 
 
 def _differentiable(aval: Any) -> bool:
@@ -188,6 +212,7 @@ class LoopRecord:
     defined: set[int]  # old values defined in the body (params included)
     active_carried: list[bool]
     outer_refs: list[Value] = field(default_factory=list)
+    constants: dict[int, Op] = field(default_factory=dict)  # body-local constants: made again, not saved
 
     def refs(self) -> list[Value]:
         return ([self.trip] if isinstance(self.trip, Value) else []) + [b for b, _ in self.saved.values()] + \
@@ -240,7 +265,7 @@ class LoopRecord:
                                                               Zero(tangent_aval(body_params[i].aval))))
                                for i in active_pos]
                 accumulated = [inner.get(id(v), acc) if isinstance(v.aval, StackType) else
-                               add_tangents(acc, inner.get(id(v), Zero(acc.aval)))
+                               _accumulated(block, acc, inner.get(id(v), Zero(acc.aval)))
                                for acc, v in zip(params[len(active_pos):], free)]
                 with builder.reopen(block):
                     block.results = [builder.operand(x) for x in new_carried + accumulated]
@@ -268,6 +293,13 @@ class LoopRecord:
 
         def inner_resolve(v: Value) -> Any:
             entry = self.saved.get(id(v))
+            if entry is None and id(v) in self.constants:
+                if id(v) not in reads:
+                    made = self.constants[id(v)]
+                    operands = [x if isinstance(x, Literal) else inner_resolve(x) for x in made.operands]
+                    with builder.reopen(block), interpreting(builder):
+                        reads[id(v)] = made.prim.bind(*operands, **made.params)
+                return reads[id(v)]
             if entry is None:
                 return resolve(v)
             if id(v) not in reads:
@@ -321,6 +353,10 @@ def _loop_vjp(engine: VJPEngine, op: Op) -> LoopRecord | None:
             engine.forward_block(cond)
             cond_block.results = [builder.operand(engine.read(cond.results[0]))]
     local, outer = engine.local_refs(records, new_body)
+    constants = _constants(new_body, local)  # (made again in the backward body rather than saved per trip)
+    constants.update(_constants(new_body, [x for op in constants.values() for x in op.operands
+                                           if not isinstance(x, Literal)]))
+    local = [v for v in local if id(v) not in constants]
     trip = engine.read(op.operands[0]) if counted else None
     static_trip = isinstance(trip, Literal) or isinstance(trip, (int, np.integer))
     stacked = not static_trip or any(isinstance(v.aval, StackType) for v in local)
@@ -344,7 +380,17 @@ def _loop_vjp(engine: VJPEngine, op: Op) -> LoopRecord | None:
     if not records and not any(active):
         return None
     trip_value = trip if counted else extra_results[0]
-    return LoopRecord(op, trip_value, records, saved, stacked, defined_ids(body), active, outer)
+    return LoopRecord(op, trip_value, records, saved, stacked, defined_ids(body), active, outer, constants)
+
+
+def _constants(block: Block, values: list[Value]) -> dict[int, Op]:
+    """Of ``values``, those ``block`` makes from literals alone (a broadcast constant): by id, the op making each."""
+    made: dict[int, Op] = {}  # (through chains: a broadcast literal converted)
+    for op in block.ops:
+        if not op.regions and op.operands and not op.prim.multiple_results and not has_effect(op) and all(
+                isinstance(x, Literal) or id(x) in made for x in op.operands):
+            made[id(op.results[0])] = op
+    return {id(v): made[id(v)] for v in values if id(v) in made}
 
 
 def _save_residuals(engine: VJPEngine, op: Op, new_body: Block, local: list[Value], trip: Any, stacked: bool):

@@ -7,32 +7,33 @@ from srcjax import lax
 
 def grad_clipped_sum(x, limit):
     # forward
-    k_saved = jnp.zeros((4,), np.int32)           # for v in x:  (loops.py:24)
+    k_saved = jnp.zeros((4,), np.int32)          # for v in x:  (loops.py:24)
     t0 = jnp.zeros((4,), np.bool_)
     for k in map(jnp.int32, range(4)):
         t1 = lax.dynamic_slice(x, (k,), (1,))
         v = lax.reshape(t1, new_sizes=())
-        t2 = v > limit                            # if v > limit:  (loops.py:25)
-        t3 = lax.reshape(k, new_sizes=(1,))       # for v in x:  (loops.py:24)
+        t2 = v > limit                           # if v > limit:  (loops.py:25)
+        t3 = lax.reshape(k, new_sizes=(1,))      # for v in x:  (loops.py:24)
         k_saved = lax.dynamic_update_slice(k_saved, t3, (k,))
         t4 = lax.reshape(t2, new_sizes=(1,))
         t0 = lax.dynamic_update_slice(t0, t4, (k,))
     # backward
-    t5 = jnp.zeros((4,), np.float32)
-    total_bar, x_bar, limit_bar = jnp.float32(1.0), t5, jnp.float32(0.0)
-    for t6 in map(jnp.int32, range(4)):
-        t7 = 3 - t6
-        t8 = lax.dynamic_slice(t0, (t7,), (1,), allow_negative_indices=False)  # if v > limit:  (loops.py:25)
-        t9 = lax.reshape(t8, new_sizes=())
-        if t9:
+    x_bar = jnp.zeros((4,), np.float32)
+    total_bar, limit_bar = jnp.float32(1.0), jnp.float32(0.0)
+    for t5 in map(jnp.int32, range(4)):
+        t6 = 3 - t5
+        t7 = lax.dynamic_slice(t0, (t6,), (1,), allow_negative_indices=False)  # if v > limit:  (loops.py:25)
+        t8 = lax.reshape(t7, new_sizes=())
+        if t8:
             total_bar_1, limit_bar_1, v_bar = total_bar, total_bar, jnp.float32(0.0)
         else:
             total_bar_1, limit_bar_1, v_bar = total_bar, jnp.float32(0.0), total_bar
-        t10 = lax.reshape(v_bar, new_sizes=(1,))  # for v in x:  (loops.py:24)
-        t11 = lax.dynamic_slice(k_saved, (t7,), (1,), allow_negative_indices=False)
-        t12 = lax.reshape(t11, new_sizes=())
-        x_bar_1 = lax.dynamic_update_slice(t5, t10, (t12,), allow_negative_indices=False)
-        x_bar = x_bar + x_bar_1
+        t9 = lax.reshape(v_bar, new_sizes=(1,))  # for v in x:  (loops.py:24)
+        t10 = lax.dynamic_slice(k_saved, (t6,), (1,), allow_negative_indices=False)
+        t11 = lax.reshape(t10, new_sizes=())
+        t12 = lax.dynamic_slice(x_bar, (t11,), (1,), allow_negative_indices=False)
+        t13 = t12 + t9
+        x_bar = lax.dynamic_update_slice(x_bar, t13, (t11,), allow_negative_indices=False)
         limit_bar = limit_bar + limit_bar_1
         total_bar = total_bar_1
     return x_bar, limit_bar
