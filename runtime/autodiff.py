@@ -1149,21 +1149,20 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
 
 # -- checkpoint, stop_gradient -----------------------------------------------------------------------------------
 class _Checkpointed:
-    """``checkpoint(fun)``: called, it is ``fun``; in code being compiled, ``fun`` is interpreted from its source."""
+    """``checkpoint(fun)``: called, it is ``fun``; in code being traced, a ``checkpoint`` op holding ``fun`` (its
+    source interpreted), which reverse mode computes again in the backward pass instead of storing its values."""
 
-    def __init__(self, fun: Callable, static_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, static_argnums: Sequence[int] = (), policy: Any = None,
+                 prevent_cse: bool = True):
         self.fun = fun
         self.static_argnums = tuple(static_argnums)
+        self.policy, self.prevent_cse = policy, prevent_cse
         self._traced: Any = None  # the trace-and-evaluate form of ``fun``, made at the first direct call
         functools.update_wrapper(self, fun, updated=())
 
-    @property
-    def __srcjax_inline__(self) -> Callable:  # (a property: see ``Jitted.__srcjax_inline__``)
-        return self.fun
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if core.current_interpreter() is not core.base_interpreter():  # (inside a transformation: fun itself)
-            return self.fun(*args, **kwargs)
+        if core.current_interpreter() is not core.base_interpreter():  # (inside a transformation: the op)
+            return self._region(args, kwargs)
         # Called directly, ``fun`` is traced and the trace evaluated, as JAX's checkpoint does: its arguments are
         # arrays (``x.at[i].set(v)`` works on a NumPy argument) and its source is read (item assignment, Python
         # control flow on arrays), but nothing is compiled
@@ -1174,15 +1173,81 @@ class _Checkpointed:
             self._traced._native = False
         return self._traced(*args, **kwargs)
 
+    def _region(self, args: tuple, kwargs: dict) -> Any:
+        """``fun`` as a ``checkpoint`` op: its array arguments are the operands, the rest is static."""
+        from srcjax.transpiler.primitives.custom import checkpoint_p
+
+        builder = _current_builder()
+        if builder is None:
+            return self.fun(*args, **kwargs)
+        static = {i % len(args) for i in self.static_argnums} if args else set()
+        leaves, treedef = tree_util.tree_flatten(([a for i, a in enumerate(args) if i not in static], kwargs))
+        dynamic = [isinstance(x, Value) or _is_dynamic(x) for x in leaves]
+        with core.interpreting(builder):
+            values = [builder.operand(x) for x, d in zip(leaves, dynamic) if d]
+            depths = [builder.differentiation_depth([v]) for v in values]
+            trace = Trace(builder)
+            with builder.region([v.aval for v in values]) as block, active(trace):
+                for p, depth in zip(block.params, depths):  # (what the region's operands are differentiated by)
+                    if depth:
+                        builder.differentiated[id(p)] = depth
+                params = iter(block.params)
+                dynamic_args, inner_kwargs = tree_util.tree_unflatten(
+                    treedef, [next(params) if d else x for x, d in zip(leaves, dynamic)])
+                given = iter(dynamic_args)
+                inner_args = [a if i in static else next(given) for i, a in enumerate(args)]
+                if is_user_function(self.fun):
+                    out = interpret(trace, self.fun, inner_args, inner_kwargs)
+                else:
+                    out = self.fun(*inner_args, **inner_kwargs)
+                out_leaves, out_tree = tree_util.tree_flatten(out)
+                block.results = [builder.operand(o) for o in out_leaves]
+            results = [Value(r.aval) for r in block.results]
+            builder.emit(Op(checkpoint_p, values, {"policy": self.policy, "prevent_cse": self.prevent_cse}, results,
+                            regions=[block], loc=builder.loc))
+        return tree_util.tree_unflatten(out_tree, results)
+
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Any = None, static_argnums: Sequence[int] = ()):
-    """``checkpoint`` (``remat``): the same values and derivatives as ``fun``. srcjax saves the forward values
-    the backward pass needs; recomputing them instead, to trade time for memory, is not implemented."""
+    """``checkpoint`` (``remat``): the same values and derivatives as ``fun``, but reverse mode keeps only its
+    inputs and computes its values again in the backward pass (with ``policy``, one of ``checkpoint_policies``,
+    the results of the ops it names are kept instead). A ``lax.scan`` or ``fori_loop`` whose body is checkpointed
+    keeps a carry per segment of about sqrt(n) steps rather than per step."""
     _check_callable(fun, "checkpoint")
-    return _Checkpointed(fun, (static_argnums,) if isinstance(static_argnums, int) else static_argnums)
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be one of checkpoint_policies (a callable), got {policy!r}")
+    return _Checkpointed(fun, (static_argnums,) if isinstance(static_argnums, int) else static_argnums, policy,
+                         prevent_cse)
+
+
+class checkpoint_policies:  # noqa: N801 - JAX's name
+    """What a checkpointed function keeps for the backward pass: ``policy(prim, *avals, **params)`` is whether the
+    result of an op may be saved rather than computed again."""
+
+    @staticmethod
+    def everything_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
+        return True
+
+    @staticmethod
+    def nothing_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
+        return False
+
+    @staticmethod
+    def dots_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
+        return prim.name == "dot_general"
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim: Any, *avals: Any, **params: Any) -> bool:
+        if prim.name != "dot_general":
+            return False
+        (_, (lhs_batch, _)) = params["dimension_numbers"]
+        return not lhs_batch
+
+    checkpoint_dots = dots_saveable
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
 
 remat = checkpoint
@@ -1201,4 +1266,4 @@ def stop_gradient(x: Any) -> Any:
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
-           "custom_jvp", "custom_vjp", "checkpoint", "remat", "stop_gradient", "Zero", "FLOAT0"]
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "stop_gradient", "Zero", "FLOAT0"]

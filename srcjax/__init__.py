@@ -15,6 +15,7 @@ from srcjax.runtime.shard_map import shard_map
 from srcjax.runtime.vmap import vmap
 from srcjax.runtime.autodiff import (
     checkpoint,
+    checkpoint_policies,
     custom_jvp,
     custom_vjp,
     grad,
@@ -74,7 +75,8 @@ def __getattr__(name: str):
 __version__ = "0.1.0"
 __all__ = [
     "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
-    "custom_jvp", "custom_vjp", "checkpoint", "remat", "jit", "make_jaxpr", "disable_jit", "eval_shape",
+    "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_policies", "remat", "jit", "make_jaxpr", "disable_jit",
+    "eval_shape",
     "ShapeDtypeStruct", "Array", "config", "devices", "local_devices", "device_count", "local_device_count",
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh",

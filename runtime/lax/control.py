@@ -624,6 +624,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,  # n
 
         lo = lower if not _core.is_concrete(lower) else int(lower)
         hi = upper if not _core.is_concrete(upper) else int(upper)
+        if isinstance(lo, int) and isinstance(hi, int) and hi - lo >= _SEGMENTED and _checkpointed(body_fun):
+            from srcjax.runtime.autodiff import checkpoint  # (a checkpointed body: segments, as scan has them)
+
+            step = checkpoint(lambda val, i: (_call(body_fun.fun, i, val), None), policy=body_fun.policy,
+                              prevent_cse=body_fun.prevent_cse)
+            return scan(step, init_val, jnp.arange(lo, hi, dtype=np.int32))[0]
         trip = jnp.maximum(jnp.asarray(hi, np.int32) - jnp.asarray(lo, np.int32), 0) if not (
             isinstance(lo, int) and isinstance(hi, int)) else np.int32(max(hi - lo, 0))
         index = (lambda k: k + lo) if not (isinstance(lo, int) and lo == 0) else (lambda k: k)
@@ -692,10 +698,53 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         _check_scan_args(f, unroll)
         xs_leaves, xs_def = _as_arrays(xs, "scan xs")
         n = _scan_length(xs_leaves, length)
+        if n >= _SEGMENTED and _checkpointed(f):
+            return _segmented_scan(f, init, xs_leaves, xs_def, n, bool(reverse))
         if n > 0:
             init_leaves, treedef = _as_arrays(init, "scan init")
             return _symbolic_scan(f, init_leaves, treedef, xs_leaves, xs_def, n, bool(reverse))
     return _eager_scan(f, init, xs, length, reverse, unroll, _split_transpose)
+
+
+_SEGMENTED = 16  # a checkpointed scan this long runs as segments (below: plain, a carry kept per step)
+
+
+def _checkpointed(f: Callable) -> bool:
+    from srcjax.runtime.autodiff import _Checkpointed
+
+    return isinstance(f, _Checkpointed)
+
+
+def _segmented_scan(f: Callable, init: Any, xs_leaves: list[Any], xs_def: PyTreeDef, n: int, reverse: bool) -> Any:
+    """A scan whose body is checkpointed, as about sqrt(n) checkpointed segments of about sqrt(n) steps each
+    (then the steps left over): reverse mode keeps a carry per segment, and recomputes a segment's steps in the
+    backward pass, each segment's own scan being split the same way while it is long enough. So the carries
+    kept for n steps are about sqrt(n) + n**(1/4) + ..., at a recompute factor of the number of levels."""
+    from srcjax.runtime import lax
+    from srcjax.runtime import numpy as jnp
+    from srcjax.runtime.autodiff import checkpoint
+
+    if reverse:  # (the same steps, last row first)
+        xs_leaves = [lax.rev(x, (0,)) for x in xs_leaves]
+    size = int(np.ceil(np.sqrt(n)))
+    segments = n // size
+    whole = segments * size
+
+    def segment(carry: Any, xs_segment: Any) -> Any:
+        return scan(f, carry, xs_segment, length=size)
+
+    rows = [jnp.reshape(lax.slice_in_dim(x, 0, whole, axis=0), (segments, size, *_core.aval(x).shape[1:]))
+            for x in xs_leaves]
+    step = checkpoint(segment, policy=f.policy, prevent_cse=f.prevent_cse)
+    carry, ys = scan(step, init, xs_def.unflatten(rows) if xs_leaves else None, length=segments)
+    ys = tree_map(lambda y: jnp.reshape(y, (whole, *_core.aval(y).shape[2:])), ys)
+    if whole < n:
+        rest = [lax.slice_in_dim(x, whole, n, axis=0) for x in xs_leaves]
+        carry, tail = scan(f, carry, xs_def.unflatten(rest) if xs_leaves else None, length=n - whole)
+        ys = tree_map(lambda a, b: jnp.concatenate([a, b], axis=0), ys, tail)
+    if reverse:
+        ys = tree_map(lambda y: lax.rev(y, (0,)), ys)
+    return carry, ys
 
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001,F811

@@ -200,4 +200,132 @@ custom_vjp_call_p.def_transpose(_custom_vjp_call_vjp)
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_vmap(_custom_vmap)
 
+
+# -- checkpoint (remat) ------------------------------------------------------------------------------------------
+# ``checkpoint[policy, prevent_cse]`` holds a function as its region. Reverse mode keeps only its inputs for the
+# backward pass and computes the region's forward part again there (``CheckpointRecord``), so the values inside
+# it are not stored; ``policy`` (JAX's ``checkpoint_policies``: ``policy(prim, *avals, **params)`` says whether
+# an op's result may be saved) names the ops of the region whose results are saved rather than recomputed.
+# Everything else runs the region in its place.
+checkpoint_p = CustomCall("checkpoint", params=("policy", "prevent_cse"))
+checkpoint_p.check_regions, checkpoint_p.run = _custom_check, _custom_run
+
+
+def _checkpoint_jvp(engine: JVPEngine, op: Op) -> None:
+    """Forward mode stores nothing for later: the region, transformed in place."""
+    (region,) = op.regions
+    for p, v in zip(region.params, op.operands):
+        engine.write(p, engine.read(v), engine.tangent(v))
+    engine.block(region)
+    for r, y in zip(op.results, region.results):
+        engine.write(r, engine.read(y), engine.tangent(y))
+
+
+@dataclass
+class CheckpointRecord:
+    """A checkpointed region: its inputs (the operands, and the values it reads from outside) are what the
+    backward pass keeps, with the results of the ops the policy saves; the backward pass runs the region's
+    forward sweep again from them and then its backward sweep."""
+
+    op: Op
+    inputs: list[Value]  # old values: the region's parameters' operands and its free values
+    primal: list[Any]  # the forward sweep's values of ``inputs``
+    saved: dict[int, Any]  # per op of the region whose result the policy saves: that result (new value)
+
+    def refs(self) -> list[Value]:
+        kept = [*self.primal, *self.saved.values()]
+        return [v for v in kept if isinstance(v, Value) and not isinstance(v, Literal)]
+
+    def targets(self, engine: VJPEngine) -> list[Value]:
+        return [v for v in self.inputs if not isinstance(v, Literal) and engine.is_active(v)]
+
+    def backward(self, engine: VJPEngine, ct: dict[int, Any], resolve: Callable[[Value], Any]) -> None:
+        cts_out = [ct.pop(id(r), None) for r in self.op.results]
+        if all(c is None for c in cts_out):
+            return
+        (region,) = self.op.regions
+        params = list(region.params) + self.inputs[len(region.params):]
+        before = [engine.read(v) for v in params]
+        for v, x in zip(params, self.primal):
+            engine.write(v, resolve(x) if isinstance(x, Value) else x, keep_name=False)
+        try:  # the forward sweep again, here: what the backward sweep reads is computed now
+            with interpreting(engine.linearizer):
+                records = []
+                for inner in region.ops:
+                    with engine.builder.at(inner.loc):
+                        record = engine.forward_op(inner)
+                    if record is not None:
+                        records.append(record)
+                    if id(inner) in self.saved:  # (the recomputed result goes unused and is dropped)
+                        engine.write(inner.results[0], resolve(self.saved[id(inner)]), keep_name=False)
+            inner_ct: dict[int, Any] = {}
+            for y, c in zip(region.results, cts_out):
+                if c is not None and not isinstance(y, Literal):
+                    inner_ct[id(y)] = add_tangents(inner_ct.get(id(y), Zero(tangent_aval(y.aval))), c)
+            engine.backward_block(records, inner_ct, lambda v: v)
+        finally:
+            for v, x in zip(params, before):
+                engine.write(v, x, keep_name=False)
+        for p, v in zip(params, self.inputs):
+            c = inner_ct.get(id(p))
+            if c is not None and not isinstance(c, Zero) and engine.is_active(v):
+                ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
+
+
+def _checkpoint_vjp(engine: VJPEngine, op: Op) -> CheckpointRecord | None:
+    """The region's forward sweep runs for its results; its records are dropped (the backward pass makes them
+    again), so nothing computed inside it is kept but what the policy saves."""
+    from srcjax.transpiler.ir import free_values
+
+    (region,) = op.regions
+    free = [v for v in free_values(region) if not isinstance(v, Literal)]
+    inputs = list(op.operands) + free
+    primal = [engine.read(v) for v in op.operands] + [engine.read(v) for v in free]
+    if not any(engine.is_active(v) for v in inputs):
+        return _kept(engine, op, primal[: len(op.operands)])
+    for p, x, v in zip(region.params, primal, op.operands):
+        engine.write(p, x)
+        if engine.is_active(v):
+            engine.activate(p)
+    policy = op.params.get("policy")
+    saved: dict[int, Any] = {}
+    with interpreting(engine.linearizer):
+        for inner in region.ops:
+            with engine.builder.at(inner.loc):
+                engine.forward_op(inner)
+            if policy is not None and not inner.regions and len(inner.results) == 1 and policy(
+                    inner.prim, *(v.aval for v in inner.operands), **inner.params):
+                saved[id(inner)] = engine.read(inner.results[0])
+    for r, y in zip(op.results, region.results):
+        engine.write(r, engine.read(y))
+        if engine.is_active(y) and is_differentiable(r.aval):
+            engine.activate(r)
+    return CheckpointRecord(op, inputs, primal, saved)
+
+
+def _checkpoint_vmap(engine: BatchEngine, op: Op) -> None:
+    """The checkpoint stays one, over the batched region."""
+    builder = engine.builder
+    (region,) = op.regions
+    args = [engine.read(v) for v in op.operands]
+    with interpreting(builder):
+        values = [engine.at_front(v, d) if d is not None else v for v, d in args]
+    dims = [0 if d is not None else None for _, d in args]
+    with builder.region([getattr(v, "aval", None) or batched_aval(p.aval, None, engine.size)
+                         for v, p in zip(values, region.params)]) as block:
+        outs, out_dims = engine.region_yields(region, region.params, block.params, dims)
+        with interpreting(builder):
+            outs = [engine.at_front(v, d) if d is not None else v for v, d in zip(outs, out_dims)]
+        block.results = [builder.operand(v) for v in outs]
+    results = [Value(r.aval, r.name) for r in block.results]
+    builder.emit(Op(op.prim, [builder.operand(v) for v in values], dict(op.params), results, regions=[block],
+                    loc=op.loc))
+    for r, new, d in zip(op.results, results, out_dims):
+        engine.write(r, new, 0 if d is not None else None)
+
+
+checkpoint_p.def_jvp(_checkpoint_jvp)
+checkpoint_p.def_transpose(_checkpoint_vjp)
+checkpoint_p.def_vmap(_checkpoint_vmap)
+
 register_module(globals())
