@@ -221,6 +221,72 @@ def loop_compile_time(steps: int) -> float:
             os.environ["SRCJAX_CACHE"] = saved
 
 
+SCAN_PROGRAM = """
+import time
+import numpy as np
+import {lib} as jax
+import {lib}.numpy as jnp
+
+steps, hidden = {steps}, 64
+rng = np.random.default_rng(0)
+W = (rng.normal(size=(hidden, hidden)) / 8).astype(np.float32)
+U = (rng.normal(size=(hidden, 32)) / 8).astype(np.float32)
+xs = rng.normal(size=(steps, 32)).astype(np.float32)
+
+
+def loss(W, U, xs):
+    def cell(h, x):  # an RNN cell: the hidden state carried, its values stacked
+        h = jnp.tanh(W @ h + U @ x)
+        return h, h
+
+    h, hs = jax.lax.scan(cell, jnp.zeros(hidden, np.float32), xs)
+    return jnp.sum(hs * hs) + jnp.sum(h)
+
+
+fn = jax.jit(jax.grad(loss, argnums=(0, 1)) if {grad} else loss)
+start = time.perf_counter()
+jax.block_until_ready(fn(W, U, xs))
+first = time.perf_counter() - start
+times = []
+for _ in range({repeat}):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(W, U, xs))
+    times.append(time.perf_counter() - start)
+print(first, sorted(times)[len(times) // 2])
+"""
+
+
+def scan_times(lib: str, steps: int, grad: bool, repeat: int) -> tuple[float, float]:
+    """(first call: trace and compile included, then a median call) of an RNN ``lax.scan``, in a fresh process
+    with the compile cache off."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SRCJAX_CACHE": "0"}
+    code = SCAN_PROGRAM.format(lib=lib, steps=steps, grad=grad, repeat=repeat)
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    first, median = map(float, out.split())
+    return first, median
+
+
+def run_scans(key: str, repeat: int) -> None:
+    """lax.scan stays a loop: compile time at 10 and 10k steps, and the 10k-step run time, beside JAX."""
+    libs = ["srcjax"] + (["jax"] if real_jax is not None else [])
+    for grad in (False, True):
+        name = f"{'jit(grad(scan))' if grad else 'jit(scan)'} RNN 64, 10k steps"
+        if key not in name:
+            continue
+        short = {lib: scan_times(lib, 10, grad, 3)[0] for lib in libs}
+        long_ = {lib: scan_times(lib, 10_000, grad, repeat) for lib in libs}
+        line = f"{name:44s} compile 10/10k {short['srcjax']:6.2f}s {long_['srcjax'][0]:6.2f}s" \
+               f"  run {long_['srcjax'][1] * 1e3:8.2f}ms"
+        if "jax" in long_:
+            line += f"   jax compile {short['jax']:6.2f}s {long_['jax'][0]:6.2f}s run {long_['jax'][1] * 1e3:8.2f}ms" \
+                    f"  run ratio {long_['srcjax'][1] / long_['jax'][1]:5.2f}"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", action="store_true")
@@ -246,6 +312,7 @@ def main() -> None:
     run_compiled(args.small, args.k, repeat)
     print()
     run_programs(args.small, args.k, repeat)
+    run_scans(args.k, repeat)
 
 
 if __name__ == "__main__":
