@@ -63,16 +63,33 @@ class EntryEmitter:
         self.args = fn.args[0]
         self.malloc = self.cx.declare("malloc", PTR, [I64], pure=False)
         self.free = self.cx.declare("free", ir.VoidType(), [PTR], pure=False)
-        temps = {id(t): self.allocate(t.size * t.dtype.itemsize) for t in self.plan.temps}
-        self.temps = temps
+        # A temporary lives from the step that first uses it to the step that last does: each step runs after a
+        # block where the temporaries it is the first to use are allocated, and before one where those it is
+        # the last to use are freed (filled in as the steps' code asks for the buffers), so memory a value no
+        # longer needs serves the ones after it.
+        self.temps, self.allocations, self.last_use = {}, [], {}
+        frees = []
         for i, step in enumerate(self.plan.steps):
+            allocations = fn.append_basic_block(f"allocate{i}")
+            b.branch(allocations)
+            b.position_at_end(allocations)
+            code = fn.append_basic_block(f"step{i}")
+            b.branch(code)
+            b.position_at_end(code)
+            self.step, self.allocations = i, allocations
             if isinstance(step, Gemm):
                 gemm.emit_product(self, step)
             else:
                 self.nest(step, f"{self.name}.nest{i}")
-        for pointer in temps.values():
-            b.call(self.free, [pointer])
+            freeing = fn.append_basic_block(f"free{i}")
+            b.branch(freeing)
+            b.position_at_end(freeing)
+            frees.append(freeing)
         b.ret_void()
+        for key, last in self.last_use.items():
+            at = ir.IRBuilder(frees[last])
+            at.position_before(frees[last].terminator)
+            at.call(self.free, [self.temps[key]])
         return fn
 
     def allocate(self, nbytes: int) -> ir.Value:
@@ -82,7 +99,14 @@ class EntryEmitter:
         """The address of ``buffer``, typed by its dtype."""
         b, plan = self.b, self.plan
         if buffer.kind == "temp":
-            raw = self.temps[id(buffer)]
+            key = id(buffer)
+            if key not in self.temps:  # first used by this step: allocated just before it
+                at = ir.IRBuilder(self.allocations)
+                at.position_before(self.allocations.terminator)
+                self.temps[key] = at.call(self.malloc, [ir.Constant(I64, max(int(buffer.size * buffer.dtype.itemsize),
+                                                                             1))])
+            self.last_use[key] = self.step
+            raw = self.temps[key]
         else:
             slot = {"input": 0, "const": len(plan.inputs), "output": len(plan.inputs) + len(plan.consts)}[buffer.kind]
             raw = b.load(b.gep(self.args, [ir.Constant(I64, slot + buffer.index)]))
