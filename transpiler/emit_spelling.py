@@ -58,8 +58,8 @@ class Spelled:
     statement: bool = False  # a statement with no value (``s.append(x)``): nothing is assigned
 
 
-# (stop_gradient is not elementwise's, but lax's function of the name binds it)
-_UNARY = "stop_gradient"
+# (stop_gradient and optimization_barrier are not elementwise's, but lax's functions of the names bind them)
+_UNARY = "stop_gradient optimization_barrier"
 _DOT_DEFAULTS = (("precision", None), ("preferred_element_type", None))
 _INDEXING_DEFAULTS = (("indices_are_sorted", False), ("unique_indices", False))
 LAX_CALLS: dict[str, LaxCall] = {

@@ -93,27 +93,8 @@ class Simplifier:
 
     # -- custom calls -----------------------------------------------------------------------------------------
     def inline_custom_calls(self, block: Block) -> None:
-        """A ``custom_jvp_call``/``custom_vjp_call`` runs its region: its ops take the call's place."""
-        ops: list[Op] = []
-        rename: dict[int, Value] = {}
-        for op in block.ops:
-            op.operands = [rename.get(id(v), v) for v in op.operands]
-            for region in op.regions:
-                rename_uses(region, rename)
-                self.inline_custom_calls(region)
-            if not isinstance(op.prim, CustomCall):
-                ops.append(op)
-                continue
-            (region,) = op.regions
-            inner = {id(p): v for p, v in zip(region.params, op.operands)}
-            rename_uses(region, inner)
-            for moved in region.ops:
-                self.tag_like(moved, op)
-            ops += region.ops
-            for r, y in zip(op.results, region.results):
-                rename[id(r)] = inner.get(id(y), y)
-        block.ops = ops
-        block.results = [rename.get(id(v), v) for v in block.results]
+        """A ``custom_jvp_call``/``custom_vjp_call``/``checkpoint`` runs its region: its ops take the call's place."""
+        inline_calls(block, self.tag_like)
 
     # -- constants --------------------------------------------------------------------------------------------
     def fold_constants(self) -> None:
@@ -311,6 +292,42 @@ def _defined_inside(op: Op) -> set[int]:
         for inner in region.ops:
             inside |= {id(r) for r in inner.results} | _defined_inside(inner)
     return inside
+
+
+def inline_calls(block: Block, moved: Callable[[Op, Op], None] | None = None) -> None:
+    """Replace each ``custom_jvp_call``/``custom_vjp_call``/``checkpoint`` op in ``block`` (at any depth) by its
+    region's ops: what they add matters to transformations only. ``moved(op, call)`` is told of each op moved
+    out of a call. Changes the block in place."""
+    ops: list[Op] = []
+    rename: dict[int, Value] = {}
+    for op in block.ops:
+        op.operands = [rename.get(id(v), v) for v in op.operands]
+        for region in op.regions:
+            rename_uses(region, rename)
+            inline_calls(region, moved)
+        if not isinstance(op.prim, CustomCall):
+            ops.append(op)
+            continue
+        (region,) = op.regions
+        inner = {id(p): v for p, v in zip(region.params, op.operands)}
+        rename_uses(region, inner)
+        if moved is not None:
+            for inner_op in region.ops:
+                moved(inner_op, op)
+        ops += region.ops
+        for r, y in zip(op.results, region.results):
+            rename[id(r)] = inner.get(id(y), y)
+    block.ops = ops
+    block.results = [rename.get(id(v), v) for v in block.results]
+
+
+def without_calls(fn: Function) -> Function:
+    """``fn``, or a copy of it with its custom-derivative calls and checkpoints inlined where it has any."""
+    if not any(isinstance(op.prim, CustomCall) for op in walk(fn.body)):
+        return fn
+    copy, _ = copy_function(fn)
+    inline_calls(copy.body)
+    return copy
 
 
 def copy_function(fn: Function) -> tuple[Function, dict[int, Op]]:

@@ -21,6 +21,7 @@ from srcjax.codegen.llvm.nodes import GatherLoad, instantiate
 from srcjax.codegen.llvm.plan import Gemm, Nest, Plan, Unsupported, describe
 from srcjax.codegen.llvm.table import plan_straight_line
 from srcjax.transpiler.ir import Function
+from srcjax.transpiler.simplify import without_calls
 
 _contiguous, _empty = np.ascontiguousarray, np.empty
 
@@ -30,6 +31,7 @@ def plan_function(fn: Function, gemm_dtypes: set[np.dtype] | None = None) -> Pla
     control flow gets a plan of its buffers only (its segments are planned when it is emitted; here once on a
     scratch module, to find what is unsupported)."""
     gemm_dtypes = set() if gemm_dtypes is None else gemm_dtypes
+    fn = without_calls(fn)  # (custom-derivative calls and checkpoints: their regions, in place)
     if has_control(fn):
         return ControlEmitter(engine.new_module("probe"), fn, "probe", gemm_dtypes).emit()
     return plan_straight_line(fn, gemm_dtypes)

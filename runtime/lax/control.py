@@ -24,7 +24,8 @@ from srcjax.runtime.numpy import _core
 from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten
 from srcjax.transpiler.types import TensorType
 
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient"]
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient",
+           "optimization_barrier"]
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -466,6 +467,15 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     if reverse:
         out = [lax.rev(x, (axis,)) for x in out]
     return treedef.unflatten(out)
+
+
+def optimization_barrier(operand: Any) -> Any:
+    """The operand (a pytree of arrays) unchanged, computed before anything that uses the result: no
+    simplification merges or moves computations across it."""
+    from srcjax.transpiler.primitives.custom import optimization_barrier_p
+
+    return tree_map(lambda leaf: optimization_barrier_p.bind(_core.asarray(leaf) if _core.is_concrete(leaf) else leaf),
+                    operand)
 
 
 def stop_gradient(x: Any) -> Any:

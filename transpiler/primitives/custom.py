@@ -34,6 +34,14 @@ stop_gradient_p.def_zero_jvp("stop_gradient's derivative is zero by definition")
 stop_gradient_p.def_zero_transpose("the identity to evaluation, the zero map to differentiation")
 stop_gradient_p.def_vmap(elementwise_rule(stop_gradient_p))  # the identity, elementwise
 
+# ``optimization_barrier``: the identity, which no simplification sees through (two computations of the same
+# value on either side of it stay two: the backward pass of a checkpoint computes its values again).
+optimization_barrier_p = Primitive("optimization_barrier")
+optimization_barrier_p.def_shape(_stop_gradient_shape)
+optimization_barrier_p.def_impl(lambda x: x)
+optimization_barrier_p.def_linear(lambda ct, x: [ct])
+optimization_barrier_p.def_vmap(elementwise_rule(optimization_barrier_p))
+
 
 class CustomCall(ControlPrimitive):
     """A call whose region is the function and whose params carry the user's rules."""
@@ -246,8 +254,13 @@ class CheckpointRecord:
         (region,) = self.op.regions
         params = list(region.params) + self.inputs[len(region.params):]
         before = [engine.read(v) for v in params]
-        for v, x in zip(params, self.primal):
-            engine.write(v, resolve(x) if isinstance(x, Value) else x, keep_name=False)
+        barrier = self.op.params.get("prevent_cse", True)
+        with interpreting(engine.builder):
+            for v, x in zip(params, self.primal):
+                x = resolve(x) if isinstance(x, Value) else x
+                if barrier and isinstance(x, Value) and isinstance(x.aval, TensorType):
+                    x = optimization_barrier_p.bind(x)  # (not merged with the forward pass's computation)
+                engine.write(v, x, keep_name=False)
         try:  # the forward sweep again, here: what the backward sweep reads is computed now
             with interpreting(engine.linearizer):
                 records = []
