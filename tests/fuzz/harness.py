@@ -92,6 +92,12 @@ class _Float32NumPy:
     def where(self, c, x, y):
         return self._f32(np.where(c, x, y))
 
+    def broadcast_to(self, x, shape):
+        # laid out in memory, as srcjax's products take their operands: NumPy multiplies a broadcast view with
+        # its own loop, the same for every row, but BLAS may round the rows of a matrix differently, and a
+        # program comparing such rows for equality (seed 600039) then hangs on rounding
+        return np.ascontiguousarray(np.broadcast_to(x, shape))
+
 
 FLOAT32_NUMPY = _Float32NumPy()
 

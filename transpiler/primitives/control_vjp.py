@@ -354,8 +354,6 @@ def _loop_vjp(engine: VJPEngine, op: Op) -> LoopRecord | None:
             cond_block.results = [builder.operand(engine.read(cond.results[0]))]
     local, outer = engine.local_refs(records, new_body)
     constants = _constants(new_body, local)  # (made again in the backward body rather than saved per trip)
-    constants.update(_constants(new_body, [x for op in constants.values() for x in op.operands
-                                           if not isinstance(x, Literal)]))
     local = [v for v in local if id(v) not in constants]
     trip = engine.read(op.operands[0]) if counted else None
     static_trip = isinstance(trip, Literal) or isinstance(trip, (int, np.integer))
@@ -390,7 +388,14 @@ def _constants(block: Block, values: list[Value]) -> dict[int, Op]:
         if not op.regions and op.operands and not op.prim.multiple_results and not has_effect(op) and all(
                 isinstance(x, Literal) or id(x) in made for x in op.operands):
             made[id(op.results[0])] = op
-    return {id(v): made[id(v)] for v in values if id(v) in made}
+    out: dict[int, Op] = {}
+    todo = [v for v in values if id(v) in made]
+    while todo:  # (with the constants they are made from, to be made again first)
+        v = todo.pop()
+        if id(v) not in out:
+            out[id(v)] = made[id(v)]
+            todo += [x for x in made[id(v)].operands if id(x) in made]
+    return out
 
 
 def _save_residuals(engine: VJPEngine, op: Op, new_body: Block, local: list[Value], trip: Any, stacked: bool):
