@@ -1249,6 +1249,32 @@ class checkpoint_policies:  # noqa: N801 - JAX's name
     checkpoint_dots = dots_saveable
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
+    # by the names ``ad_checkpoint.checkpoint_name`` gives values
+    @staticmethod
+    def save_only_these_names(*names: str) -> Callable[..., bool]:
+        return lambda prim, *avals, **params: prim.name == "name" and params["name"] in names
+
+    @staticmethod
+    def save_any_names_but_these(*names: str) -> Callable[..., bool]:
+        return lambda prim, *avals, **params: prim.name == "name" and params["name"] not in names
+
+    @staticmethod
+    def save_anything_except_these_names(*names: str) -> Callable[..., bool]:
+        return lambda prim, *avals, **params: not (prim.name == "name" and params["name"] in names)
+
+    @staticmethod
+    def save_from_both_policies(first: Callable[..., bool], second: Callable[..., bool]) -> Callable[..., bool]:
+        return lambda prim, *avals, **params: first(prim, *avals, **params) or second(prim, *avals, **params)
+
+
+def checkpoint_name(x: Any, name: str) -> Any:
+    """``x`` (a pytree of arrays), named ``name`` for the policies of ``checkpoint`` that save values by name."""
+    from srcjax.transpiler.primitives.custom import name_p
+
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a str, got {type(name).__name__}")
+    return tree_util.tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
+
 
 remat = checkpoint
 

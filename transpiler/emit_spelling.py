@@ -279,6 +279,11 @@ def _stack_add(e: Emitter, op: Op) -> Spelled:
     return Spelled(f"stacks.stack_add({stack}, {index}, {x}{lanes})", statement=True)
 
 
+def _name(e: Emitter, op: Op) -> Spelled:
+    e.classes["checkpoint_name"] = "srcjax.ad_checkpoint"
+    return Spelled(f"checkpoint_name({e.arg(op.operands[0])}, {op.params['name']!r})", single=True)
+
+
 def _stack_size(e: Emitter, op: Op) -> Spelled:
     e.use("jnp")
     return Spelled(f"jnp.int32(len({e.arg(op.operands[0])}))", single=True)
@@ -354,6 +359,7 @@ SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     "stack_push": _stack_push,
     "stack_get": _stack_get,
     "stack_add": _stack_add,
+    "name": _name,
     "stack_size": _stack_size,
     "debug_callback": _debug_callback,
 }

@@ -98,6 +98,7 @@ CPU: dict[str, Row] = {
        for name in ("broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "slice", "rev")},
     "stop_gradient": Row(Kind.VIEW, plan_identity),  # (it only matters to transformations)
     "optimization_barrier": Row(Kind.VIEW, plan_identity),  # (it only matters to simplifications)
+    "name": Row(Kind.VIEW, plan_identity),  # (it only matters to checkpoint policies)
     **{f"reduce_{name}": Row(Kind.REDUCTION, plan_reduction, combine=combine)
        for name, combine in [("sum", "add"), ("prod", "mul"), ("max", "max"), ("min", "min"), ("and", "and"),
                              ("or", "or"), ("xor", "xor")]},

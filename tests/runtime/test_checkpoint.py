@@ -229,3 +229,31 @@ def test_checkpoint_outside_loops_recomputes_and_keeps_less(tmp_path):
     names = [op.name for op in walk(srcjax.make_jaxpr(srcjax.value_and_grad(loss))(np.ones(3)).ir.body)]
     # the forward pass's two, and sin(v) again for the derivative cos(sin(v)) * cos(v)
     assert names.count("sin") == 3 and "optimization_barrier" in names
+
+
+def test_policies_by_name():
+    from srcjax.ad_checkpoint import checkpoint_name
+
+    def block(w, x):
+        a = checkpoint_name(jnp.tanh(w @ x), "a")
+        return jnp.cos(checkpoint_name(jnp.sin(a * 2.0), "b")) + a
+
+    def loss(w, x, policy):
+        layer = srcjax.checkpoint(block, policy=policy)
+        return jnp.sum(layer(w, layer(w, x)) ** 2)
+
+    def count(policy, name):
+        ir = srcjax.make_jaxpr(srcjax.grad(loss), static_argnums=2)(W, XV, policy).ir
+        return [op.name for op in walk(ir.body)].count(name)
+
+    policies = srcjax.checkpoint_policies
+    want = srcjax.grad(loss)(W, XV, policies.everything_saveable)
+    for policy in (policies.save_only_these_names("a"), policies.save_any_names_but_these("a"),
+                   policies.save_anything_except_these_names("b"),
+                   policies.save_from_both_policies(policies.dots_saveable, policies.save_only_these_names("b"))):
+        np.testing.assert_allclose(srcjax.jit(srcjax.grad(loss), static_argnums=2)(W, XV, policy), want, rtol=1e-12)
+    # saving b leaves its sin out of the recomputation; saving everything but b keeps the tanh out of it
+    assert count(policies.save_only_these_names("b"), "sin") < count(policies.nothing_saveable, "sin")
+    assert count(policies.save_anything_except_these_names("b"), "tanh") < count(policies.nothing_saveable, "tanh")
+    with pytest.raises(TypeError, match="name must be a str"):
+        checkpoint_name(XV, 3)

@@ -209,6 +209,15 @@ for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_vmap(_custom_vmap)
 
 
+# ``name[name]``: the identity, naming a value for the policies of ``checkpoint`` (``save_only_these_names``...).
+name_p = Primitive("name", params=("name",))
+name_p.def_shape(lambda x, *, name: _stop_gradient_shape(x))
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_jvp(lambda primals, tangents, *, name: (name_p.bind(primals[0], name=name), tangents[0]))
+name_p.def_transpose(lambda ct, x, *, name: [ct])  # (its JVP passes the tangent on unnamed: never reached)
+name_p.def_vmap(elementwise_rule(name_p))
+
+
 # -- checkpoint (remat) ------------------------------------------------------------------------------------------
 # ``checkpoint[policy, prevent_cse]`` holds a function as its region. Reverse mode keeps only its inputs for the
 # backward pass and computes the region's forward part again there (``CheckpointRecord``), so the values inside
