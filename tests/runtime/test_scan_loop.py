@@ -310,3 +310,15 @@ def test_unroll_is_accepted_and_ignored_when_compiled():
     text = str(srcjax.make_jaxpr(f)(x))
     assert text.count(" = for ") == 1
     close(srcjax.jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize("loop", [
+    lambda x: lax.fori_loop(3, 1, lambda i, c: jnp.sin(c) * c, x),
+    lambda x: lax.fori_loop(0, 0, lambda i, c: c * c, x),
+    lambda x: lax.scan(lambda c, x: (jnp.sin(c) * x, None), x, np.zeros(0))[0],
+])
+def test_loops_of_no_trips_differentiate(loop):
+    """A loop that runs no trips is the identity, in every derivative (JAX: 1.0)."""
+    assert float(srcjax.grad(loop)(1.0)) == 1.0
+    assert float(srcjax.jit(srcjax.grad(loop))(1.0)) == 1.0
+    assert float(srcjax.hessian(loop)(1.0)) == 0.0

@@ -424,7 +424,8 @@ def _save_residuals(engine: VJPEngine, op: Op, new_body: Block, local: list[Valu
                     pushed = Value(typ)
                     builder.emit(Op(stack_push_p, [param, v], {}, [pushed], loc=op.loc))
             else:
-                n = int(np.asarray(trip.value if isinstance(trip, Literal) else trip))
+                # (a loop of no trips still gets a row: the body, never run, must type-check writing one)
+                n = max(int(np.asarray(trip.value if isinstance(trip, Literal) else trip)), 1)
                 typ = TensorType(v.aval.dtype, (n, *v.aval.shape))
                 start = zeros(typ)
                 param = Value(typ)
