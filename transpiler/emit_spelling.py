@@ -19,6 +19,7 @@ import numpy as np
 
 from srcjax.transpiler.ir import Literal, Op
 from srcjax.transpiler.primitives import PRIMITIVES
+from srcjax.transpiler.types import StackType
 
 if TYPE_CHECKING:
     from srcjax.transpiler.emit_python import Emitter
@@ -262,6 +263,8 @@ def _stack_get(e: Emitter, op: Op) -> Spelled:
         e.use("stacks")
         aval = op.results[0].aval
         lanes = ", lanes=True" if op.params.get("lanes") else ""
+        if isinstance(aval, StackType):  # (its entries are stacks: an empty one where it holds none)
+            return Spelled(f"stacks.stack_read({stack}, {index}, None, None{lanes})", single=True)
         return Spelled(f"stacks.stack_read({stack}, {index}, {aval.shape}, '{aval.dtype}'{lanes})", single=True)
     if not op.params.get("lanes"):
         return Spelled(f"{stack}[{index}]", single=True)

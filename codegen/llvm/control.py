@@ -128,11 +128,17 @@ def _check_stacks(fn: Function) -> None:
             if op.name == "stack_new":
                 made.append((op.results[0], loop))
             elif op.name == "stack_get" and isinstance(op.results[0].aval, StackType):
+                if op.params.get("fill"):
+                    raise Unsupported("cotangent stacks of stacks (reverse mode over reverse mode through a loop in "
+                                      "a loop) are not compiled natively")
                 if op.params.get("lanes"):
                     raise Unsupported("per-example reads (stack_get[lanes]) of a stack of stacks are not compiled "
                                       "natively")
                 read.append(op.results[0])
             elif op.name == "stack_add":
+                if isinstance(op.operands[2].aval, StackType):
+                    raise Unsupported("cotangent stacks of stacks (reverse mode over reverse mode through a loop in "
+                                      "a loop) are not compiled natively")
                 join(op.results[0], op.operands[0])
             elif op.name == "stack_push":
                 join(op.results[0], op.operands[0])

@@ -218,7 +218,6 @@ def _stack_check(op) -> list[str]:
         errors.append("stack_size gives an i32")
     elif name == "stack_add" and (
             len(types) != 3 or types[2].strong() != types[0].elem.strong() or op.results[0].aval != types[0]
-            or isinstance(types[0].elem, StackType)
             or (types[1].shape != () if not op.params.get("lanes") else
                 not types[1].shape or types[1].shape != types[0].elem.shape[:types[1].ndim])):
         errors.append(f"stack_add onto {types[0]} takes an integer index (one per example with lanes) and a "
@@ -242,9 +241,13 @@ def _lane_rows(k: Any, entry_shape: tuple) -> tuple[np.ndarray, tuple[int, ...]]
     return k, (k.size, int(np.prod(entry_shape, dtype=np.int64)) // max(k.size, 1))
 
 
-def stack_read(stack: list, k: Any, shape: tuple, dtype: Any, lanes: bool = False) -> np.ndarray:
+def stack_read(stack: list, k: Any, shape: tuple | None, dtype: Any, lanes: bool = False) -> Any:
     """``stack_get[fill]``: entry k of a cotangent stack, zeros where it holds none (the interpreter's and the
-    generated Python's)."""
+    generated Python's); ``shape`` None: the entries are stacks, an empty one where it holds none."""
+    if shape is None:
+        if lanes:
+            raise NotImplementedError("per-example reads of a cotangent stack of stacks")
+        return stack[int(k)] if 0 <= int(k) < len(stack) else []
     zeros = np.zeros(shape, dtype)
     if not lanes:
         return np.asarray(stack[int(k)]) if 0 <= int(k) < len(stack) else zeros
@@ -256,8 +259,26 @@ def stack_read(stack: list, k: Any, shape: tuple, dtype: Any, lanes: bool = Fals
     return out.reshape(shape)
 
 
+def _merged(a: Any, b: Any) -> Any:
+    """Two cotangent stacks as one: entries added where both hold one."""
+    if not a or not b:
+        return a or b
+    out = list(a) + list(b[len(a):])
+    for i in range(min(len(a), len(b))):
+        out[i] = _merged(a[i], b[i]) if isinstance(a[i], list) else np.asarray(a[i] + b[i], np.asarray(a[i]).dtype)
+    return out
+
+
 def stack_add(stack: list, k: Any, x: Any, lanes: bool = False) -> None:
-    """``stack_add``: entry k of a cotangent stack (with ``lanes``, row b of entry k[b]) gets x, in place."""
+    """``stack_add``: entry k of a cotangent stack (with ``lanes``, row b of entry k[b]) gets x, in place; where the
+    entries are stacks, entry k and x are merged."""
+    if isinstance(x, list):
+        if lanes:
+            raise NotImplementedError("per-example adds to a cotangent stack of stacks")
+        if int(k) >= 0:
+            stack.extend([] for _ in range(len(stack), int(k) + 1))
+            stack[int(k)] = _merged(stack[int(k)], x)
+        return
     x = np.asarray(x)
     flat = np.asarray(k).reshape(-1)
     top = int(flat.max()) if flat.size else -1
@@ -281,7 +302,8 @@ def _stack_get_run(op, operands, run_block) -> list[Any]:
     stack, k = operands
     if op.params.get("fill"):  # (a cotangent stack: entries it does not hold are zeros)
         aval = op.results[0].aval
-        return [stack_read(stack, k, aval.shape, aval.dtype, bool(op.params.get("lanes")))]
+        shape = None if isinstance(aval, StackType) else aval.shape
+        return [stack_read(stack, k, shape, aval.dtype, bool(op.params.get("lanes")))]
     if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...), or
         k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))  # (B2, B1, ...) with k of shape (B2, B1), ...)
         rows = [np.asarray(stack[int(i)]).reshape(k.size, -1)[b] for b, i in enumerate(k.reshape(-1))]
@@ -295,7 +317,9 @@ def _stack_size_run(op, operands, run_block) -> list[Any]:
 
 def _stack_add_run(op, operands, run_block) -> list[Any]:
     stack, k, x = operands
-    stack_add(stack, k, np.asarray(x, op.operands[2].aval.dtype), bool(op.params.get("lanes")))
+    if not isinstance(op.operands[2].aval, StackType):
+        x = np.asarray(x, op.operands[2].aval.dtype)
+    stack_add(stack, k, x, bool(op.params.get("lanes")))
     return [stack]
 
 

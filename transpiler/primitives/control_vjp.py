@@ -497,10 +497,6 @@ def _stack_vjp(engine: VJPEngine, op: Op) -> StackRecord | None:
     active = [engine.is_active(v) and _differentiable(v.aval) for v in op.operands]
     index = None
     if any(active) and op.prim is stack_push_p:  # the entry it fills: the stack's size before it
-        if isinstance(op.operands[1].aval, StackType):
-            raise TransformError("reverse mode through the reverse-mode derivative of a while loop inside another "
-                                 "loop is not supported yet (a stack of stacks); take the outer derivative in "
-                                 "forward mode (jacfwd(grad(f)))")
         index = Value(TensorType(np.int32, ()), "entry")
         builder.emit(Op(stack_size_p, [builder.operand(operands[0])], {}, [index], loc=op.loc))
     elif any(active) and op.prim in (stack_get_p, stack_add_p):
@@ -510,10 +506,6 @@ def _stack_vjp(engine: VJPEngine, op: Op) -> StackRecord | None:
         engine.write(r, new)
     if not any(active) or op.prim in (stack_new_p, stack_size_p):
         return None
-    if op.prim is stack_get_p and isinstance(op.results[0].aval, StackType):
-        raise TransformError("reverse mode through the reverse-mode derivative of a while loop inside another loop "
-                             "is not supported yet (a stack of stacks); take the outer derivative in forward mode "
-                             "(jacfwd(grad(f)))")
     engine.activate(op.results[0])
     return StackRecord(op, index)
 
