@@ -178,8 +178,8 @@ def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
 
 # -- batching -------------------------------------------------------------------------------------------------------
 def _custom_vmap(engine: BatchEngine, op: Op) -> None:
-    """A custom-rule call stays one, over the batched function, with the rules batched as well (the rule
-    object's ``batched(dims, size)`` maps the per-example rules over the batch)."""
+    """A custom-rule call (or a checkpoint) stays one, over the batched function, with the rules batched as well
+    (the rule object's ``batched(dims, size)`` maps the per-example rules over the batch)."""
     builder = engine.builder
     (region,) = op.regions
     args = [engine.read(v) for v in op.operands]
@@ -190,15 +190,18 @@ def _custom_vmap(engine: BatchEngine, op: Op) -> None:
     with builder.region([getattr(v, "aval", None) or batched_aval(p.aval, None, engine.size)
                          for v, p in zip(values, region.params)]) as block:
         outs, out_dims = engine.region_yields(region, region.params, block.params, dims)
+        # (a checkpoint's region may read batched values from outside it: an output can be batched by those)
+        out_batched = [batched or d is not None for d in out_dims]
         with interpreting(builder):
-            outs = [engine.at_front(v, d) if batched else v for v, d in zip(outs, out_dims)]
+            outs = [engine.at_front(v, d) if b else v for v, d, b in zip(outs, out_dims, out_batched)]
         block.results = [builder.operand(v) for v in outs]
-    rule = op.params["rule"]
-    params = dict(op.params, rule=rule.batched(dims, engine.size)) if batched else dict(op.params)
+    params = dict(op.params)
+    if batched and "rule" in params:
+        params["rule"] = params["rule"].batched(dims, engine.size)
     results = [Value(r.aval, r.name) for r in block.results]
     builder.emit(Op(op.prim, [builder.operand(v) for v in values], params, results, regions=[block], loc=op.loc))
-    for r, new in zip(op.results, results):
-        engine.write(r, new, 0 if batched else None)
+    for r, new, b in zip(op.results, results, out_batched):
+        engine.write(r, new, 0 if b else None)
 
 
 custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
@@ -325,29 +328,8 @@ def _checkpoint_vjp(engine: VJPEngine, op: Op) -> CheckpointRecord | None:
     return CheckpointRecord(op, inputs, primal, saved)
 
 
-def _checkpoint_vmap(engine: BatchEngine, op: Op) -> None:
-    """The checkpoint stays one, over the batched region."""
-    builder = engine.builder
-    (region,) = op.regions
-    args = [engine.read(v) for v in op.operands]
-    with interpreting(builder):
-        values = [engine.at_front(v, d) if d is not None else v for v, d in args]
-    dims = [0 if d is not None else None for _, d in args]
-    with builder.region([getattr(v, "aval", None) or batched_aval(p.aval, None, engine.size)
-                         for v, p in zip(values, region.params)]) as block:
-        outs, out_dims = engine.region_yields(region, region.params, block.params, dims)
-        with interpreting(builder):
-            outs = [engine.at_front(v, d) if d is not None else v for v, d in zip(outs, out_dims)]
-        block.results = [builder.operand(v) for v in outs]
-    results = [Value(r.aval, r.name) for r in block.results]
-    builder.emit(Op(op.prim, [builder.operand(v) for v in values], dict(op.params), results, regions=[block],
-                    loc=op.loc))
-    for r, new, d in zip(op.results, results, out_dims):
-        engine.write(r, new, 0 if d is not None else None)
-
-
 checkpoint_p.def_jvp(_checkpoint_jvp)
 checkpoint_p.def_transpose(_checkpoint_vjp)
-checkpoint_p.def_vmap(_checkpoint_vmap)
+checkpoint_p.def_vmap(_custom_vmap)
 
 register_module(globals())
