@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from srcjax.runtime import dispatch, tree_util
+from srcjax.runtime import dispatch, gpu, tree_util
 from srcjax.runtime.array import DELETED, Array, _pending_of
 from srcjax.runtime.config import config
 from srcjax.runtime.eager import to_array
@@ -302,12 +302,20 @@ class Compiled:
         self._result_avals = [r.aval for r in ir.results]
         self._result_types = tuple((aval.shape, aval.dtype) for aval in self._result_avals)
         self._single_result = tree_util.treedef_is_leaf(out_tree) and len(ir.results) == 1
+        self.gpu_error: str | None = None  # why the GPU backend does not compile it (runtime/gpu.py)
+        self._gpus = native and _native_enabled() and bool(gpu.gpu_devices())
+        self._gpu_default = self._gpus and gpu.default_is_gpu()
         self.call_arrays = self._arrays_entry()
 
     def __call__(self, *leaves: Any) -> Any:
         return self._call_leaves(leaves)
 
     def _call_leaves(self, leaves: Sequence[Any]) -> Any:
+        if self._gpus and (self._gpu_default or any(type(_pending_of(leaf)) is gpu.Resident
+                                                    for leaf in leaves if type(leaf) is Array)):
+            results = gpu.call(self, leaves)
+            if results is not None:
+                return self._build(results)
         native = self.native
         if native is not None and not _flags["jax_debug_nans"]:
             found = _host_inputs(leaves)
@@ -373,7 +381,7 @@ class Compiled:
         is checked by ``ascontiguousarray`` (a no-op for contiguous buffers). An Array without a buffer (pending
         or deleted) sends the call down the general path."""
         native = self.native
-        if native is None or self.donated or native.work >= dispatch.ASYNC_MIN_WORK:
+        if native is None or self.donated or native.work >= dispatch.ASYNC_MIN_WORK or self._gpu_default:
             return self._call_leaves
         run, consts, general = native._call, native.consts, self._call_leaves
         if self._single_result:

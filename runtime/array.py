@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from srcjax.runtime import gpu as _gpu
 from srcjax.transpiler.array_methods import ArrayMethods
 from srcjax.transpiler.types import TensorType
 
@@ -116,6 +117,10 @@ class Array(ArrayMethods):
 
     # -- host interop ----------------------------------------------------------------------------------
     def block_until_ready(self) -> Array:
+        state = _pending_of(self)
+        if type(state) is _gpu.Resident:
+            state.ready()
+            return self
         _ = self._value  # (waits if pending; raises what its computation raised)
         return self
 
@@ -245,6 +250,8 @@ def _pending_of(x: Array) -> Any:
 def _resolve(x: Array) -> np.ndarray:
     """The buffer of a pending Array once its computation ran (stored, so later reads are plain slot reads)."""
     pending = _pending_of(x)
+    if type(pending) is _gpu.Resident:  # (a GPU array: its host copy, the device buffer kept)
+        return pending.host()
     if pending is None:
         try:
             return x._buffer  # (resolved meanwhile, by another thread)

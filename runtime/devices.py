@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import distributed as _distributed
+from srcjax.runtime import gpu as _gpu_runtime
 from srcjax.runtime.config import config
 
 
@@ -51,14 +52,27 @@ def _device(i: int, process: int = 0) -> Device:
     return _DEVICES[(i, process)]
 
 
+def _gpu(backend: str | None) -> bool:
+    """Whether ``backend`` (None: the default one) means the GPUs; raises for a backend that is not there."""
+    if backend is None:
+        return _gpu_runtime.default_is_gpu()
+    if backend == "cpu":
+        return False
+    if backend in ("gpu", "cuda"):
+        if not _gpu_runtime.gpu_devices():
+            raise RuntimeError(f"backend '{backend}' is not available: no NVIDIA driver or GPU was found")
+        return True
+    raise RuntimeError(f"backend '{backend}' is not available (srcjax has: cpu, gpu/cuda)")
+
+
 def _check(backend: str | None) -> None:
-    if backend not in (None, "cpu"):
-        raise RuntimeError(f"backend '{backend}' is not available (this build of srcjax has: cpu)")
+    _gpu(backend)
 
 
 def devices(backend: str | None = None) -> list[Device]:
-    """Every process's devices, process by process."""
-    _check(backend)
+    """Every process's devices, process by process (the default backend's: the GPUs when there are any)."""
+    if _gpu(backend):
+        return list(_gpu_runtime.gpu_devices())
     local = config.jax_num_cpu_devices
     return [_device(p * local + i, p) for p in range(process_count()) for i in range(local)]
 
@@ -66,7 +80,8 @@ def devices(backend: str | None = None) -> list[Device]:
 def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None
                   ) -> list[Device]:
     """The devices of this process (or of ``process_index``)."""
-    _check(backend)
+    if _gpu(backend):
+        return list(_gpu_runtime.gpu_devices())
     p = _distributed.process_index() if process_index is None and host_id is None else \
         (process_index if process_index is not None else host_id)
     local = config.jax_num_cpu_devices
@@ -74,12 +89,14 @@ def local_devices(process_index: int | None = None, backend: str | None = None, 
 
 
 def device_count(backend: str | None = None) -> int:
-    _check(backend)
+    if _gpu(backend):
+        return len(_gpu_runtime.gpu_devices())
     return config.jax_num_cpu_devices * process_count()
 
 
 def local_device_count(backend: str | None = None) -> int:
-    _check(backend)
+    if _gpu(backend):
+        return len(_gpu_runtime.gpu_devices())
     return config.jax_num_cpu_devices
 
 
@@ -88,7 +105,7 @@ def default_device() -> Device:
 
 
 def default_backend() -> str:
-    return "cpu"
+    return "gpu" if _gpu_runtime.default_is_gpu() else "cpu"
 
 
 def process_index(backend: str | None = None) -> int:
@@ -103,10 +120,17 @@ def _put_leaf(x: Any, device: Device | None):
     from srcjax.runtime.array import Array
     from srcjax.runtime.eager import to_array
 
-    if device is not None and not isinstance(device, (Device, SingleDeviceSharding)):
+    if device is not None and not isinstance(device, (Device, _gpu_runtime.GpuDevice, SingleDeviceSharding)):
         raise TypeError(f"device_put: expected a Device, got {type(device).__name__}")
     if isinstance(device, SingleDeviceSharding):
         device = device.device
+    if device is None and _gpu_runtime.default_is_gpu():
+        device = _gpu_runtime.gpu_devices()[0]
+    if isinstance(device, _gpu_runtime.GpuDevice):
+        if isinstance(x, Array) and x._device == device and _gpu_runtime.resident(x) is not None:
+            return x
+        arr = x if isinstance(x, Array) else to_array(np.array(x) if isinstance(x, np.ndarray) else x, "device_put")
+        return _gpu_runtime.put(np.asarray(arr), arr.weak_type, device)
     if isinstance(x, Array):
         return x if device is None or x._device == device else Array(x._value, x.weak_type, device)
     if isinstance(x, np.ndarray):

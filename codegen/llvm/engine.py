@@ -105,10 +105,26 @@ def target() -> Target:
     return _init()["target"]  # type: ignore[return-value]
 
 
+_fma_assumed: list[bool] = []  # (``assume_fma``: code for another target is being emitted)
+
+
 def has_fma() -> bool:
     """Whether the target multiplies and adds with one rounding in one instruction (x86 before AVX2 does not; every
-    64-bit ARM does)."""
+    64-bit ARM and every NVIDIA GPU does)."""
+    if _fma_assumed:
+        return _fma_assumed[-1]
     return "fma" in target().enabled or not llvm.get_process_triple().startswith("x86_64")
+
+
+@contextlib.contextmanager
+def assume_fma(value: bool = True) -> Iterator[None]:
+    """Emit code as if the target had (or lacked) a fused multiply-add: GPU kernels, and their host emulation, which
+    must compute what the kernels compute."""
+    _fma_assumed.append(value)
+    try:
+        yield
+    finally:
+        _fma_assumed.pop()
 
 
 def target_machine(pic: bool = False) -> llvm.TargetMachine:

@@ -1,0 +1,284 @@
+"""The CUDA driver API through ctypes (``libcuda.so.1``, which the NVIDIA driver installs): the device, its
+primary context, one stream, PTX modules and kernel launches, memory and copies.
+
+Device memory comes from a caching allocator (``Allocator``): a freed block goes back to a free list of its
+size class and serves the next request of that class, so a step that makes the same temporaries every call
+allocates from the driver only the first time. Every copy and launch goes on the one stream, in order, so a
+block freed after a launch that reads it can serve a later launch at once (stream order keeps them apart).
+Host-to-device copies of more than a few kilobytes go through pinned staging memory and return at once;
+``synchronize`` waits for the stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_CU_STREAM_NON_BLOCKING = 1
+_CU_EVENT_DISABLE_TIMING = 2
+_STAGING_MIN = 1 << 16  # host-to-device copies from this many bytes go through pinned staging memory
+
+
+class CudaError(RuntimeError):
+    """A driver call failed: the call and the driver's name and text for the error."""
+
+
+_lib: list[Any] = []
+_lock = threading.RLock()
+
+
+def library() -> Any | None:
+    """``libcuda.so.1``, or None where no NVIDIA driver is installed."""
+    if not _lib:
+        with _lock:
+            if not _lib:
+                try:
+                    _lib.append(ctypes.CDLL("libcuda.so.1"))
+                except OSError:
+                    _lib.append(None)
+    return _lib[0]
+
+
+def _check(name: str, result: int) -> None:
+    if result != 0:
+        lib = library()
+        text, label = ctypes.c_char_p(), ctypes.c_char_p()
+        lib.cuGetErrorName(result, ctypes.byref(label))
+        lib.cuGetErrorString(result, ctypes.byref(text))
+        raise CudaError(f"{name} failed: {(label.value or b'?').decode()} ({(text.value or b'').decode()})")
+
+
+def call(name: str, *args: Any) -> None:
+    _check(name, getattr(library(), name)(*args))
+
+
+def device_count() -> int:
+    """GPUs the driver sees (0 without a driver or when it fails to start)."""
+    lib = library()
+    if lib is None or lib.cuInit(0) != 0:
+        return 0
+    count = ctypes.c_int()
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+class Device:
+    """One GPU: its primary context (made current on each thread that uses it), a stream, an allocator."""
+
+    def __init__(self, ordinal: int):
+        call("cuInit", 0)
+        handle = ctypes.c_int()
+        call("cuDeviceGet", ctypes.byref(handle), ordinal)
+        self.ordinal, self.handle = ordinal, handle.value
+        name = ctypes.create_string_buffer(256)
+        call("cuDeviceGetName", name, 256, self.handle)
+        self.name = name.value.decode()
+        self.capability = (self.attribute(_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                           self.attribute(_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.multiprocessors = self.attribute(_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        context = ctypes.c_void_p()
+        call("cuDevicePrimaryCtxRetain", ctypes.byref(context), self.handle)
+        self.context = context
+        self._current = threading.local()
+        self.make_current()
+        stream = ctypes.c_void_p()
+        call("cuStreamCreate", ctypes.byref(stream), _CU_STREAM_NON_BLOCKING)
+        self.stream = stream
+        self.allocator = Allocator(self)
+        self._cublas: Any = None
+        self._staging: list[tuple[int, ctypes.c_void_p, ctypes.c_void_p]] = []  # (bytes, pinned, event)
+
+    def attribute(self, which: int) -> int:
+        value = ctypes.c_int()
+        call("cuDeviceGetAttribute", ctypes.byref(value), which, self.handle)
+        return value.value
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.capability[0]}{self.capability[1]}"
+
+    def make_current(self) -> None:
+        if not getattr(self._current, "set", False):
+            call("cuCtxSetCurrent", self.context)
+            self._current.set = True
+
+    def synchronize(self) -> None:
+        self.make_current()
+        call("cuStreamSynchronize", self.stream)
+
+    # -- programs, launches, products -----------------------------------------------------------------------
+    emits_ptx = True  # (programs for this device are built as PTX; the host emulation's are not)
+
+    def load(self, program: Any, arch: str) -> "Module":
+        """A program's kernels, loaded from its PTX for ``arch``."""
+        self.make_current()
+        module = ctypes.c_void_p()
+        image = ctypes.create_string_buffer(program.ptx(arch).encode())
+        call("cuModuleLoadData", ctypes.byref(module), image)
+        return Module(self, module)
+
+    def launch(self, function: ctypes.c_void_p, grid: tuple[int, int], block: int, values: Any, params: Any) -> None:
+        """Launch ``function`` on the stream: ``values`` are its (pointer) arguments, ``params`` the ``void**``
+        array of their addresses."""
+        _check("cuLaunchKernel", library().cuLaunchKernel(function, grid[0], grid[1], 1, block, 1, 1, 0,
+                                                          self.stream, params, None))
+
+    def gemm(self, step: Any, lhs: int, rhs: int, out: int, precision: Any) -> None:
+        """A plan's ``Gemm`` through cuBLAS on the stream (operands at device addresses)."""
+        if self._cublas is None:
+            from srcjax.codegen.ptx.cublas import Cublas
+
+            self._cublas = Cublas(self)
+        self._cublas.gemm(step, lhs, rhs, out, precision)
+
+    # -- copies ---------------------------------------------------------------------------------------------
+    def upload(self, host: np.ndarray) -> "DeviceBuffer":
+        """A new device buffer holding ``host``'s bytes (the copy is queued; ``host`` may change afterwards)."""
+        self.make_current()
+        host = np.ascontiguousarray(host)
+        out = self.allocator.allocate(host.nbytes)
+        self._copy_in(out.pointer, host)
+        return out
+
+    def _copy_in(self, pointer: int, host: np.ndarray) -> None:
+        if host.nbytes == 0:
+            return
+        if host.nbytes < _STAGING_MIN:  # (the driver stages small pageable copies itself, in stream order)
+            call("cuMemcpyHtoDAsync_v2", ctypes.c_uint64(pointer), host.ctypes.data_as(ctypes.c_void_p),
+                 ctypes.c_size_t(host.nbytes), self.stream)
+            return
+        pinned, event = self._stage(host.nbytes)
+        ctypes.memmove(pinned, host.ctypes.data, host.nbytes)
+        call("cuMemcpyHtoDAsync_v2", ctypes.c_uint64(pointer), pinned, ctypes.c_size_t(host.nbytes), self.stream)
+        call("cuEventRecord", event, self.stream)
+
+    def _stage(self, nbytes: int) -> tuple[ctypes.c_void_p, ctypes.c_void_p]:
+        """Pinned host memory of at least ``nbytes`` whose last copy has finished, and its event."""
+        for i, (size, pinned, event) in enumerate(self._staging):
+            if size >= nbytes:
+                call("cuEventSynchronize", event)  # (its previous copy has read it)
+                self._staging.append(self._staging.pop(i))
+                return pinned, event
+        pinned, event = ctypes.c_void_p(), ctypes.c_void_p()
+        call("cuMemHostAlloc", ctypes.byref(pinned), ctypes.c_size_t(nbytes), 0)
+        call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
+        self._staging.append((nbytes, pinned, event))
+        if len(self._staging) > 4:  # (the smallest goes)
+            size, old, old_event = min(self._staging, key=lambda s: s[0])
+            self._staging.remove((size, old, old_event))
+            call("cuEventSynchronize", old_event)
+            call("cuMemFreeHost", old)
+            call("cuEventDestroy_v2", old_event)
+        return pinned, event
+
+    def download(self, buffer: "DeviceBuffer", shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """The buffer's contents as a new host array (waits for the stream's work before it)."""
+        self.make_current()
+        out = np.empty(shape, dtype)
+        if out.nbytes:
+            call("cuMemcpyDtoHAsync_v2", out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(buffer.pointer),
+                 ctypes.c_size_t(out.nbytes), self.stream)
+            call("cuStreamSynchronize", self.stream)
+        return out
+
+    def fill(self, buffer: "DeviceBuffer", value: Any, count: int, dtype: np.dtype) -> None:
+        """Set ``count`` elements of ``buffer`` to ``value`` (queued)."""
+        self.make_current()
+        self._copy_in(buffer.pointer, np.full(count, value, dtype))
+
+
+class Module:
+    def __init__(self, device: Device, handle: ctypes.c_void_p):
+        self.device, self.handle = device, handle
+        self._functions: dict[str, ctypes.c_void_p] = {}
+
+    def function(self, name: str) -> ctypes.c_void_p:
+        if name not in self._functions:
+            fn = ctypes.c_void_p()
+            call("cuModuleGetFunction", ctypes.byref(fn), self.handle, name.encode())
+            self._functions[name] = fn
+        return self._functions[name]
+
+
+class DeviceBuffer:
+    """A block of device memory; it goes back to its allocator's free list when nothing refers to it."""
+
+    __slots__ = ("pointer", "nbytes", "size_class", "_allocator", "__weakref__")
+
+    def __init__(self, pointer: int, nbytes: int, size_class: int, allocator: "Allocator"):
+        self.pointer, self.nbytes, self.size_class, self._allocator = pointer, nbytes, size_class, allocator
+
+    def __del__(self) -> None:
+        try:
+            self._allocator.release(self.size_class, self.pointer)
+        except Exception:  # (the interpreter is shutting down)
+            pass
+
+
+class Allocator:
+    """Device memory in size classes (multiples of 512 bytes below 1 MiB, then of 1/8 of the size's power of
+    two), with free lists per class; when the driver runs out, the cached blocks are freed and the request
+    retried."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.free: dict[int, list[int]] = {}
+        self.cached_bytes = 0
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def size_class(nbytes: int) -> int:
+        nbytes = max(int(nbytes), 1)
+        if nbytes <= 1 << 20:
+            return -(-nbytes // 512) * 512
+        step = 1 << (nbytes.bit_length() - 4)
+        return -(-nbytes // step) * step
+
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        size = self.size_class(nbytes)
+        with self.lock:
+            blocks = self.free.get(size)
+            if blocks:
+                self.cached_bytes -= size
+                return DeviceBuffer(blocks.pop(), nbytes, size, self)
+        pointer = ctypes.c_uint64()
+        result = library().cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size))
+        if result == 2:  # CUDA_ERROR_OUT_OF_MEMORY: give the cached blocks back and try once more
+            self.empty()
+            result = library().cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size))
+        _check("cuMemAlloc_v2", result)
+        return DeviceBuffer(pointer.value, nbytes, size, self)
+
+    def release(self, size: int, pointer: int) -> None:
+        with self.lock:
+            self.free.setdefault(size, []).append(pointer)
+            self.cached_bytes += size
+
+    def empty(self) -> None:
+        """Free every cached block (after the stream's work, which may still use them)."""
+        self.device.synchronize()
+        with self.lock:
+            for blocks in self.free.values():
+                for pointer in blocks:
+                    library().cuMemFree_v2(ctypes.c_uint64(pointer))
+            self.free.clear()
+            self.cached_bytes = 0
+
+
+_devices: dict[int, Device] = {}
+
+
+def device(ordinal: int = 0) -> Device:
+    """The ``Device`` of GPU ``ordinal`` (made once per process)."""
+    with _lock:
+        if ordinal not in _devices:
+            _devices[ordinal] = Device(ordinal)
+        return _devices[ordinal]
+

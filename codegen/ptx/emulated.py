@@ -1,0 +1,139 @@
+"""A GPU emulated on the host, behind the driver's interface (``driver.Device``): device memory is host memory
+from the same caching allocator, programs are built for the host emulation (``kernels.py``) and loaded in the
+JIT, a launch runs the kernel's emulated grid, and products are NumPy's. ``SRCJAX_GPU=emulate`` makes it the
+one GPU the runtime sees, so that the GPU runtime (devices, GPU arrays, uploads and downloads, the executor,
+the allocator, donation) runs in CI, where there is no GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from srcjax.codegen.llvm import engine
+from srcjax.codegen.ptx.driver import Allocator, DeviceBuffer
+
+
+class EmulatedDevice:
+    emits_ptx = False
+    name = "srcjax host emulation of a GPU"
+    capability = (9, 0)
+    multiprocessors = 3
+
+    def __init__(self, ordinal: int):
+        self.ordinal = ordinal
+        self.allocator = _HostAllocator(self)
+        self.uploads = 0  # (tests count the copies)
+        self.downloads = 0
+
+    @property
+    def arch(self) -> str:
+        return "sm_90"
+
+    def make_current(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def load(self, program: Any, arch: str) -> "_Module":
+        names = [k.name for k in program.kernels]
+        return _Module(engine.compile_module(program.module, names))
+
+    def launch(self, function: Any, grid: tuple[int, int], block: int, values: Any, params: Any) -> None:
+        function(ctypes.addressof(values))
+
+    def gemm(self, step: Any, lhs: int, rhs: int, out: int, precision: Any) -> None:
+        dtype = np.dtype(step.target.dtype)
+
+        def operand(address, layout, rows, cols):
+            batch_stride, transposed, lead = layout
+            size = dtype.itemsize
+            strides = (batch_stride * size, size, lead * size) if transposed else \
+                (batch_stride * size, lead * size, size)
+            extent = (step.batch - 1) * batch_stride + (rows - 1) * (1 if transposed else lead) \
+                + (cols - 1) * (lead if transposed else 1) + 1 if rows and cols and step.batch else 0
+            flat = np.ctypeslib.as_array((ctypes.c_byte * (max(extent, 1) * size)).from_address(address))
+            return np.lib.stride_tricks.as_strided(flat.view(dtype), (step.batch, rows, cols), strides,
+                                                   writeable=False)
+
+        a, b = operand(lhs, step.lhs_layout, step.m, step.k), operand(rhs, step.rhs_layout, step.k, step.n)
+        product = np.matmul(a, b)
+        target = np.ctypeslib.as_array((ctypes.c_byte * max(product.nbytes, 1)).from_address(out))
+        target[: product.nbytes] = np.ascontiguousarray(product, dtype).reshape(-1).view(np.int8)
+
+    def upload(self, host: np.ndarray) -> DeviceBuffer:
+        host = np.ascontiguousarray(host)
+        out = self.allocator.allocate(host.nbytes)
+        if host.nbytes:
+            ctypes.memmove(out.pointer, host.ctypes.data, host.nbytes)
+        self.uploads += 1
+        return out
+
+    def download(self, buffer: DeviceBuffer, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        out = np.empty(shape, dtype)
+        if out.nbytes:
+            ctypes.memmove(out.ctypes.data, buffer.pointer, out.nbytes)
+        self.downloads += 1
+        return out
+
+    def fill(self, buffer: DeviceBuffer, value: Any, count: int, dtype: np.dtype) -> None:
+        pattern = np.full(count, value, dtype)
+        if pattern.nbytes:
+            ctypes.memmove(buffer.pointer, pattern.ctypes.data, pattern.nbytes)
+
+
+class _Module:
+    def __init__(self, compiled: engine.CompiledModule):
+        self.compiled = compiled  # (holds the code)
+        self._functions = {name: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+                           for name, address in compiled.addresses.items()}
+
+    def function(self, name: str) -> Any:
+        return self._functions[name]
+
+
+class _HostAllocator(Allocator):
+    """The caching allocator over host memory: blocks filled with a pattern that reads as garbage (a kernel that
+    reads what nobody wrote shows)."""
+
+    def __init__(self, device: EmulatedDevice):
+        super().__init__(device)  # type: ignore[arg-type]
+        self.blocks: dict[int, np.ndarray] = {}  # address -> the memory (kept alive while allocated or cached)
+        self.driver_allocations = 0
+
+    def allocate(self, nbytes: int) -> DeviceBuffer:
+        size = self.size_class(nbytes)
+        with self.lock:
+            blocks = self.free.get(size)
+            if blocks:
+                self.cached_bytes -= size
+                pointer = blocks.pop()
+                ctypes.memset(pointer, 0xA5, size)
+                return DeviceBuffer(pointer, nbytes, size, self)
+            memory = np.full(size, 0xA5, np.uint8)
+            self.blocks[memory.ctypes.data] = memory
+            self.driver_allocations += 1
+            return DeviceBuffer(memory.ctypes.data, nbytes, size, self)
+
+    def empty(self) -> None:
+        with self.lock:
+            for blocks in self.free.values():
+                for pointer in blocks:
+                    del self.blocks[pointer]
+            self.free.clear()
+            self.cached_bytes = 0
+
+
+_devices: dict[int, EmulatedDevice] = {}
+_lock = threading.Lock()
+
+
+def device(ordinal: int = 0) -> EmulatedDevice:
+    with _lock:
+        if ordinal not in _devices:
+            _devices[ordinal] = EmulatedDevice(ordinal)
+        return _devices[ordinal]

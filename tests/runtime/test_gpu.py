@@ -1,0 +1,294 @@
+"""The GPU runtime: devices, GPU arrays, jitted calls on the GPU against the CPU's, the allocator and the fallbacks.
+
+On a machine with an NVIDIA GPU these run on it; elsewhere (CI) on the host emulation of a GPU
+(``SRCJAX_GPU=emulate``: the same runtime and executor, the kernels built for the CPU). Float32 products on
+a real GPU use TF32 by default, as JAX's do, so they are compared more loosely there.
+"""
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax import lax
+from srcjax.runtime import gpu
+from srcjax.runtime.config import config
+from tests.corpus import programs
+from tests.transpiler.test_corpus import dynamic_leaves, sample
+
+REAL = bool(gpu.gpu_devices()) and not gpu._emulated()
+
+
+@pytest.fixture(autouse=True)
+def on_gpu(monkeypatch):
+    """A GPU: the real one, or the host emulation; the GPU is the default backend."""
+    if not REAL:
+        monkeypatch.setenv("SRCJAX_GPU", "emulate")
+    gpu.reset()
+    saved = config.jax_platforms
+    config.update("jax_platforms", None)
+    yield
+    config.update("jax_platforms", saved)
+    gpu.reset()
+
+
+def on_cpu(f, *args):
+    """``jit(f)(*args)`` on the CPU: the oracle."""
+    saved = config.jax_platforms
+    config.update("jax_platforms", "cpu")
+    try:
+        host = [np.asarray(a) for a in args]
+        out = srcjax.jit(f)(*host)
+        return srcjax.tree_util.tree_map(np.asarray, out)
+    finally:
+        config.update("jax_platforms", saved)
+
+
+def resident(x) -> bool:
+    return gpu.resident(x) is not None
+
+
+def agree(got, want, rtol=1e-5, atol=1e-5):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale)
+
+
+def test_the_gpu_is_the_default_backend():
+    assert srcjax.default_backend() == "gpu"
+    (device,) = srcjax.devices()
+    assert device.platform == "gpu" and repr(device) == "CudaDevice(id=0)"
+    assert srcjax.devices("cpu")[0].platform == "cpu"
+    assert isinstance(device.device_kind, str) and device.device_kind
+
+
+def test_jax_platforms_cpu_keeps_the_cpu_the_default():
+    config.update("jax_platforms", "cpu")
+    assert srcjax.default_backend() == "cpu" and srcjax.devices()[0].platform == "cpu"
+    assert srcjax.devices("gpu")[0].platform == "gpu"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 70), (0, 4)])
+def test_device_put_and_get_round_trip(dtype, shape, monkeypatch):
+    monkeypatch.setitem(config._values, "jax_enable_x64", True)
+    value = (np.arange(int(np.prod(shape))) % 7).reshape(shape).astype(dtype)
+    x = srcjax.device_put(value)
+    assert resident(x) and x.device == srcjax.devices()[0] and x.shape == shape and x.dtype == dtype
+    np.testing.assert_array_equal(srcjax.device_get(x), value)
+    np.testing.assert_array_equal(np.asarray(x), value)  # (again: the host copy is kept)
+    assert resident(x)
+
+
+def test_device_put_copies_and_moves_between_devices():
+    value = np.arange(6.0, dtype=np.float32)
+    x = srcjax.device_put(value)
+    value[0] = 100.0  # (the GPU array holds a copy)
+    assert float(x[0]) == 0.0
+    back = srcjax.device_put(x, srcjax.devices("cpu")[0])
+    assert not resident(back) and back.device.platform == "cpu"
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(x))
+    assert srcjax.device_put(x, srcjax.devices("gpu")[0]) is x
+
+
+def selu(x):
+    return 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+
+
+def logsumexp_rows(x):
+    m = jnp.max(x, axis=1, keepdims=True)
+    return jnp.log(jnp.sum(jnp.exp(x - m), axis=1)) + m[:, 0]
+
+
+def reductions(x):
+    return (jnp.sum(x), jnp.sum(x, axis=0), jnp.max(x, axis=1), jnp.min(x), jnp.argmax(x, axis=1),
+            jnp.argmin(x, axis=0), jnp.prod(1.0 + x[:3] * 1e-3, axis=1), jnp.any(x > 3.0, axis=0))
+
+
+def scans(x):
+    return jnp.cumsum(x, axis=0), lax.cummax(x, axis=1, reverse=True), jnp.cumprod(1.0 + 1e-3 * x, axis=1)
+
+
+def indexing(x, i):
+    updates = jnp.cos(i.astype(x.dtype))  # (repeated indices add up)
+    return x[i], jnp.zeros(x.shape[1], x.dtype).at[i % x.shape[1]].add(updates), jnp.take(x, i % x.shape[1], axis=1)
+
+
+def shapes(x):
+    return jnp.concatenate([x, x * 2.0], axis=1), jnp.pad(x, ((1, 2), (0, 3))), x.T @ jnp.ones((x.shape[0],), x.dtype)
+
+
+CASES = [
+    ("selu", selu, lambda r: [r.standard_normal(100_003).astype(np.float32)]),
+    ("poly", lambda x: x * x + x * 2.0, lambda r: [r.standard_normal((300, 257)).astype(np.float32)]),
+    ("logsumexp", logsumexp_rows, lambda r: [r.standard_normal((40, 3000)).astype(np.float32)]),
+    ("reductions", reductions, lambda r: [r.standard_normal((700, 300)).astype(np.float32)]),
+    ("full sum", lambda x: (jnp.sum(x), jnp.max(x)), lambda r: [r.standard_normal(1_000_001).astype(np.float32)]),
+    ("int reductions", lambda x: (jnp.sum(x, axis=1), jnp.max(x), x.astype(jnp.int32) @ x.T.astype(jnp.int32)),
+     lambda r: [r.integers(-50, 50, (64, 500)).astype(np.int32)]),
+    ("scans", scans, lambda r: [r.standard_normal((33, 200)).astype(np.float32)]),
+    ("indexing", indexing, lambda r: [r.standard_normal((50, 40)).astype(np.float32),
+                                      r.integers(0, 50, 300).astype(np.int32)]),
+    ("shapes", shapes, lambda r: [r.standard_normal((64, 48)).astype(np.float32)]),
+    ("float64", lambda x: (jnp.tanh(x) @ x.T, jnp.sum(jnp.sin(x) ** 2, axis=0)),
+     lambda r: [r.standard_normal((70, 90))]),
+]
+
+
+@pytest.mark.parametrize("name, f, make", CASES, ids=[c[0] for c in CASES])
+def test_jit_on_gpu_agrees_with_the_cpu(name, f, make):
+    saved = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    try:
+        args = make(np.random.default_rng(0))
+        want = on_cpu(f, *args)
+        got = srcjax.jit(f)(*[srcjax.device_put(a) for a in args])
+        for g, w in zip(srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(want)):
+            assert resident(g), f"{name}: a result is not on the GPU"
+            agree(g, w, rtol=2e-5 if np.asarray(w).dtype == np.float32 else 1e-12,
+                  atol=2e-5 if np.asarray(w).dtype == np.float32 else 1e-12)
+    finally:
+        config.update("jax_enable_x64", saved)
+
+
+@pytest.mark.parametrize("precision, rtol", [(None, 2e-2 if REAL else 1e-5), ("highest", 1e-5)])
+def test_float32_products_follow_the_default_matmul_precision(precision, rtol):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((300, 200)).astype(np.float32), rng.standard_normal((4, 200, 130)).astype(np.float32)
+    saved = config.jax_default_matmul_precision
+    config.update("jax_default_matmul_precision", precision)
+    try:
+        f = srcjax.jit(lambda a, b: (a @ a.T, jnp.einsum("ij,bjk->bik", a, b)))
+        got = f(srcjax.device_put(a), srcjax.device_put(b))
+    finally:
+        config.update("jax_default_matmul_precision", saved)
+    want = (a.astype(np.float64) @ a.T, np.einsum("ij,bjk->bik", a.astype(np.float64), b))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=rtol, atol=rtol * np.abs(w).max())
+
+
+def test_a_training_step_on_the_gpu_agrees_with_the_cpu():
+    rng = np.random.default_rng(2)
+    sizes = [20, 32, 32, 3]
+    params = [(rng.normal(size=(m, n)).astype(np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x, y = rng.normal(size=(16, 20)).astype(np.float32), rng.normal(size=(16, 3)).astype(np.float32)
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
+
+    def step(params, x, y):
+        value, grads = srcjax.value_and_grad(loss)(params, x, y)
+        return [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)], value
+
+    config.update("jax_platforms", "cpu")
+    want = srcjax.tree_util.tree_map(np.asarray, srcjax.jit(step)(params, x, y))
+    config.update("jax_platforms", None)
+    got = srcjax.jit(step)(*srcjax.device_put((params, x, y)))
+    tol = 2e-3 if REAL else 1e-5  # (TF32 products on a real GPU)
+    for g, w in zip(srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(want)):
+        assert resident(g)
+        np.testing.assert_allclose(np.asarray(g), w, rtol=tol, atol=tol)
+
+
+def test_results_are_gpu_arrays_that_wait_and_print():
+    x = srcjax.device_put(np.arange(4, dtype=np.float32))
+    y = srcjax.jit(lambda x: x * 2.0)(x)
+    assert y.block_until_ready() is y and y.is_ready()
+    assert repr(y) == "Array([0., 2., 4., 6.], dtype=float32)"
+    assert float(jnp.sum(y)) == 12.0  # (an eager operation reads the host copy)
+
+
+def test_host_arguments_are_uploaded():
+    got = srcjax.jit(lambda a, b, s: a * s + b)(np.ones(3, np.float32), srcjax.device_put(np.arange(3.0)), 2.0)
+    assert resident(got)
+    np.testing.assert_array_equal(np.asarray(got), [2.0, 3.0, 4.0])
+
+
+def test_donated_arguments_are_deleted():
+    x = srcjax.device_put(np.ones(8, np.float32))
+    y = srcjax.jit(lambda x: x + 1.0, donate_argnums=0)(x)
+    assert x.is_deleted() and float(y[0]) == 2.0
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(x)
+
+
+def test_control_flow_runs_on_the_cpu_with_the_same_values():
+    def f(x):
+        return lax.fori_loop(0, 5, lambda i, c: c * 0.5 + x, x)
+
+    x = srcjax.device_put(np.arange(5, dtype=np.float32))
+    jitted = srcjax.jit(f)
+    got = jitted(x)
+    np.testing.assert_allclose(np.asarray(got), on_cpu(f, np.arange(5, dtype=np.float32)), rtol=1e-6)
+    (compiled,) = jitted._cache.values()
+    assert "GPU" in compiled.gpu_error
+
+
+def test_repeated_calls_reuse_device_memory():
+    f = srcjax.jit(lambda x: jnp.sum(jnp.exp(x)) + jnp.cumsum(x)[-1])
+    x = srcjax.device_put(np.linspace(0, 1, 200_000, dtype=np.float32))
+    allocator = srcjax.devices()[0].driver().allocator
+    f(x).block_until_ready()
+    f(x).block_until_ready()
+    before = getattr(allocator, "driver_allocations", None)
+    for _ in range(5):
+        f(x).block_until_ready()
+    if before is not None:  # (the emulation counts the blocks it takes from the "driver")
+        assert allocator.driver_allocations == before
+
+
+def test_constants_are_uploaded_once():
+    table = np.arange(1000, dtype=np.float32)
+    f = srcjax.jit(lambda x: x + jnp.asarray(table))
+    x = srcjax.device_put(np.ones(1000, np.float32))
+    f(x)
+    (compiled,) = f._cache.values()
+    (executable,) = compiled.gpu_executables.values()
+    assert len(executable.consts) >= 1
+    np.testing.assert_array_equal(np.asarray(f(x)), table + 1)
+
+
+@pytest.mark.parametrize("name", sorted(programs.CASES))
+def test_corpus_program_on_the_gpu(name):
+    """Every corpus program, jitted with its arguments on the GPU, agrees with the CPU (programs the GPU backend
+    does not compile run there, and must still give the same values)."""
+    entry = programs.CASES[name]
+    specs = entry["args"]
+    rng = np.random.default_rng(0)
+    args = [sample(s, rng, entry["positive"]) for s in specs]
+    leaves = dynamic_leaves(args, specs)
+    from srcjax.transpiler.frontend import trace_function
+    from srcjax.transpiler.interpret import eval_function
+    from tests.transpiler.test_corpus import abstract
+
+    ir, _ = trace_function(entry["fn"], [abstract(s) for s in specs])
+    want = [np.asarray(v) for v in eval_function(ir, *leaves)]
+    from srcjax.codegen.llvm.plan import Unsupported
+    from srcjax.codegen.ptx.executor import GpuExecutable
+
+    try:
+        executable = GpuExecutable(ir, srcjax.devices()[0].driver())
+    except Unsupported:
+        pytest.skip("runs on the CPU (control flow or host calls)")
+    device = srcjax.devices()[0].driver()
+    inputs = [device.upload(np.ascontiguousarray(leaf, dtype=p.aval.dtype)) for leaf, p in zip(leaves, ir.params)]
+    outputs = executable(inputs)
+    got = [device.download(o, r.aval.shape, r.aval.dtype) for o, r in zip(outputs, ir.results)]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, name
+        if w.dtype.kind in "iub":
+            np.testing.assert_array_equal(g, w, err_msg=name)
+        else:
+            scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=1.0))
+            eps = float(np.finfo(w.dtype).eps)
+            tol = 2e-3 if REAL else 64 * eps  # (TF32 products on a real GPU)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=name)
