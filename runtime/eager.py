@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime import gpu as _gpu
 from srcjax.runtime.array import Array
 from srcjax.runtime.config import config
 from srcjax.transpiler.primitives import core
@@ -63,6 +64,10 @@ class EagerInterpreter(core.Interpreter):
     def process(self, prim, operands, params):
         arrays = [to_array(x, f"{prim.name} operand {i}") for i, x in enumerate(operands)]
         out_types = prim.abstract_eval(*(a.aval for a in arrays), **params)
+        if _gpu._found and _gpu._found[0] and not config.jax_debug_nans:  # (GPU arrays: their kernels)
+            results = _gpu.eager(prim, arrays, params, out_types)
+            if results is not None:
+                return results if prim.multiple_results else results[0]
         if prim.impl is None:
             raise NotImplementedError(f"no implementation for '{prim.name}' ({prim.family})")
         with np.errstate(all="ignore"):

@@ -205,3 +205,51 @@ def _executable(compiled: Any, device: GpuDevice) -> Any:
             compiled.gpu_error = f"not compiled for the GPU: {why}"
             cache[device.id] = None
     return cache[device.id]
+
+
+# -- eager operations on GPU arrays ------------------------------------------------------------------------
+_eager_cache: dict[Any, Any] = {}  # (device, primitive, params, operand types) -> its executable, or None
+_EAGER_CACHE_MAX = 4096
+
+
+def eager(prim: Any, arrays: Sequence[Any], params: dict, out_types: Any) -> list[Any] | None:
+    """A primitive applied to arrays one of which lives on a GPU, run there by the same kernels as a jitted
+    call's (one executable per primitive, parameters and operand types, kept); None where the GPU backend does
+    not compile it, or its parameters cannot key a cache (the eager interpreter then runs it on the host)."""
+    device = next((state.device for state in map(resident, arrays) if state is not None), None)
+    if device is None:
+        return None
+    try:
+        key = (device.id, prim.name, tuple(sorted(params.items())), tuple(a.aval for a in arrays))
+        hash(key)
+    except TypeError:
+        return None
+    if key not in _eager_cache:
+        if len(_eager_cache) >= _EAGER_CACHE_MAX:
+            _eager_cache.clear()
+        _eager_cache[key] = _eager_executable(prim, params, [a.aval for a in arrays], device)
+    executable = _eager_cache[key]
+    if executable is None:
+        return None
+    inputs = [_memory(a, a.aval.dtype, device) for a in arrays]
+    outputs = executable(inputs, precision=config.jax_default_matmul_precision)
+    types = out_types if prim.multiple_results else [out_types]
+    return [_array(device, memory, typ) for memory, typ in zip(outputs, types)]
+
+
+def _eager_executable(prim: Any, params: dict, avals: list[Any], device: GpuDevice) -> Any:
+    from srcjax.codegen.llvm.plan import Unsupported
+    from srcjax.codegen.ptx.executor import GpuExecutable
+    from srcjax.transpiler.builder import Builder
+    from srcjax.transpiler.passes import clean
+    from srcjax.transpiler.primitives import core
+
+    builder = Builder(prim.name, None, capture=True)
+    operands = [builder.param(aval) for aval in avals]
+    with core.interpreting(builder):
+        out = prim.bind(*operands, **params)
+        fn = builder.finish(list(out) if prim.multiple_results else [out])
+    try:
+        return GpuExecutable(clean(fn), device.driver())
+    except Unsupported:
+        return None

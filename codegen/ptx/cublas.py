@@ -13,7 +13,7 @@ import ctypes
 import glob
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -66,11 +66,11 @@ class Cublas:
         if status != 0:
             raise CublasError(f"{name} failed with cuBLAS status {status}")
 
-    def gemm(self, step: Gemm, lhs: int, rhs: int, out: int, precision: Any = None) -> None:
-        """``step``'s product of the operands at device addresses ``lhs`` and ``rhs`` (already offset to the
-        views' first elements) into ``out``."""
+    def runner(self, step: Gemm, precision: Any = None) -> Callable[[int, int, int], None]:
+        """``run(lhs, rhs, out)``: ``step``'s product of the operands at device addresses ``lhs`` and ``rhs``
+        (offset to the views' first elements) into ``out``; the call's other arguments are made once, here."""
         if not (step.m and step.n):
-            return
+            return lambda lhs, rhs, out: None
         dtype = np.dtype(step.target.dtype)
         (lbs, lt, lld), (rbs, rt, rld) = step.lhs_layout, step.rhs_layout
         if dtype == np.float64:
@@ -79,14 +79,17 @@ class Cublas:
             full = precision is not None and str(precision).lower() in _FULL_FLOAT32
             kind, compute, scalar = _R_32F, (_COMPUTE_32F if full else _COMPUTE_32F_FAST_TF32), ctypes.c_float
         alpha, beta = scalar(1.0), scalar(0.0)
-        i64 = ctypes.c_longlong
-        status = self.lib.cublasGemmStridedBatchedEx(
-            self.handle, _OP_T if rt else _OP_N, _OP_T if lt else _OP_N, step.n, step.m, step.k,
-            ctypes.byref(alpha),
-            ctypes.c_void_p(rhs), kind, rld, i64(rbs),
-            ctypes.c_void_p(lhs), kind, lld, i64(lbs),
-            ctypes.byref(beta),
-            ctypes.c_void_p(out), kind, step.n, i64(step.m * step.n),
-            step.batch, compute, _GEMM_DEFAULT,
-        )
-        self._check("cublasGemmStridedBatchedEx", status)
+        i64, pointer, gemm, check = ctypes.c_longlong, ctypes.c_void_p, self.lib.cublasGemmStridedBatchedEx, self._check
+        head = (self.handle, _OP_T if rt else _OP_N, _OP_T if lt else _OP_N, step.n, step.m, step.k,
+                ctypes.byref(alpha))
+        rhs_tail, lhs_tail = (kind, rld, i64(rbs)), (kind, lld, i64(lbs))
+        out_tail = (kind, step.n, i64(step.m * step.n), step.batch, compute, _GEMM_DEFAULT)
+        beta_ref = ctypes.byref(beta)
+
+        def run(lhs: int, rhs: int, out: int) -> None:
+            status = gemm(*head, pointer(rhs), *rhs_tail, pointer(lhs), *lhs_tail, beta_ref, pointer(out), *out_tail)
+            if status:
+                check("cublasGemmStridedBatchedEx", status)
+
+        run.keep = (alpha, beta)  # type: ignore[attr-defined] - (what the byref()s point to)
+        return run

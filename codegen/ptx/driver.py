@@ -130,13 +130,13 @@ class Device:
         _check("cuLaunchKernel", library().cuLaunchKernel(function, grid[0], grid[1], 1, block, 1, 1, 0,
                                                           self.stream, params, None))
 
-    def gemm(self, step: Any, lhs: int, rhs: int, out: int, precision: Any) -> None:
-        """A plan's ``Gemm`` through cuBLAS on the stream (operands at device addresses)."""
+    def gemm_runner(self, step: Any, precision: Any) -> Any:
+        """``run(lhs, rhs, out)``: a plan's ``Gemm`` through cuBLAS on the stream, operands at device addresses."""
         if self._cublas is None:
             from srcjax.codegen.ptx.cublas import Cublas
 
             self._cublas = Cublas(self)
-        self._cublas.gemm(step, lhs, rhs, out, precision)
+        return self._cublas.runner(step, precision)
 
     # -- copies ---------------------------------------------------------------------------------------------
     def upload(self, host: np.ndarray) -> "DeviceBuffer":

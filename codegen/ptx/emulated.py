@@ -46,7 +46,10 @@ class EmulatedDevice:
     def launch(self, function: Any, grid: tuple[int, int], block: int, values: Any, params: Any) -> None:
         function(ctypes.addressof(values))
 
-    def gemm(self, step: Any, lhs: int, rhs: int, out: int, precision: Any) -> None:
+    def gemm_runner(self, step: Any, precision: Any) -> Any:
+        return lambda lhs, rhs, out: self.gemm(step, lhs, rhs, out)
+
+    def gemm(self, step: Any, lhs: int, rhs: int, out: int) -> None:
         dtype = np.dtype(step.target.dtype)
 
         def operand(address, layout, rows, cols):

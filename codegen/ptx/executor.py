@@ -17,7 +17,6 @@ from srcjax.codegen.llvm.layout import Buffer
 from srcjax.codegen.llvm.plan import Gemm
 from srcjax.codegen.ptx import program as programs
 from srcjax.codegen.ptx import target
-from srcjax.codegen.ptx.kernels import Kernel
 from srcjax.transpiler.ir import Function
 
 # the newest compute capability llvmlite's NVPTX target and the PTX ISA we emit know; newer devices JIT it
@@ -41,26 +40,16 @@ class GpuExecutable:
         self.consts = {id(buf): device.upload(np.ascontiguousarray(data, dtype=buf.dtype)) for buf, data in plan.consts}
         self.result_types = [(r.aval.shape, r.aval.dtype) for r in fn.results]
         self.param_dtypes = [p.aval.dtype for p in fn.params]
-        # per kernel: its function, and argument slots reused every call (``void**`` to u64 values)
-        self._launches: list[tuple[ctypes.c_void_p, Any, Any]] = []
-        for step in self.program.steps:
-            if isinstance(step, Kernel) and step.kind != "fill":
-                values = (ctypes.c_uint64 * max(len(step.buffers), 1))()
-                params = (ctypes.c_void_p * max(len(step.buffers), 1))(
-                    *[ctypes.addressof(values) + 8 * i for i in range(len(step.buffers))])
-                self._launches.append((self.module.function(step.name), values, params))
-            else:
-                self._launches.append((None, None, None))
-        self._last_use = self._lifetimes()
+        self._schedule_for: dict[Any, list] = {}  # precision -> the schedule (products depend on it)
+        # every buffer gets a slot: inputs, outputs, constants, then temporaries and scratch as steps first use them
+        self._slots: dict[int, int] = {}
+        for buf in [*plan.inputs, *plan.outputs, *[b for b, _ in plan.consts]]:
+            self._slot(buf)
+        self._output_sizes = [(self._slots[id(b)], b.size * b.dtype.itemsize) for b in plan.outputs]
+        self._const_slots = [(self._slots[id(b)], self.consts[id(b)]) for b, _ in plan.consts]
 
-    def _lifetimes(self) -> dict[int, int]:
-        """Temporary or scratch buffer id -> the index of the last step that uses it."""
-        last: dict[int, int] = {}
-        for i, step in enumerate(self.program.steps):
-            for buf in self._step_buffers(step):
-                if buf.kind in ("temp", "scratch"):
-                    last[id(buf)] = i
-        return last
+    def _slot(self, buf: Buffer) -> int:
+        return self._slots.setdefault(id(buf), len(self._slots))
 
     def _step_buffers(self, step: Any) -> list[Buffer]:
         if isinstance(step, Gemm):
@@ -68,41 +57,82 @@ class GpuExecutable:
             return [plan.buffers[id(step.lhs.base)], plan.buffers[id(step.rhs.base)], step.target]
         return [*step.buffers, *[b for b, _ in step.fills]]
 
-    def __call__(self, inputs: list[Any], precision: Any = None) -> list[Any]:
-        """Queue the call on ``inputs`` (device buffers, one per parameter); returns the result buffers."""
+    def _schedule(self, precision: Any) -> list:
+        """Per step: (slots to allocate with their sizes, the action, its arguments, slots to free afterwards)."""
         device, plan = self.device, self.program.plan
-        device.make_current()
-        allocate = device.allocator.allocate
-        memory: dict[int, Any] = dict(self.consts)
-        for buf, value in zip(plan.inputs, inputs):
-            memory[id(buf)] = value
-        outputs = [allocate(buf.size * buf.dtype.itemsize) for buf in plan.outputs]
-        for buf, value in zip(plan.outputs, outputs):
-            memory[id(buf)] = value
+        last: dict[int, int] = {}
         for i, step in enumerate(self.program.steps):
             for buf in self._step_buffers(step):
-                if id(buf) not in memory:
-                    memory[id(buf)] = allocate(buf.size * buf.dtype.itemsize)
+                if buf.kind in ("temp", "scratch"):
+                    last[id(buf)] = i
+        seen: set[int] = set()
+        schedule = []
+        for i, step in enumerate(self.program.steps):
+            allocs = []
+            for buf in self._step_buffers(step):
+                if buf.kind in ("temp", "scratch") and id(buf) not in seen:
+                    seen.add(id(buf))
+                    allocs.append((self._slot(buf), buf.size * buf.dtype.itemsize))
+            frees = tuple(self._slots[id(b)] for b in {id(b): b for b in self._step_buffers(step)}.values()
+                          if last.get(id(b)) == i)
             if isinstance(step, Gemm):
-                self._gemm(step, memory, precision)
+                size = step.target.dtype.itemsize
+                action = (_GEMM, device.gemm_runner(step, precision), self._slot(plan.buffers[id(step.lhs.base)]),
+                          step.lhs.offset * size, self._slot(plan.buffers[id(step.rhs.base)]), step.rhs.offset * size,
+                          self._slot(step.target))
+            elif step.kind == "fill":
+                action = (_FILL, [(self._slot(b), v, b.size, b.dtype) for b, v in step.fills])
             else:
-                for buf, value in step.fills:
-                    device.fill(memory[id(buf)], value, buf.size, buf.dtype)
-                function, values, params = self._launches[i]
-                if function is not None:
-                    for k, buf in enumerate(step.buffers):
-                        values[k] = memory[id(buf)].pointer
-                    device.launch(function, step.grid, step.block, values, params)
-            for buf in self._step_buffers(step):  # (back to the allocator: stream order keeps later users after)
-                if self._last_use.get(id(buf)) == i:
-                    del memory[id(buf)]
+                values = (ctypes.c_uint64 * max(len(step.buffers), 1))()
+                params = (ctypes.c_void_p * max(len(step.buffers), 1))(
+                    *[ctypes.addressof(values) + 8 * k for k in range(len(step.buffers))])
+                fills = [(self._slot(b), v, b.size, b.dtype) for b, v in step.fills]
+                action = (_LAUNCH, self.module.function(step.name), values, params, step.grid, step.block,
+                          tuple(self._slot(b) for b in step.buffers), fills)
+            schedule.append((tuple(allocs), action, frees))
+        return schedule
+
+    def __call__(self, inputs: list[Any], precision: Any = None) -> list[Any]:
+        """Queue the call on ``inputs`` (device buffers, one per parameter); returns the result buffers."""
+        device = self.device
+        device.make_current()
+        schedule = self._schedule_for.get(precision)
+        if schedule is None:
+            schedule = self._schedule_for[precision] = self._schedule(precision)
+        allocate, launch = device.allocator.allocate, device.launch
+        memory: list[Any] = [None] * len(self._slots)
+        memory[: len(inputs)] = inputs
+        outputs = []
+        for slot, nbytes in self._output_sizes:
+            memory[slot] = out = allocate(nbytes)
+            outputs.append(out)
+        for slot, value in self._const_slots:
+            memory[slot] = value
+        # (a temporary goes back to the allocator after the last step that uses it: stream order keeps the steps
+        # queued later, which may be given the same memory, after it)
+        for allocs, action, frees in schedule:
+            for slot, nbytes in allocs:
+                memory[slot] = allocate(nbytes)
+            kind = action[0]
+            if kind is _LAUNCH:
+                _, function, values, params, grid, block, slots, fills = action
+                for slot, value, count, dtype in fills:
+                    device.fill(memory[slot], value, count, dtype)
+                for k, slot in enumerate(slots):
+                    values[k] = memory[slot].pointer
+                launch(function, grid, block, values, params)
+            elif kind is _GEMM:
+                _, run, lhs, lhs_offset, rhs, rhs_offset, out = action
+                run(memory[lhs].pointer + lhs_offset, memory[rhs].pointer + rhs_offset, memory[out].pointer)
+            else:
+                for slot, value, count, dtype in action[1]:
+                    device.fill(memory[slot], value, count, dtype)
+            for slot in frees:
+                memory[slot] = None
         return outputs
 
-    def _gemm(self, step: Gemm, memory: dict[int, Any], precision: Any) -> None:
-        plan, size = self.program.plan, step.target.dtype.itemsize
-        lhs = memory[id(plan.buffers[id(step.lhs.base)])].pointer + step.lhs.offset * size
-        rhs = memory[id(plan.buffers[id(step.rhs.base)])].pointer + step.rhs.offset * size
-        self.device.gemm(step, lhs, rhs, memory[id(step.target)].pointer, precision)
+
+_LAUNCH, _GEMM, _FILL = "launch", "gemm", "fill"
 
 
 def assemble_all(fn: Function) -> dict[str, bytes]:

@@ -38,7 +38,7 @@ from srcjax.codegen.llvm.kernels import (
     store_value,
 )
 from srcjax.codegen.llvm.layout import Buffer
-from srcjax.codegen.llvm.nodes import NestBody
+from srcjax.codegen.llvm.nodes import Load, NestBody
 from srcjax.codegen.llvm.rules import Lowering, convert, ltype, mtype
 from srcjax.codegen.ptx.target import DeviceLowering
 
@@ -50,6 +50,8 @@ EMULATED_GRID = 3  # blocks per grid axis in the host emulation, at most
 BLOCK_REDUCE_MIN = 128  # reduced elements per result from which a block shares them
 SHARE_MIN = 4096  # reduced elements each block's share has at least, when results are split into shares
 _SHUFFLE_OFFSETS = (16, 8, 4, 2, 1)
+BUFFER_ALIGNMENT = 16  # every buffer a kernel gets starts at a multiple of this (the allocators' blocks do)
+VECTOR_BYTES = 16  # a thread of a contiguous map reads and writes this much of each buffer at once
 
 
 @dataclass
@@ -163,6 +165,7 @@ class KernelEmitter(NestEmitter):
         fn.attributes.add("nounwind")
         for arg in fn.args[: len(buffers)]:
             arg.add_attribute("noalias")
+            arg.attributes.align = BUFFER_ALIGNMENT
         self._start(fn, buffers)
         if self.device:
             b = self.b
@@ -219,11 +222,37 @@ class KernelEmitter(NestEmitter):
         wide = (lambda v: v) if itype is I32 else (lambda v: b.zext(v, I64))
         start = b.add(b.mul(wide(grid.bx), wide(grid.ntid)), wide(grid.tid))
         stride = b.mul(wide(grid.nbx), wide(grid.ntid))
-        if kind == "map":
+        width = self._vector_width() if kind == "map" else 1
+        if width > 1:  # runs of ``width`` elements, which LLVM loads and stores as vectors, then the rest
+            runs = count // width
+
+            def run(j):
+                first = b.mul(b.zext(j, I64) if itype is I32 else j, ir.Constant(I64, width))
+                for k in range(width):
+                    self.element([b.add(first, ir.Constant(I64, k))])
+
+            _loop(b, start, ir.Constant(itype, runs), stride, run)
+            _loop(b, b.add(start, ir.Constant(itype, runs * width)), ir.Constant(itype, count), stride,
+                  lambda i: self.element(_unflatten(b, i, outer)))
+        elif kind == "map":
             _loop(b, start, ir.Constant(itype, count), stride, lambda i: self.element(_unflatten(b, i, outer)))
         else:
             _loop(b, start, ir.Constant(itype, count), stride, lambda i: self._serial_result(_unflatten(b, i, outer)))
         self._finish(kernel, fn)
+
+    def _vector_width(self) -> int:
+        """Elements per run of a one-axis map whose every access walks its buffer contiguously from an aligned
+        place (a vector of ``VECTOR_BYTES`` per access), else 1."""
+        body = self.body
+        if len(body.shape) != 1 or any(s.starts is not None for s in body.stores):
+            return 1
+        accesses = [(type(load) is Load, load.coeffs, load.offset, load.dtype) for load in body.loads]
+        accesses += [(True, s.coeffs, s.offset, s.buffer.dtype) for s in body.stores]
+        if not accesses:
+            return 1
+        width = VECTOR_BYTES // max(np.dtype(dtype).itemsize for *_, dtype in accesses)
+        plain = all(simple and coeffs == [1] and offset % width == 0 for simple, coeffs, offset, _ in accesses)
+        return width if plain and width > 1 and body.shape[0] >= 4 * width else 1
 
     def _merge_index(self, kept: list[ir.Value], reduced: list[ir.Value]) -> list[ir.Value]:
         kept, reduced = list(kept), list(reduced)

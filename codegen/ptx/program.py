@@ -130,9 +130,9 @@ class Emulation:
         program, plan = self.program, self.program.plan
         memory: dict[int, np.ndarray] = {}
         for buf, arg, param in zip(plan.inputs, args, program.fn.params):
-            memory[id(buf)] = np.ascontiguousarray(arg, dtype=param.aval.dtype).reshape(-1)
+            memory[id(buf)] = np.array(arg, dtype=param.aval.dtype).reshape(-1)  # (a fresh, aligned copy)
         for buf, data in plan.consts:
-            memory[id(buf)] = np.ascontiguousarray(data, dtype=buf.dtype).reshape(-1)
+            memory[id(buf)] = np.array(data, dtype=buf.dtype).reshape(-1)
         for buf in [*plan.outputs, *plan.temps, *program.scratch]:
             memory[id(buf)] = _garbage(buf)
         for step in program.steps:
