@@ -325,6 +325,49 @@ def build(specs: list[Specialisation], source: str | os.PathLike, directory: str
     return loader
 
 
+def write_gpu(specs: list[Specialisation], source: str | os.PathLike, directory: str | os.PathLike,
+              arches: tuple[str, ...], log=None) -> list[Path]:
+    """Beside the CPU library: per specialisation the GPU backend compiles, ``<stem>_aot.<symbol>.<arch>.ptx``,
+    the ``.cubin`` that ptxas makes of it (where CUDA's toolkit is installed), and ``<stem>_aot_gpu.json``, the
+    steps that run them (kernel launches with their grids and buffers, cuBLAS products). Specialisations with
+    control flow or host calls run on the CPU, and are listed there as such."""
+    import json
+
+    from srcjax.codegen.llvm.plan import Gemm, Unsupported
+    from srcjax.codegen.ptx import program, target
+
+    directory = Path(directory)
+    name, written, manifest = module_stem(source), [], {}
+    for i, spec in enumerate(specs):
+        symbol = f"srcjax_aot_{re.sub(r'[^0-9A-Za-z_]', '_', spec.function)}_{i}"
+        try:
+            built = program.build(spec.ir, device=True, name=symbol)
+        except Unsupported as why:
+            manifest[symbol] = {"function": spec.function, "signature": spec.signature, "cpu": str(why)}
+            continue
+        steps = []
+        for step in built.steps:
+            if isinstance(step, Gemm):
+                steps.append({"cublas": [step.batch, step.m, step.n, step.k], "dtype": step.target.dtype.name})
+            else:
+                steps.append({"kernel": step.name, "kind": step.kind, "grid": list(step.grid), "block": step.block,
+                              "buffers": [f"{b.kind}{b.index}" for b in step.buffers]})
+        manifest[symbol] = {"function": spec.function, "signature": spec.signature, "steps": steps}
+        for arch in arches:
+            ptx = built.ptx(arch)
+            path = directory / f"{name}.{symbol}.{arch}.ptx"
+            path.write_text(ptx)
+            written.append(path)
+            if target.ptxas_path() is not None:
+                cubin = directory / f"{name}.{symbol}.{arch}.cubin"
+                cubin.write_bytes(target.assemble(ptx, arch))
+                written.append(cubin)
+    (directory / f"{name}_gpu.json").write_text(json.dumps(manifest, indent=1))
+    if log is not None:
+        print(f"srcjax compile: GPU kernels for {', '.join(arches)}: {len(written)} files in {directory}", file=log)
+    return written
+
+
 def _metadata(name: str, entries: list[_Entry], routines: list[str]) -> dict:
     """What the loader needs besides the library: see ``codegen/aot_loader.py``."""
     from srcjax.codegen.llvm import blas, engine

@@ -1,6 +1,6 @@
 """The ``srcjax`` command.
 
-    srcjax transpile FILE.py:FUNC --args 'f32[3], f32[]' [--emit ir|python] [--grad --vmap ...]
+    srcjax transpile FILE.py:FUNC --args 'f32[3], f32[]' [--emit ir|python|llvm|asm|ptx] [--grad --vmap ...]
 
 prints the IR or the generated Python of FUNC specialised to the argument types. ``--args`` takes a
 comma-separated list of ``dtype[shape]`` types (``f32[3,4]``, ``i32[]``, ``bool[5]``) and Python literals
@@ -157,7 +157,7 @@ def transpile(options: argparse.Namespace) -> str:
         ir = transform_ir.transformed(fn, args, options.transforms, argnums=_argnums(options),
                                       in_axes=_in_axes(options), has_aux=options.has_aux,
                                       axis_name=options.axis_name)
-        return _emit(ir, options.emit)
+        return _emit(ir, options.emit, options.arch)
 
 
 def _check_arity(fn: Callable, args: list[Any]) -> None:
@@ -180,7 +180,7 @@ def _check_arity(fn: Callable, args: list[Any]) -> None:
                          f"--args gives {len(args)}") from None
 
 
-def _emit(ir: Any, form: str) -> str:
+def _emit(ir: Any, form: str, arch: str | None = None) -> str:
     from srcjax.transpiler.emit_python import emit_module
     from srcjax.transpiler.emit_spelling import NotEmittable
     from srcjax.transpiler.printer import print_function
@@ -192,6 +192,17 @@ def _emit(ir: Any, form: str) -> str:
             return emit_module(ir)
         except NotEmittable as e:
             raise UsageError(f"{e}; --emit ir shows the function") from None
+    if form == "ptx":
+        from srcjax.codegen.llvm.plan import Unsupported
+        from srcjax.codegen.ptx import program, target
+
+        try:
+            built = program.build(ir, device=True)
+        except Unsupported as e:
+            raise UsageError(f"{ir.name} does not compile for the GPU: {e}") from None
+        if not built.kernels:
+            return f"// {ir.name} has no kernels: {built.describe() or 'no steps'}"
+        return f"// {built.describe().replace(chr(10), chr(10) + '// ')}\n" + built.ptx(arch or target.DEFAULT_ARCH)
     from srcjax.codegen.llvm.compile import compile_function
 
     native = compile_function(ir)
@@ -216,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     t = commands.add_parser("transpile", help="print the IR or generated Python of a function")
     t.add_argument("target", help="FILE.py:FUNCTION")
     t.add_argument("--args", help="argument types, e.g. 'f32[3], f32[]' (Python literals for static ones)")
-    t.add_argument("--emit", choices=["ir", "python", "llvm", "asm"], default="python")
+    t.add_argument("--emit", choices=["ir", "python", "llvm", "asm", "ptx"], default="python")
+    t.add_argument("--arch", help="for --emit ptx: the GPU's compute capability, e.g. sm_80 (default) or sm_90")
     for name, help_text in TRANSFORMS.items():
         t.add_argument(f"--{name.replace('_', '-')}", dest=name, action=_InOrder, nargs=0,
                        help=help_text)
@@ -229,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     c = commands.add_parser("compile", help="compile a file's @jit functions ahead of time into a loadable module")
     c.add_argument("file", help="FILE.py; its @jit functions declare signatures with @srcjax.aot.signatures")
     c.add_argument("-o", "--output", default=".", help="where lib<stem>_aot.so and <stem>_aot.py go (default: .)")
+    c.add_argument("--ptx", metavar="ARCHES", help="also write the GPU kernels for these compute capabilities, e.g. "
+                   "sm_80,sm_90: PTX, cubins (with CUDA's toolkit) and <stem>_aot_gpu.json")
     options = parser.parse_args(argv)
     from srcjax.codegen.aot import AotError
     from srcjax.transpiler.frontend.errors import TranspileError
@@ -240,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         elif options.command == "compile":
             from srcjax.aot import compile_file
 
-            _print(compile_file(options.file, options.output))
+            arches = tuple(a.strip() for a in options.ptx.split(",") if a.strip()) if options.ptx else ()
+            _print(compile_file(options.file, options.output, gpu_arches=arches))
     except (UsageError, TranspileError, AotError, TransformRefused) as e:
         print(f"srcjax: {e}", file=sys.stderr)
         return 2

@@ -97,9 +97,11 @@ def _specialise(name: str, fn: Jitted, spec: str, path: str) -> Specialisation:
     return Specialisation(name, spec, ir, args, out_tree)
 
 
-def compile_file(path: str | os.PathLike, directory: str | os.PathLike, log=sys.stderr) -> Path:
+def compile_file(path: str | os.PathLike, directory: str | os.PathLike, log=sys.stderr,
+                 gpu_arches: tuple[str, ...] = ()) -> Path:
     """Compile every ``@jit`` function of ``path`` that declares signatures into ``directory``; the loader's
-    path. Functions without signatures are skipped with a note on ``log``."""
+    path. Functions without signatures are skipped with a note on ``log``. ``gpu_arches`` (``sm_80``, ...): also
+    write each specialisation's GPU kernels there (``codegen.aot.write_gpu``)."""
     path = str(path)
     if not os.path.exists(path):
         raise AotError(f"no such file: {path}")
@@ -123,4 +125,9 @@ def compile_file(path: str | os.PathLike, directory: str | os.PathLike, log=sys.
             f"{path} has no @jit function with declared signatures: put "
             "@srcjax.aot.signatures('f32[3], f32[]', ...) above @jit on the functions to compile"
         )
-    return build(specs, path, directory)
+    loader = build(specs, path, directory)
+    if gpu_arches:
+        from srcjax.codegen.aot import write_gpu
+
+        write_gpu(specs, path, directory, gpu_arches, log)
+    return loader

@@ -14,6 +14,7 @@ import pytest
 
 import srcjax
 from srcjax.codegen.aot import AotError, find_c_compiler
+from srcjax.codegen.ptx import target as gpu_target
 from srcjax import aot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -344,3 +345,26 @@ def test_command_reports_errors(tmp_path):
     result = _run([sys.executable, "-m", "srcjax", "compile", str(source), "-o", str(tmp_path)])
     assert result.returncode == 2
     assert "has no @jit function with declared signatures" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_compile_writes_gpu_kernels_beside_the_library(tmp_path):
+    """``--ptx sm_80,sm_90``: PTX (and, with CUDA's toolkit, cubins) per specialisation the GPU backend compiles,
+    and a manifest of the steps that run them; the CPU library and loader are as without it."""
+    import json
+
+    source = tmp_path / "srcjax_demo.py"
+    source.write_text(SOURCE)
+    out = tmp_path / "out"
+    result = _run([sys.executable, "-m", "srcjax", "compile", str(source), "-o", str(out), "--ptx", "sm_80,sm_90"])
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert "libsrcjax_demo_aot.so" in names and "srcjax_demo_aot.py" in names
+    manifest = json.loads((out / "srcjax_demo_aot_gpu.json").read_text())
+    on_gpu = [symbol for symbol, entry in manifest.items() if "steps" in entry]
+    assert on_gpu, manifest
+    for symbol in on_gpu:
+        for arch in ("sm_80", "sm_90"):
+            ptx = (out / f"srcjax_demo_aot.{symbol}.{arch}.ptx").read_text()
+            assert f".target {arch}" in ptx
+            if gpu_target.ptxas_path() is not None:
+                assert (out / f"srcjax_demo_aot.{symbol}.{arch}.cubin").stat().st_size > 0

@@ -115,3 +115,14 @@ def test_transpile_emits_llvm_and_assembly(capsys):
     assert cli(["transpile", target, "--args", "f32[64,64]", "--emit", "asm"]) == 0
     assembly = capsys.readouterr().out
     assert packed(assembly, "v?mulps")  # packed arithmetic on the target's full vector registers
+
+
+def test_transpile_emits_ptx_that_ptxas_assembles(capsys):
+    from srcjax.codegen.ptx import target as gpu_target
+
+    source = os.path.join(ROOT, "examples/seed_003_slides.py") + ":slow_f"
+    assert cli(["transpile", source, "--args", "f32[64,64]", "--emit", "ptx", "--arch", "sm_90"]) == 0
+    ptx = capsys.readouterr().out
+    assert ".target sm_90" in ptx and ".entry" in ptx and "map kernel" in ptx
+    if gpu_target.ptxas_path() is not None:
+        gpu_target.assemble(ptx, "sm_90")
