@@ -184,9 +184,18 @@ def call(compiled: Any, leaves: Sequence[Any]) -> list[Any] | None:
     executable = _executable(compiled, device)
     if executable is None:
         return None
-    inputs = [_memory(leaf, dtype, device) for leaf, dtype in zip(leaves, executable.param_dtypes)]
-    outputs = executable(inputs, precision=config.jax_default_matmul_precision)
-    results = [_array(device, memory, r.aval) for memory, r in zip(outputs, compiled.ir.results)]
+    from srcjax.runtime.gpu_eval import SegmentedProgram
+
+    if isinstance(executable, SegmentedProgram):
+        params = compiled.ir.params
+        outs = executable.run([leaf if resident(leaf) is not None else _upload(leaf, p.aval, device)
+                               for leaf, p in zip(leaves, params)])
+        results = [out if resident(out) is not None else put(np.asarray(out, r.aval.dtype), r.aval.weak_type, device)
+                   for out, r in zip(outs, compiled.ir.results)]
+    else:
+        inputs = [_memory(leaf, dtype, device) for leaf, dtype in zip(leaves, executable.param_dtypes)]
+        outputs = executable(inputs, precision=config.jax_default_matmul_precision)
+        results = [_array(device, memory, r.aval) for memory, r in zip(outputs, compiled.ir.results)]
     for i in compiled.donated:  # (their buffers go back to the allocator once the call's work has read them)
         if resident(leaves[i]) is not None:
             leaves[i].delete()
@@ -202,9 +211,20 @@ def _executable(compiled: Any, device: GpuDevice) -> Any:
         try:
             cache[device.id] = GpuExecutable(compiled.ir, device.driver())
         except Unsupported as why:
-            compiled.gpu_error = f"not compiled for the GPU: {why}"
-            cache[device.id] = None
+            from srcjax.codegen.llvm.control import is_replicated
+            from srcjax.runtime.gpu_eval import SegmentedProgram
+
+            if is_replicated(compiled.ir):  # (collectives: replicas on the CPU)
+                compiled.gpu_error = f"not compiled for the GPU: {why}"
+                cache[device.id] = None
+            else:  # control flow, or ops no kernel computes: compiled runs between them (runtime/gpu_eval.py)
+                compiled.gpu_error = f"runs on the GPU as compiled runs between interpreted ops: {why}"
+                cache[device.id] = SegmentedProgram(compiled.ir, device)
     return cache[device.id]
+
+
+def _upload(leaf: Any, aval: Any, device: GpuDevice) -> Any:
+    return put(np.asarray(leaf, aval.dtype), aval.weak_type, device)
 
 
 # -- eager operations on GPU arrays ------------------------------------------------------------------------

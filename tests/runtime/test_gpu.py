@@ -221,16 +221,32 @@ def test_donated_arguments_are_deleted():
         np.asarray(x)
 
 
-def test_control_flow_runs_on_the_cpu_with_the_same_values():
+def test_control_flow_runs_on_the_gpu_between_compiled_runs():
     def f(x):
         return lax.fori_loop(0, 5, lambda i, c: c * 0.5 + x, x)
 
-    x = srcjax.device_put(np.arange(5, dtype=np.float32))
-    jitted = srcjax.jit(f)
-    got = jitted(x)
-    np.testing.assert_allclose(np.asarray(got), on_cpu(f, np.arange(5, dtype=np.float32)), rtol=1e-6)
-    (compiled,) = jitted._cache.values()
-    assert "GPU" in compiled.gpu_error
+    def g(x):
+        while jnp.sum(x) < 100.0:  # (a traced while: its predicate is read back every trip)
+            x = x * 2.0 + 1.0
+        return x
+
+    def h(xs):
+        def cell(c, x):
+            c = jnp.tanh(c + x)
+            return c, c * 2.0
+        return lax.scan(cell, jnp.zeros(3, xs.dtype), xs)
+
+    x = np.arange(5, dtype=np.float32)
+    xs = np.random.default_rng(4).standard_normal((6, 3)).astype(np.float32)
+    scan_grad = srcjax.grad(lambda xs: jnp.sum(h(xs)[1] ** 2))
+    for fn, arg in [(f, x), (g, x), (h, xs), (scan_grad, xs)]:
+        jitted = srcjax.jit(fn)
+        got = jitted(srcjax.device_put(arg))
+        for g_, w in zip(srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(on_cpu(fn, arg))):
+            assert resident(g_)
+            np.testing.assert_allclose(np.asarray(g_), w, rtol=1e-5, atol=1e-6)
+        (compiled,) = jitted._cache.values()
+        assert "compiled runs" in compiled.gpu_error
 
 
 def test_repeated_calls_reuse_device_memory():
@@ -274,15 +290,20 @@ def test_corpus_program_on_the_gpu(name):
     want = [np.asarray(v) for v in eval_function(ir, *leaves)]
     from srcjax.codegen.llvm.plan import Unsupported
     from srcjax.codegen.ptx.executor import GpuExecutable
+    from srcjax.runtime.gpu_eval import SegmentedProgram
 
+    device = srcjax.devices()[0]
     try:
-        executable = GpuExecutable(ir, srcjax.devices()[0].driver())
-    except Unsupported:
-        pytest.skip("runs on the CPU (control flow or host calls)")
-    device = srcjax.devices()[0].driver()
-    inputs = [device.upload(np.ascontiguousarray(leaf, dtype=p.aval.dtype)) for leaf, p in zip(leaves, ir.params)]
-    outputs = executable(inputs)
-    got = [device.download(o, r.aval.shape, r.aval.dtype) for o, r in zip(outputs, ir.results)]
+        executable = GpuExecutable(ir, device.driver())
+    except Unsupported:  # (control flow, or ops no kernel computes: compiled runs between interpreted ops)
+        outs = SegmentedProgram(ir, device).run([srcjax.device_put(np.asarray(leaf, p.aval.dtype))
+                                                 for leaf, p in zip(leaves, ir.params)])
+        got = [np.asarray(o) for o in outs]
+    else:
+        driver = device.driver()
+        inputs = [driver.upload(np.ascontiguousarray(leaf, dtype=p.aval.dtype)) for leaf, p in zip(leaves, ir.params)]
+        outputs = executable(inputs)
+        got = [driver.download(o, r.aval.shape, r.aval.dtype) for o, r in zip(outputs, ir.results)]
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, name
         if w.dtype.kind in "iub":

@@ -1,0 +1,123 @@
+"""Functions with control flow on the GPU: the IR interpreter over GPU arrays, straight-line runs compiled.
+
+The GPU backend compiles straight-line functions (``codegen/ptx/program.py``). A function with ``cond``,
+``while``, ``for`` or ``scan`` runs here: each block (the function's body, a loop's body, a branch) is cut
+into runs of ops the GPU backend compiles, each run one ``GpuExecutable`` (made once, kept), and the ops
+between them: control flow, run by its primitive's rule with its regions evaluated the same way (a loop body
+of kernels runs on the GPU, trip after trip; a predicate is read back to the host, as XLA's loops do), and
+the ops no kernel computes (run-time slices, stacks, sorts, ...), each as an eager operation (its kernels
+where it has them, else NumPy on host copies, uploaded again where a later run needs them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from srcjax.codegen.llvm.plan import Unsupported
+from srcjax.codegen.llvm.table import Kind, kind, lowers
+from srcjax.transpiler.interpret import Evaluator
+from srcjax.transpiler.ir import Block, Function, Op, free_values
+from srcjax.transpiler.simplify import without_calls
+from srcjax.transpiler.types import TensorType
+
+def _compiles(op: Op) -> bool:
+    return not op.regions and lowers(op) and kind(op.name) not in (Kind.BETWEEN, Kind.COLLECTIVE, Kind.HOST,
+                                                                   Kind.CONTROL, Kind.INLINED)
+
+
+class SegmentedProgram:
+    """A function's blocks cut into compiled runs; ``run(leaves)`` evaluates it on GPU arrays."""
+
+    def __init__(self, fn: Function, device: Any):
+        self.fn, self.device = without_calls(fn), device
+        self._runs: dict[tuple[int, int], tuple[Any, list, list] | None] = {}
+        self._plans: dict[int, list] = {}  # id(block) -> [op, or (start, stop) of a run]
+
+    def plan(self, block: Block) -> list:
+        key = id(block)
+        if key not in self._plans:
+            items: list = []
+            start = None
+            for i, op in enumerate(block.ops):
+                if _compiles(op):
+                    start = i if start is None else start
+                    continue
+                if start is not None:
+                    items.append((start, i))
+                    start = None
+                items.append(op)
+            if start is not None:
+                items.append((start, len(block.ops)))
+            self._plans[key] = items
+        return self._plans[key]
+
+    def executable(self, block: Block, start: int, stop: int) -> tuple[Any, list, list] | None:
+        """The run ``block.ops[start:stop]`` compiled: (executable, its parameters, its results), or None where
+        the GPU backend does not take it (its ops then run one by one)."""
+        key = (id(block), start)
+        if key not in self._runs:
+            self._runs[key] = self._compile(block, start, stop)
+        return self._runs[key]
+
+    def _compile(self, block: Block, start: int, stop: int) -> tuple[Any, list, list] | None:
+        from srcjax.codegen.ptx.executor import GpuExecutable
+
+        ops = block.ops[start:stop]
+        params = [v for v in free_values(Block([], ops, [])) if isinstance(v.aval, TensorType)]
+        defined = {id(r) for op in ops for r in op.results}
+        later: set[int] = {id(v) for v in block.results}
+        for op in block.ops[stop:]:
+            later.update(id(v) for v in op.operands)
+            for region in op.regions:
+                later.update(id(v) for v in free_values(region))
+        results = [r for op in ops for r in op.results if id(r) in later and id(r) in defined]
+        if not results:
+            return None
+        fn = Function(f"{self.fn.name}_run{start}", list(params), Block(list(params), list(ops), list(results)))
+        try:
+            return GpuExecutable(fn, self.device.driver()), params, results
+        except Unsupported:
+            return None
+
+    def run(self, leaves: Sequence[Any]) -> list[Any]:
+        from srcjax.runtime import gpu
+
+        evaluator = _GpuEvaluator(self)
+        for value, data in self.fn.consts:  # (constants: on the device once per call)
+            evaluator.env[id(value)] = gpu.put(data, value.aval.weak_type, self.device)
+        body = self.fn.body
+        if not body.params:
+            for param, leaf in zip(self.fn.params, leaves):
+                evaluator.env[id(param)] = leaf
+        return evaluator.run_block(body, list(leaves) if body.params else [])
+
+
+class _GpuEvaluator(Evaluator):
+    def __init__(self, program: SegmentedProgram):
+        super().__init__()
+        self.program = program
+
+    def run_block(self, block: Block, args: Sequence[Any]) -> list[Any]:
+        from srcjax.runtime import gpu
+
+        if len(args) != len(block.params):
+            raise ValueError(f"a block with {len(block.params)} parameters got {len(args)} arguments")
+        for param, arg in zip(block.params, args):
+            self.env[id(param)] = arg
+        program, device = self.program, self.program.device
+        for item in program.plan(block):
+            if isinstance(item, Op):
+                self.eval_op(item)
+                continue
+            start, stop = item
+            compiled = program.executable(block, start, stop)
+            if compiled is None:
+                for op in block.ops[start:stop]:
+                    self.eval_op(op)
+                continue
+            executable, params, results = compiled
+            inputs = [gpu._memory(self.read(v), v.aval.dtype, device) for v in params]
+            outputs = executable(inputs, precision=gpu.config.jax_default_matmul_precision)
+            for value, memory in zip(results, outputs):
+                self.env[id(value)] = gpu._array(device, memory, value.aval)
+        return [self.read(v) for v in block.results]
