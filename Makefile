@@ -34,6 +34,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) examples/bench.py
 	$(PY) examples/bench_parallel.py
+	$(PY) examples/bench_gpu.py
 
 # Each program is new code, so the disk cache of compiled code is left off (SRCJAX_CACHE=0).
 fuzz: $(STAMP)
