@@ -3,7 +3,9 @@
 Workloads: ``jit(selu)`` on 1e6 float32; ``x * x + x * 2.0`` on 8192x8192 float32, judged against the card's
 memory bandwidth (bytes read and written over the time, against the peak the driver's memory clock and bus
 width give); ``x @ x.T`` on 8192x8192 float32; the MLP SGD step of bench.py; and the dispatch of a cached
-call on a small GPU array. Each time is the median of repeated calls, each waiting for its result.
+call on a small GPU array. Each time is the median of repeated samples; a sample is one call waited for, or
+for the two large workloads several calls queued back to back and the last waited for (the GPU's
+throughput, as a training loop sees it).
 Run: python examples/bench_gpu.py [--small]
 """
 
@@ -34,14 +36,18 @@ except ImportError:
     real_jax = real_jnp = None
 
 
-def timed(fn, repeat: int) -> float:
+def timed(fn, repeat: int, number: int = 1) -> float:
+    """The median over ``repeat`` samples of the time per call; a sample queues ``number`` calls and waits for
+    the last (``number`` > 1: the GPU's throughput, dispatch overlapping the work before it)."""
     fn()
     fn()
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
+        for _ in range(number - 1):
+            fn(wait=False)
         fn()
-        samples.append(time.perf_counter() - start)
+        samples.append((time.perf_counter() - start) / number)
     return statistics.median(samples)
 
 
@@ -84,12 +90,17 @@ def main() -> None:
     rng = np.random.default_rng(0)
     libs = [("srcjax", srcjax, jnp)] + ([("jax", real_jax, real_jnp)] if real_jax is not None else [])
 
-    def both(make, host_args):
+    def both(make, host_args, number=1):
         out = {}
         for label, lib, np_ in libs:
             fn = make(lib, np_)
             dev_args = [lib.device_put(a) for a in host_args]
-            out[label] = timed(lambda fn=fn, dev_args=dev_args: ready(fn(*dev_args)), repeat)
+
+            def call(wait=True, fn=fn, dev_args=dev_args):
+                result = fn(*dev_args)
+                return ready(result) if wait else result
+
+            out[label] = timed(call, repeat, number)
         return out["srcjax"], out.get("jax")
 
     def selu(lib, np_):
@@ -104,7 +115,7 @@ def main() -> None:
     def poly(lib, np_):
         return lib.jit(lambda x: x * x + x * 2.0)
 
-    ours, theirs = both(poly, [big])
+    ours, theirs = both(poly, [big], number=10)
     peak = peak_bandwidth()
     moved = 2 * big.nbytes
     extra = f"   {moved / ours / 1e9:7.1f} GB/s"
@@ -115,7 +126,7 @@ def main() -> None:
     def gram(lib, np_):
         return lib.jit(lambda x: x @ x.T)
 
-    ours, theirs = both(gram, [big])
+    ours, theirs = both(gram, [big], number=3)
     row(f"x @ x.T, {n}x{n} float32", ours, theirs, f"   {2 * n**3 / ours / 1e12:7.1f} TFLOP/s")
 
     sizes = [784, 512, 512, 10]
@@ -127,7 +138,8 @@ def main() -> None:
     for label, lib, np_ in libs:
         step = mlp_step(lib, np_)
         dev = lib.device_put((params, xb, yb))
-        times[label] = timed(lambda step=step, dev=dev: ready(step(*dev)[1]), repeat)
+        times[label] = timed(lambda wait=True, step=step, dev=dev: ready(step(*dev)[1]) if wait else step(*dev),
+                             repeat)
     row("MLP 784-512-512-10 SGD step, batch 128", times["srcjax"], times.get("jax"))
 
     def tiny(lib, np_):

@@ -302,8 +302,10 @@ class KernelEmitter(NestEmitter):
         acc_dtype = accumulator_dtype(red.combine, red.dtype)
         blocks = min(self.grid_limit, kept_count)
         shares = 1
-        if kept_count < self.grid_limit:  # few results: each one's elements in several shares
-            shares = max(1, min(self.grid_limit // kept_count, reduced_count // (SHARE_MIN if self.device else 256)))
+        if self.device and kept_count < self.grid_limit:  # few results: each one's elements in several shares
+            shares = max(1, min(self.grid_limit // kept_count, reduced_count // SHARE_MIN))
+        elif not self.device and kept_count < 16:  # (the emulation's small grid: shares of a few results too)
+            shares = max(1, min(EMULATED_GRID, reduced_count // 256))
         chunk = -(-reduced_count // shares)
         buffers = body.buffers()
         partials = None
