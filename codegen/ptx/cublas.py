@@ -23,6 +23,7 @@ _OP_N, _OP_T = 0, 1
 _R_32F, _R_64F = 0, 1
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
 _GEMM_DEFAULT = -1
+_WORKSPACE = 32 << 20
 _FULL_FLOAT32 = {"highest", "float32", "fp32", "tensorfloat32_off"}
 
 
@@ -59,6 +60,10 @@ class Cublas:
         self._check("cublasCreate_v2", self.lib.cublasCreate_v2(ctypes.byref(handle)))
         self.handle = handle
         self._check("cublasSetStream_v2", self.lib.cublasSetStream_v2(handle, device.stream))
+        # a workspace of its own, so that cuBLAS allocates nothing while a graph is captured
+        self.workspace = device.allocator.allocate(_WORKSPACE)
+        self._check("cublasSetWorkspace_v2", self.lib.cublasSetWorkspace_v2(
+            handle, ctypes.c_void_p(self.workspace.pointer), ctypes.c_size_t(_WORKSPACE)))
         self.device = device
 
     @staticmethod

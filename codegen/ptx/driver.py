@@ -11,9 +11,11 @@ Host-to-device copies of more than a few kilobytes go through pinned staging mem
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
-from typing import Any
+import types
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -22,11 +24,27 @@ _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 _CU_STREAM_NON_BLOCKING = 1
 _CU_EVENT_DISABLE_TIMING = 2
+_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
 _STAGING_MIN = 1 << 16  # host-to-device copies from this many bytes go through pinned staging memory
 
 
 class CudaError(RuntimeError):
     """A driver call failed: the call and the driver's name and text for the error."""
+
+
+class CaptureError(CudaError):
+    """Work could not be captured as a graph (it then runs step by step)."""
+
+
+class _GraphExec:
+    def __init__(self, handle: ctypes.c_void_p):
+        self.handle = handle
+
+    def __del__(self) -> None:
+        try:
+            library().cuGraphExecDestroy(self.handle)
+        except Exception:  # (the interpreter is shutting down)
+            pass
 
 
 _lib: list[Any] = []
@@ -137,6 +155,45 @@ class Device:
 
             self._cublas = Cublas(self)
         return self._cublas.runner(step, precision)
+
+    # -- graphs ---------------------------------------------------------------------------------------------
+    CaptureError = CaptureError
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[Any]:
+        """Record what is queued on the stream inside the block as a graph (``captured.graph``, for
+        ``launch_graph``) instead of running it. Any failure inside, or of the capture, is ``CaptureError``."""
+        self.make_current()
+        lib = library()
+        captured = types.SimpleNamespace(graph=None)
+        if lib.cuStreamBeginCapture_v2(self.stream, _CU_STREAM_CAPTURE_MODE_THREAD_LOCAL):
+            raise CaptureError("cuStreamBeginCapture failed")
+        graph = ctypes.c_void_p()
+        try:
+            yield captured
+        except Exception as error:
+            lib.cuStreamEndCapture(self.stream, ctypes.byref(graph))
+            if graph.value:
+                lib.cuGraphDestroy(graph)
+            raise CaptureError(f"capture failed: {error}") from error
+        result = lib.cuStreamEndCapture(self.stream, ctypes.byref(graph))
+        if result:
+            raise CaptureError(f"cuStreamEndCapture failed ({result})")
+        executable = ctypes.c_void_p()
+        result = lib.cuGraphInstantiateWithFlags(ctypes.byref(executable), graph, ctypes.c_ulonglong(0))
+        lib.cuGraphDestroy(graph)
+        if result:
+            raise CaptureError(f"cuGraphInstantiate failed ({result})")
+        captured.graph = _GraphExec(executable)
+
+    def launch_graph(self, graph: "_GraphExec") -> None:
+        call("cuGraphLaunch", graph.handle, self.stream)
+
+    def copy(self, dst: "DeviceBuffer", src: "DeviceBuffer", nbytes: int) -> None:
+        """Device-to-device, queued."""
+        if nbytes:
+            call("cuMemcpyDtoDAsync_v2", ctypes.c_uint64(dst.pointer), ctypes.c_uint64(src.pointer),
+                 ctypes.c_size_t(nbytes), self.stream)
 
     # -- copies ---------------------------------------------------------------------------------------------
     def upload(self, host: np.ndarray) -> "DeviceBuffer":

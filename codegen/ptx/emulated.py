@@ -7,14 +7,16 @@ the allocator, donation) runs in CI, where there is no GPU.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
-from typing import Any
+import types
+from typing import Any, Iterator
 
 import numpy as np
 
 from srcjax.codegen.llvm import engine
-from srcjax.codegen.ptx.driver import Allocator, DeviceBuffer
+from srcjax.codegen.ptx.driver import Allocator, CaptureError, DeviceBuffer
 
 
 class EmulatedDevice:
@@ -26,8 +28,10 @@ class EmulatedDevice:
     def __init__(self, ordinal: int):
         self.ordinal = ordinal
         self.allocator = _HostAllocator(self)
-        self.uploads = 0  # (tests count the copies)
+        self.uploads = 0  # (tests count the copies and graphs)
         self.downloads = 0
+        self.graphs_captured = self.graph_launches = 0
+        self._recording: list | None = None
 
     @property
     def arch(self) -> str:
@@ -44,10 +48,45 @@ class EmulatedDevice:
         return _Module(engine.compile_module(program.module, names))
 
     def launch(self, function: Any, grid: tuple[int, int], block: int, values: Any, params: Any) -> None:
+        if self._recording is not None:  # (the arguments as they are now: ``values`` is reused)
+            snapshot = (ctypes.c_uint64 * len(values))(*values)
+            self._recording.append(lambda: function(ctypes.addressof(snapshot)))
+            return
         function(ctypes.addressof(values))
 
     def gemm_runner(self, step: Any, precision: Any) -> Any:
-        return lambda lhs, rhs, out: self.gemm(step, lhs, rhs, out)
+        def run(lhs, rhs, out):
+            if self._recording is not None:
+                self._recording.append(lambda: self.gemm(step, lhs, rhs, out))
+            else:
+                self.gemm(step, lhs, rhs, out)
+
+        return run
+
+    # -- graphs: what a capture queues is recorded, and replayed by launch_graph ----------------------------
+    CaptureError = CaptureError
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[Any]:
+        captured = types.SimpleNamespace(graph=None)
+        self._recording = []
+        try:
+            yield captured
+        except Exception as error:
+            raise CaptureError(f"capture failed: {error}") from error
+        finally:
+            recorded, self._recording = self._recording, None
+        captured.graph = recorded
+        self.graphs_captured += 1
+
+    def launch_graph(self, graph: list) -> None:
+        for action in graph:
+            action()
+        self.graph_launches += 1
+
+    def copy(self, dst: DeviceBuffer, src: DeviceBuffer, nbytes: int) -> None:
+        if nbytes:
+            ctypes.memmove(dst.pointer, src.pointer, nbytes)
 
     def gemm(self, step: Any, lhs: int, rhs: int, out: int) -> None:
         dtype = np.dtype(step.target.dtype)

@@ -41,6 +41,8 @@ class GpuExecutable:
         self.result_types = [(r.aval.shape, r.aval.dtype) for r in fn.results]
         self.param_dtypes = [p.aval.dtype for p in fn.params]
         self._schedule_for: dict[Any, list] = {}  # precision -> the schedule (products depend on it)
+        self._graphs: dict[Any, Any] = {}  # precision -> its captured graph, or False
+        self.calls = 0
         # every buffer gets a slot: inputs, outputs, constants, then temporaries and scratch as steps first use them
         self._slots: dict[int, int] = {}
         for buf in [*plan.inputs, *plan.outputs, *[b for b, _ in plan.consts]]:
@@ -99,7 +101,14 @@ class GpuExecutable:
         schedule = self._schedule_for.get(precision)
         if schedule is None:
             schedule = self._schedule_for[precision] = self._schedule(precision)
-        allocate, launch = device.allocator.allocate, device.launch
+        self.calls += 1
+        if self.calls >= GRAPH_AFTER_CALLS and len(schedule) >= GRAPH_MIN_STEPS:
+            graph = self._graphs.get(precision)
+            if graph is None:
+                graph = self._graphs[precision] = self._capture(schedule)
+            if graph is not False:
+                return graph.run(inputs)
+        allocate = device.allocator.allocate
         memory: list[Any] = [None] * len(self._slots)
         memory[: len(inputs)] = inputs
         outputs = []
@@ -110,9 +119,16 @@ class GpuExecutable:
             memory[slot] = value
         # (a temporary goes back to the allocator after the last step that uses it: stream order keeps the steps
         # queued later, which may be given the same memory, after it)
+        self._run(schedule, memory, allocate)
+        return outputs
+
+    def _run(self, schedule: list, memory: list[Any], allocate: Any) -> None:
+        device = self.device
+        launch = device.launch
         for allocs, action, frees in schedule:
             for slot, nbytes in allocs:
-                memory[slot] = allocate(nbytes)
+                if allocate is not None:
+                    memory[slot] = allocate(nbytes)
             kind = action[0]
             if kind is _LAUNCH:
                 _, function, values, params, grid, block, slots, fills = action
@@ -127,9 +143,64 @@ class GpuExecutable:
             else:
                 for slot, value, count, dtype in action[1]:
                     device.fill(memory[slot], value, count, dtype)
-            for slot in frees:
-                memory[slot] = None
+            if allocate is not None:
+                for slot in frees:
+                    memory[slot] = None
+
+    def _capture(self, schedule: list) -> "_Graph | bool":
+        """The schedule recorded once as a graph over buffers of its own (False where it cannot be: fills
+        copy from the host, which a capture may not hold)."""
+        if any(action[0] is _FILL or (action[0] is _LAUNCH and action[-1]) for _, action, _ in schedule):
+            return False
+        device, plan = self.device, self.program.plan
+        allocate = device.allocator.allocate
+        memory: list[Any] = [None] * len(self._slots)
+        for buf in plan.inputs:  # (a call's inputs are copied into these)
+            memory[self._slots[id(buf)]] = allocate(buf.size * buf.dtype.itemsize)
+        for slot, nbytes in self._output_sizes:
+            memory[slot] = allocate(nbytes)
+        for slot, value in self._const_slots:
+            memory[slot] = value
+        for allocs, _, _ in schedule:  # (every temporary at once: the graph keeps them)
+            for slot, nbytes in allocs:
+                memory[slot] = allocate(nbytes)
+        try:
+            with device.capture() as captured:
+                self._run(schedule, memory, None)
+        except device.CaptureError:
+            return False
+        sizes = [buf.size * buf.dtype.itemsize for buf in plan.inputs]
+        return _Graph(device, captured.graph, memory, sizes, self._output_sizes)
+
+
+class _Graph:
+    """A schedule captured once: a call copies its inputs into the graph's input buffers (unless it passes the
+    very buffers of the call before, which are immutable), launches the graph and copies the results out into
+    fresh buffers: a few driver calls in place of one per step (cuBLAS's host-side work included)."""
+
+    def __init__(self, device: Any, graph: Any, memory: list[Any], input_sizes: list[int],
+                 output_sizes: list[tuple[int, int]]):
+        self.device, self.graph, self.memory = device, graph, memory
+        self.input_sizes, self.output_sizes = input_sizes, output_sizes
+        self.last_inputs: list[Any] = [None] * len(input_sizes)
+
+    def run(self, inputs: list[Any]) -> list[Any]:
+        device, memory, last = self.device, self.memory, self.last_inputs
+        for i, (value, nbytes) in enumerate(zip(inputs, self.input_sizes)):
+            if value is not last[i]:
+                device.copy(memory[i], value, nbytes)
+                last[i] = value  # (held: its memory cannot be given to another array meanwhile)
+        device.launch_graph(self.graph)
+        outputs = []
+        for slot, nbytes in self.output_sizes:
+            out = device.allocator.allocate(nbytes)
+            device.copy(out, memory[slot], nbytes)
+            outputs.append(out)
         return outputs
+
+
+GRAPH_MIN_STEPS = 4  # steps from which a schedule is replayed as a graph ...
+GRAPH_AFTER_CALLS = 2  # ... from its second call on (a function called once is not worth capturing)
 
 
 _LAUNCH, _GEMM, _FILL = "launch", "gemm", "fill"

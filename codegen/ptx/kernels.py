@@ -225,13 +225,16 @@ class KernelEmitter(NestEmitter):
         width = self._vector_width() if kind == "map" else 1
         if width > 1:  # runs of ``width`` elements, which LLVM loads and stores as vectors, then the rest
             runs = count // width
+            wide64 = (lambda v: b.zext(v, I64)) if itype is I32 else (lambda v: v)
 
-            def run(j):
-                first = b.mul(b.zext(j, I64) if itype is I32 else j, ir.Constant(I64, width))
-                for k in range(width):
-                    self.element([b.add(first, ir.Constant(I64, k))])
+            def two_runs(j):  # (and the run a stride on, when there is one: two vector loads in flight)
+                second = b.add(j, stride)
+                there = b.icmp_signed("<", second, ir.Constant(itype, runs))
+                firsts = [b.mul(wide64(r), ir.Constant(I64, width)) for r in (j, b.select(there, second, j))]
+                indices = [[b.add(first, ir.Constant(I64, k))] for first in firsts for k in range(width)]
+                self._elements(indices, [None] * width + [there] * width)
 
-            _loop(b, start, ir.Constant(itype, runs), stride, run)
+            _loop(b, start, ir.Constant(itype, runs), b.add(stride, stride), two_runs)
             _loop(b, b.add(start, ir.Constant(itype, runs * width)), ir.Constant(itype, count), stride,
                   lambda i: self.element(_unflatten(b, i, outer)))
         elif kind == "map":
@@ -239,6 +242,25 @@ class KernelEmitter(NestEmitter):
         else:
             _loop(b, start, ir.Constant(itype, count), stride, lambda i: self._serial_result(_unflatten(b, i, outer)))
         self._finish(kernel, fn)
+
+    def _elements(self, indices: list[list[ir.Value]], guards: list[ir.Value | None]) -> None:
+        """A map's elements at several indices: every value first, then the stores (each under its guard)."""
+        b = self.b
+        computed = []
+        for index in indices:
+            values: dict[int, ir.Value] = {}
+            computed.append([self.value(store.node, index, values) for store in self.body.stores])
+        for index, guard, results in zip(indices, guards, computed):
+            def store_all(index=index, results=results):
+                for store, value in zip(self.body.stores, results):
+                    address = _affine(b, store.coeffs, index, store.offset)
+                    store_value(b, value, b.gep(self.pointers[id(store.buffer)], [address]), store.buffer.dtype)
+
+            if guard is None:
+                store_all()
+            else:
+                with b.if_then(guard):
+                    store_all()
 
     def _vector_width(self) -> int:
         """Elements per run of a one-axis map whose every access walks its buffer contiguously from an aligned

@@ -329,3 +329,48 @@ def test_eager_operations_on_gpu_arrays_run_there():
         np.testing.assert_allclose(np.asarray(got), want, rtol=2e-3 if REAL else 1e-6, atol=1e-6)
     # what the GPU backend does not compile (a sort) runs on the host, with the same values
     np.testing.assert_array_equal(np.asarray(jnp.sort(x, axis=1)), np.sort(a, axis=1))
+
+
+def test_repeated_calls_replay_a_captured_graph():
+    """From its second call, a schedule of several steps runs as one captured graph: inputs copied in (skipped
+    when the very same buffer comes again), results copied out, so earlier results stay as they were."""
+    def step(w, x):
+        h = jnp.tanh(x @ w)
+        return w - 0.1 * (x.T @ (1.0 - h * h)), jnp.sum(h), jnp.max(h, axis=0)
+
+    rng = np.random.default_rng(6)
+    w0, x = rng.standard_normal((20, 8)).astype(np.float32), rng.standard_normal((16, 20)).astype(np.float32)
+    jitted = srcjax.jit(step)
+    xd = srcjax.device_put(x)
+    w, results = srcjax.device_put(w0), []
+    for _ in range(4):
+        out = jitted(w, xd)
+        results.append(out)
+        w = out[0]
+    ws = [w0]
+    for _ in range(4):
+        ws.append(on_cpu(step, ws[-1], x)[0])
+    for k, out in enumerate(results):
+        want = on_cpu(step, ws[k], x)
+        for g, wv in zip(out, want):
+            assert resident(g)
+            np.testing.assert_allclose(np.asarray(g), wv, rtol=2e-3 if REAL else 1e-5, atol=1e-5)
+    (compiled,) = jitted._cache.values()
+    (executable,) = compiled.gpu_executables.values()
+    assert executable._graphs.get(None), "the schedule was not captured"
+    driver = srcjax.devices()[0].driver()
+    if hasattr(driver, "graph_launches"):
+        assert driver.graph_launches >= 3
+
+
+def test_schedules_that_fill_from_the_host_are_not_captured():
+    f = srcjax.jit(lambda x: (jnp.sum(x, axis=0) + 1.0, jnp.exp(x).T @ x, jnp.cumsum(x, axis=0), jnp.prod(x, axis=0)))
+    x = srcjax.device_put(np.zeros((0, 3), np.float32))
+    for _ in range(3):
+        out = f(x)
+    np.testing.assert_array_equal(np.asarray(out[0]), np.ones(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(out[1]), np.zeros((3, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(out[3]), np.ones(3, np.float32))
+    (compiled,) = f._cache.values()
+    (executable,) = compiled.gpu_executables.values()
+    assert executable._graphs.get(None) is False
