@@ -44,7 +44,8 @@ from srcjax.codegen.ptx.target import DeviceLowering
 
 WARP = 32
 BLOCK = 256  # threads per block on the GPU
-MAX_BLOCKS = 132 * 16  # blocks of a grid-stride grid (an H100 has 132 multiprocessors)
+MAX_BLOCKS = 132 * 16  # blocks of a block reduction's grid (an H100 has 132 multiprocessors)
+MAP_MAX_BLOCKS = 1 << 20  # blocks of a map's or a serial reduction's grid (beyond: grid-stride)
 EMULATED_BLOCK = 64  # threads per block in the host emulation: two warps
 EMULATED_GRID = 3  # blocks per grid axis in the host emulation, at most
 BLOCK_REDUCE_MIN = 128  # reduced elements per result from which a block shares them
@@ -215,14 +216,18 @@ class KernelEmitter(NestEmitter):
         buffers = body.buffers()
         outer = body.shape if kind == "map" else self.kept_shape()
         count = math.prod(outer)
-        kernel = Kernel(self.name, buffers, (self._grid(count), 1), self.block, kind)
+        width = self._vector_width() if kind == "map" else 1
+        # a thread per element (or per two vector runs): on an H100, x*x + x*2 over 8192^2 float32 moved 2.96 TB/s
+        # so, against 2.80 with a grid-stride loop over 2112 blocks (a device-to-device copy: 2.98)
+        threads = -(-count // (2 * width)) if width > 1 else count
+        blocks = max(1, min(MAP_MAX_BLOCKS if self.device else EMULATED_GRID, -(-threads // self.block)))
+        kernel = Kernel(self.name, buffers, (blocks, 1), self.block, kind)
         fn, grid = self._function(self.name + ("_thread" if not self.device else ""), buffers)
         b = self.b
-        itype = I32 if count < 2**31 - 2 * MAX_BLOCKS * BLOCK else I64
+        itype = I32 if count + 2 * blocks * self.block < 2**31 else I64
         wide = (lambda v: v) if itype is I32 else (lambda v: b.zext(v, I64))
         start = b.add(b.mul(wide(grid.bx), wide(grid.ntid)), wide(grid.tid))
         stride = b.mul(wide(grid.nbx), wide(grid.ntid))
-        width = self._vector_width() if kind == "map" else 1
         if width > 1:  # runs of ``width`` elements, which LLVM loads and stores as vectors, then the rest
             runs = count // width
             wide64 = (lambda v: b.zext(v, I64)) if itype is I32 else (lambda v: v)

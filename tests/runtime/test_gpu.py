@@ -354,7 +354,8 @@ def test_repeated_calls_replay_a_captured_graph():
         want = on_cpu(step, ws[k], x)
         for g, wv in zip(out, want):
             assert resident(g)
-            np.testing.assert_allclose(np.asarray(g), wv, rtol=2e-3 if REAL else 1e-5, atol=1e-5)
+            tol = 1e-2 if REAL else 1e-5  # (TF32 products on a real GPU, four steps of them)
+            np.testing.assert_allclose(np.asarray(g), wv, rtol=tol, atol=tol * np.abs(wv).max())
     (compiled,) = jitted._cache.values()
     (executable,) = compiled.gpu_executables.values()
     assert executable._graphs.get(None), "the schedule was not captured"
