@@ -146,7 +146,7 @@ class KernelEmitter(NestEmitter):
     def _block_reduction(self) -> bool:
         reduced = math.prod(self.reduced_shape())
         kept = math.prod(self.kept_shape())
-        last_reduced = self.body.reduced[-1]
+        last_reduced = bool(self.body.reduced) and self.body.reduced[-1]
         return reduced >= BLOCK_REDUCE_MIN and (kept < 2048 or last_reduced)
 
     def _grid(self, work: int) -> int:

@@ -490,3 +490,16 @@ def test_corpus_program_emulated(name):
         for g, w in zip(got, want):
             assert_agrees(g, w, name, ulps=64)
     assembles(ir)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_reductions_that_collapse_to_no_axes(shape):
+    """A reduction whose every axis has one element (or a scalar's) collapses to a nest of no axes: one thread
+    computes the one result (found running the runtime tests on the emulated GPU)."""
+    x = np.full(shape, 2.5, np.float32)
+
+    def one_element(x):
+        return [jnp.sum(x), jnp.max(x), jnp.argmax(x.reshape(-1))]
+
+    _, emulation = emulated(one_element, x)
+    assert kinds(emulation) <= {"serial", "map"}, emulation.program.describe()
