@@ -375,3 +375,19 @@ def test_schedules_that_fill_from_the_host_are_not_captured():
     (compiled,) = f._cache.values()
     (executable,) = compiled.gpu_executables.values()
     assert executable._graphs.get(None) is False
+
+
+def test_random_numbers_on_the_gpu_are_the_cpus_bits():
+    """threefry2x32 in a kernel: the same integer operations, so the same bits as the CPU (and JAX)."""
+    def sample(key):
+        k1, k2 = srcjax.random.split(key)
+        return srcjax.random.bits(k1, (1000,)), srcjax.random.normal(k2, (3, 333)), srcjax.random.uniform(k1, (77,))
+
+    key = srcjax.random.PRNGKey(42)
+    got = srcjax.jit(sample)(srcjax.device_put(key))
+    for g, w in zip(got, on_cpu(sample, key)):
+        assert resident(g)
+        if w.dtype.kind == "u":
+            np.testing.assert_array_equal(np.asarray(g), w)
+        else:  # (normal's erf_inv: a few ulp between the GPU's fused multiply-adds and the CPU's)
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
