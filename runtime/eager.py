@@ -81,4 +81,97 @@ class EagerInterpreter(core.Interpreter):
         return results if prim.multiple_results else results[0]
 
 
-core.set_base_interpreter(EagerInterpreter())
+_EAGER = EagerInterpreter()
+core.set_base_interpreter(_EAGER)
+
+
+# -- the eager fast path ----------------------------------------------------------------------------------
+class _Recorder(core.Interpreter):
+    """The eager interpreter, noting each op it computes: how ``fast_path`` learns what a call binds."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[core.Primitive, list[Any], dict, Any]] = []
+
+    def canonical(self, x):
+        return to_array(x)
+
+    def process(self, prim, operands, params):
+        out = _EAGER.process(prim, operands, params)
+        self.ops.append((prim, list(operands), params, out))
+        return out
+
+
+_FAST_CACHE_MAX = 256  # entries per function (operand types and scalar values)
+_flags = config._values
+_PY_SCALAR_TYPES = (float, int, bool)
+
+
+def fast_path(fn):
+    """``fn`` (a ``jnp`` function of arrays and Python scalars), eagerly, at the cost of one NumPy call where it
+    can: the first call with some operand types (and scalar values) runs ``fn`` and notes what it binds; when
+    that is one primitive applied to the array operands themselves (and to constants made from the scalars),
+    later calls with the same types apply that primitive's NumPy implementation directly and wrap the result
+    in its recorded type. Everything else (transformations, keyword arguments, GPU or pending arrays,
+    ``jax_debug_nans``, more than one primitive) takes ``fn`` itself."""
+    cache: dict[tuple, Any] = {}
+
+    def call(*args, **kwargs):
+        if kwargs or core.current_interpreter() is not _EAGER or _flags["jax_debug_nans"] or _flags["jax_debug_infs"] \
+                or _flags["jax_numpy_rank_promotion"] != "allow":
+            return fn(*args, **kwargs)
+        key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"]]
+        for arg in args:
+            kind = type(arg)
+            if kind is Array:
+                if not hasattr(arg, "_buffer"):  # (pending, deleted or on a GPU)
+                    return fn(*args)
+                key.append(arg.aval)
+            elif kind in _PY_SCALAR_TYPES:
+                key.append((kind, arg))
+            else:
+                return fn(*args)
+        key = tuple(key)
+        entry = cache.get(key)
+        if entry is None:
+            if len(cache) >= _FAST_CACHE_MAX:
+                cache.clear()
+            out, cache[key] = _record(fn, args)
+            return out
+        if entry is False:
+            return fn(*args)
+        impl, params, sources, aval = entry
+        with np.errstate(all="ignore"):
+            value = impl(*[args[s]._buffer if type(s) is int else s for s in sources], **params)
+        value = np.asarray(value)
+        if value.dtype != aval.dtype:
+            value = value.astype(aval.dtype)
+        value.setflags(write=False)
+        result = Array.__new__(Array)
+        result._buffer, result.aval, result._device = value, aval, None
+        return result
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
+def _record(fn, args: tuple) -> tuple[Any, Any]:
+    """``fn(*args)`` and what later calls of these operand types may do instead (False: call ``fn``)."""
+    recorder = _Recorder()
+    with core.interpreting(recorder):
+        out = fn(*args)
+    positions = {id(a): i for i, a in enumerate(args) if type(a) is Array}
+    dynamic, main = set(positions), None
+    for prim, operands, params, result in recorder.ops:
+        if any(id(x) in dynamic for x in operands):
+            if main is not None or prim.multiple_results or prim.impl is None:
+                return out, False
+            main = (prim, operands, params, result)
+            dynamic.add(id(result))
+    if main is None or main[3] is not out or type(out) is not Array:
+        return out, False
+    prim, operands, params, _ = main
+    if not all(type(x) is Array for x in operands):
+        return out, False
+    sources = [positions[id(x)] if id(x) in positions else x._value for x in operands]
+    return out, (prim.impl, dict(params), sources, out.aval)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime.eager import fast_path
 from srcjax.runtime.numpy._core import aval, check_arraylike, convert, promote_dtypes, promote_dtypes_inexact
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
@@ -112,6 +113,7 @@ def _diagonal(x: Any, offset: int, axis1: int, axis2: int) -> Any:
 
 
 # -- dot, matmul and friends -----------------------------------------------------------------------------
+@fast_path
 def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """NumPy's ``dot``: scalars multiply, vectors contract, and otherwise the last axis of ``a`` meets the
     second-to-last of ``b`` (the last when ``b`` is a vector)."""
@@ -126,6 +128,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     return _dot_general(a, b, ((na - 1,), (contract_b,)), precision=precision, preferred=preferred)
 
 
+@fast_path
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``a @ b``: matrix products over broadcast leading axes; a 1-d operand is a vector (its axis dropped).
 

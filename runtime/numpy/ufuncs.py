@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime.eager import fast_path
 from srcjax.runtime.numpy._core import (
     asarray,
     aval,
@@ -105,7 +106,7 @@ def _unary_inexact(name: str, prim):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}; integers and bools are promoted to the default float."
-    return fn
+    return fast_path(fn)
 
 
 def _binary(name: str, prim, *, inexact: bool = False):
@@ -115,21 +116,24 @@ def _binary(name: str, prim, *, inexact: bool = False):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, with NumPy broadcasting and JAX's type promotion."
-    return fn
+    return fast_path(fn)
 
 
 # -- arithmetic ------------------------------------------------------------------------------------------
+@fast_path
 def add(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_args("add", x1, x2)
     return (ew.or_p if _kind(x1) == "b" else ew.add_p).bind(x1, x2)  # True + True is True
 
 
+@fast_path
 def subtract(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_args("subtract", x1, x2)
     _reject("subtract", x1, "b", "use jnp.logical_xor or jnp.not_equal for booleans")
     return ew.sub_p.bind(x1, x2)
 
 
+@fast_path
 def multiply(x1: Any, x2: Any, /) -> Any:
     x1, x2 = promote_args("multiply", x1, x2)
     return (ew.and_p if _kind(x1) == "b" else ew.mul_p).bind(x1, x2)
@@ -195,6 +199,7 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
+@fast_path
 def power(x1: Any, x2: Any, /) -> Any:
     """x1 ** x2. A static integer exponent binds ``integer_pow``; a float base to an integer array binds ``pow``
     with the integer exponent; integer arrays to integer powers use binary exponentiation over the exponent's
@@ -225,6 +230,7 @@ pow = power  # noqa: A001 - NumPy 2's name
 float_power = _binary("float_power", ew.pow_p, inexact=True)
 
 
+@fast_path
 def negative(x: Any, /) -> Any:
     x = _array("negative", x)
     _reject("negative", x, "b", "use jnp.logical_not for booleans")
@@ -235,6 +241,7 @@ def positive(x: Any, /) -> Any:
     return _array("positive", x)
 
 
+@fast_path
 def abs(x: Any, /) -> Any:  # noqa: A001 - NumPy's name
     x = _array("abs", x)
     return x if _kind(x) in "bu" else ew.abs_p.bind(x)
@@ -255,6 +262,7 @@ def sign(x: Any, /) -> Any:
     return ew.sign_p.bind(x)
 
 
+@fast_path
 def square(x: Any, /) -> Any:
     (x,) = _bool_to_int(_array("square", x))
     return ew.square_p.bind(x)
@@ -484,7 +492,7 @@ def _comparison(name: str, prim):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, a boolean array."
-    return fn
+    return fast_path(fn)
 
 
 equal = _comparison("equal", ew.eq_p)
@@ -541,7 +549,7 @@ def _logical(name: str, prim):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} of the operands' truth values."
-    return fn
+    return fast_path(fn)
 
 
 logical_and = _logical("logical_and", ew.and_p)
@@ -805,6 +813,7 @@ def isreal(x: Any) -> Any:
 
 
 # -- selection, clipping and conversion --------------------------------------------------------------------
+@fast_path
 def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
           fill_value: Any = None) -> Any:
     """x where ``condition`` holds, else y; with only ``condition``, ``jnp.nonzero(condition)``."""

@@ -118,6 +118,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = _compute_dtype(out_dtype)
     lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
+    if lc == (1,) and rc == (0,) and not lb and not rb and lhs.ndim == 2 and rhs.ndim == 2:  # (m, k) @ (k, n)
+        return np.matmul(_blas_layout(lhs), _blas_layout(rhs)).astype(out_dtype, copy=False)
     lf = [a for a in range(lhs.ndim) if a not in lc + lb]
     rf = [a for a in range(rhs.ndim) if a not in rc + rb]
     batch = tuple(lhs.shape[a] for a in lb)

@@ -499,6 +499,8 @@ def _select_n_shape(which: TensorType, *cases: TensorType) -> TensorType:
 @select_n_p.def_impl
 def _select_n_impl(which, *cases):
     # case i where which == i; out-of-range selectors clamp to the first or last case, as XLA's do
+    if len(cases) == 2 and which.dtype == np.bool_ and which.shape in ((), cases[0].shape):
+        return np.where(which, cases[1], cases[0])
     out = np.broadcast_to(cases[0], np.broadcast_shapes(which.shape, cases[0].shape))
     for i, case in enumerate(cases[1:], start=1):
         out = np.where(which >= i, case, out)

@@ -1,0 +1,115 @@
+"""The eager fast path (runtime/eager.py ``fast_path``): a jnp function called again with the same operand
+types (and scalar values) applies its one primitive's NumPy implementation directly. Whatever it returns must be
+what the function itself returns: values, dtype, weak type, shape; and what it refuses, it must leave to the
+function (errors included)."""
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax.runtime.config import config
+
+RNG = np.random.default_rng(0)
+ARRAYS = {
+    "f32[5]": jnp.asarray(RNG.standard_normal(5).astype(np.float32)),
+    "f32[3,5]": jnp.asarray(RNG.standard_normal((3, 5)).astype(np.float32)),
+    "i32[5]": jnp.asarray(RNG.integers(-9, 9, 5).astype(np.int32)),
+    "i8[5]": jnp.asarray(RNG.integers(-9, 9, 5).astype(np.int8)),
+    "bool[5]": jnp.asarray(RNG.random(5) > 0.5),
+    "f32[]": jnp.asarray(np.float32(1.5)),
+    "weak f32[]": jnp.asarray(2.5),  # (a weakly typed scalar array)
+    "u8[5]": jnp.asarray(np.arange(5, dtype=np.uint8) * 60),
+}
+SCALARS = [2.0, 3, True, float("nan"), -0.0, 200, 1e30]
+FUNCTIONS = [jnp.add, jnp.subtract, jnp.multiply, jnp.true_divide, jnp.maximum, jnp.minimum, jnp.power, jnp.greater,
+             jnp.equal, jnp.logical_and, jnp.bitwise_xor, jnp.arctan2, jnp.nextafter]
+UNARY = [jnp.sin, jnp.exp, jnp.sqrt, jnp.negative, jnp.square, jnp.abs]
+
+
+def outcome(f, *args):
+    try:
+        out = f(*args)
+    except Exception as e:  # noqa: BLE001 - the same error either way
+        return type(e)
+    return np.asarray(out).copy(), out.aval
+
+
+def same(a, b, what):
+    if isinstance(a, type) or isinstance(b, type):
+        assert a is b, what
+        return
+    (va, ta), (vb, tb) = a, b
+    assert ta == tb, f"{what}: {ta} vs {tb}"
+    np.testing.assert_array_equal(va, vb, err_msg=what)
+
+
+@pytest.mark.parametrize("f", FUNCTIONS, ids=[f.__name__ for f in FUNCTIONS])
+def test_binary_functions_agree_with_themselves(f):
+    operands = list(ARRAYS.items()) + [(repr(s), s) for s in SCALARS]
+    for name1, x in operands:
+        for name2, y in operands:
+            if not (isinstance(x, srcjax.Array) or isinstance(y, srcjax.Array)):
+                continue
+            want = outcome(f.__wrapped__, x, y)
+            for _ in range(2):  # (the first call records, the second takes the fast path)
+                same(outcome(f, x, y), want, f"{f.__name__}({name1}, {name2})")
+
+
+@pytest.mark.parametrize("f", UNARY, ids=[f.__name__ for f in UNARY])
+def test_unary_functions_agree_with_themselves(f):
+    for name, x in ARRAYS.items():
+        want = outcome(f.__wrapped__, x)
+        for _ in range(2):
+            same(outcome(f, x), want, f"{f.__name__}({name})")
+
+
+def test_where_dot_and_matmul():
+    c, a, b = ARRAYS["bool[5]"], ARRAYS["f32[5]"], ARRAYS["i32[5]"]
+    m = ARRAYS["f32[3,5]"]
+    for f, args in [(jnp.where, (c, a, b)), (jnp.where, (c, a, 1.0)), (jnp.dot, (m, a)), (jnp.matmul, (m, m.T)),
+                    (jnp.dot, (m.T, m))]:
+        want = outcome(f.__wrapped__, *args)
+        for _ in range(2):
+            same(outcome(f, *args), want, f.__name__)
+
+
+def test_flags_are_part_of_the_key():
+    x = jnp.asarray(np.arange(3, dtype=np.int32))
+    first = jnp.add(x, 2**40 if config.jax_enable_x64 else 7)
+    saved = config.jax_enable_x64
+    config.update("jax_enable_x64", not saved)
+    try:
+        again = jnp.add(x, 7)
+        assert again.dtype == jnp.add.__wrapped__(x, 7).dtype
+    finally:
+        config.update("jax_enable_x64", saved)
+    assert first.dtype == np.int32
+
+
+def test_debug_nans_still_raises():
+    x = jnp.asarray(np.array([1.0, -1.0], np.float32))
+    jnp.sqrt(x), jnp.sqrt(x)  # (recorded, then fast)
+    config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            jnp.sqrt(x)
+    finally:
+        config.update("jax_debug_nans", False)
+
+
+def test_inside_jit_and_grad_the_function_itself_runs():
+    f = srcjax.jit(lambda x: jnp.add(x, 1.0) * 2.0)
+    x = jnp.asarray(np.arange(3.0, dtype=np.float32))
+    jnp.add(x, 1.0), jnp.add(x, 1.0)
+    np.testing.assert_array_equal(np.asarray(f(x)), (np.arange(3.0) + 1) * 2)
+    assert float(srcjax.grad(lambda x: jnp.sum(jnp.multiply(x, 3.0)))(x)[0]) == 3.0
+
+
+def test_results_are_immutable_arrays():
+    x = ARRAYS["f32[5]"]
+    jnp.multiply(x, 2.0)
+    y = jnp.multiply(x, 2.0)
+    assert type(y) is srcjax.Array and not np.asarray(y).flags.writeable
+    with pytest.raises(TypeError):
+        y[0] = 1.0
