@@ -1,6 +1,7 @@
 # make test   create .venv if missing, install srcjax with its test extras, run the test suite (codegen twice)
 # make demo   same set-up, then run the seed tutorials in examples/
-# make bench  same set-up, then print the benchmark tables (NumPy and, when importable, JAX beside us)
+# make bench  same set-up, then print the benchmark tables (NumPy and, when importable, JAX beside us);
+#             make bench LOAD=N runs them with N background processes spinning
 # make fuzz   same set-up, then fuzz until interrupted (FUZZ_SECONDS=N stops after N s, FUZZ_START=SEED picks the
 #             first seed): prints programs per second and failures; new failures, shrunk, go to tests/fuzz/findings/
 
@@ -32,7 +33,7 @@ demo: $(STAMP)
 	done
 
 bench: $(STAMP)
-	$(PY) examples/bench.py
+	$(PY) examples/bench.py $(if $(LOAD),--load $(LOAD))
 	$(PY) examples/bench_parallel.py
 	$(PY) examples/bench_gpu.py
 

@@ -51,6 +51,36 @@ def median_times(fns, repeat: int, number: int = 1) -> list[float]:
     return [statistics.median(times) for times in samples]
 
 
+_bandwidth: list[float] = []
+
+
+def memory_bandwidth() -> float:
+    """Bytes per second this machine moves, read plus written, copying 256 MB with NumPy (best of 5)."""
+    if not _bandwidth:
+        src = np.ones(1 << 26, np.float32)
+        dst = np.empty_like(src)
+        best = min(_timed_once(lambda: np.copyto(dst, src)) for _ in range(5))
+        _bandwidth.append(2 * src.nbytes / best)
+    return _bandwidth[0]
+
+
+def _timed_once(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def start_load(count: int) -> list:
+    """``count`` background processes spinning on a core each until this one ends (``--load``)."""
+    import atexit
+    import subprocess
+    import sys
+
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    atexit.register(lambda: [p.kill() for p in spinners])
+    return spinners
+
+
 def ready(x):
     return x.block_until_ready() if hasattr(x, "block_until_ready") else x
 
@@ -124,6 +154,9 @@ def run_compiled(small: bool, key: str, repeat: int) -> None:
         line = f"{name:32s} {t_ours * 1e3:9.3f}ms {t_np * 1e3:9.3f}ms {t_ours / t_np:7.2f}"
         if real_jax is not None:
             line += f" {times[2] * 1e3:9.3f}ms {t_ours / times[2]:7.2f}"
+        if "x*x" in name:  # (a streaming loop: bytes read and written against the machine's copy bandwidth)
+            bound = 2 * host_args[0].nbytes / memory_bandwidth()
+            line += f"   {t_ours / bound:5.2f}x the memory bound ({bound * 1e3:.3f}ms)"
         print(line)
 
 
@@ -291,8 +324,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", action="store_true")
     parser.add_argument("-k", default="")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="run with N background processes spinning (a loaded machine)")
     args = parser.parse_args()
     repeat = 5 if args.small else 21
+    if args.load:
+        start_load(args.load)
+        print(f"(with {args.load} background process{'es' if args.load > 1 else ''} spinning)")
+    print(f"memory bandwidth (NumPy copy, read + written): {memory_bandwidth() / 1e9:.1f} GB/s")
     header = f"{'workload':32s} {'srcjax':>10s} {'numpy':>10s} {'ratio':>7s}"
     if real_jax is not None:
         header += f" {'jax':>10s} {'ratio':>7s}"
