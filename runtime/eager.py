@@ -120,12 +120,15 @@ def fast_path(fn):
                 or _flags["jax_numpy_rank_promotion"] != "allow":
             return fn(*args, **kwargs)
         key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"]]
-        for arg in args:
+        for i, arg in enumerate(args):
             kind = type(arg)
             if kind is Array:
                 if not hasattr(arg, "_buffer"):  # (pending, deleted or on a GPU)
                     return fn(*args)
-                key.append(arg.aval)
+                # (and which earlier operand it is, if any: x * x records one operand twice)
+                key.append((arg.aval, next(j for j in range(i + 1) if args[j] is arg)))
+            elif kind is float:
+                key.append(arg.hex())  # (-0.0 is not 0.0 here)
             elif kind in _PY_SCALAR_TYPES:
                 key.append((kind, arg))
             else:

@@ -113,3 +113,16 @@ def test_results_are_immutable_arrays():
     assert type(y) is srcjax.Array and not np.asarray(y).flags.writeable
     with pytest.raises(TypeError):
         y[0] = 1.0
+
+
+def test_an_operand_passed_twice_is_not_confused_with_two():
+    x, y = ARRAYS["f32[5]"], jnp.asarray(np.arange(5, dtype=np.float32))
+    jnp.multiply(x, x)  # (recorded with one array in both places)
+    np.testing.assert_array_equal(np.asarray(jnp.multiply(x, y)), np.asarray(x) * np.arange(5, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(jnp.multiply(y, y)), np.arange(5, dtype=np.float32) ** 2)
+
+
+def test_negative_zero_is_its_own_scalar():
+    x = jnp.asarray(np.ones(3, np.float32))
+    assert np.all(np.asarray(jnp.true_divide(x, 0.0)) == np.inf)
+    assert np.all(np.asarray(jnp.true_divide(x, -0.0)) == -np.inf)
