@@ -20,7 +20,7 @@ from srcjax.codegen.llvm.layout import Buffer
 from srcjax.codegen.llvm.nodes import GatherLoad, instantiate
 from srcjax.codegen.llvm.plan import Gemm, Nest, Plan, Unsupported, describe
 from srcjax.codegen.llvm.table import plan_straight_line
-from srcjax.transpiler.ir import Function
+from srcjax.transpiler.ir import Function, walk
 from srcjax.transpiler.simplify import without_calls
 
 _contiguous, _empty = np.ascontiguousarray, np.empty
@@ -79,6 +79,8 @@ class Executable:
         else:
             self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
             self._call = self._call_with_pointers
+        if any(op.name in ("dot_general", "conv_general_dilated") for op in walk(self.fn.body)) and blas.find_gemm():
+            self._call = _fitting_blas_threads(self._call)  # (OpenBLAS's threads only on the cores left free)
         if self.plan.host_ops:  # ops computed by NumPy from inside the native code (codegen/llvm/host.py)
             self._host = HostCalls(self.plan.host_ops)
             slot = self.code.global_address(self.name + ".host")
@@ -185,6 +187,16 @@ class Executable:
     @property
     def steps(self) -> str:
         return describe(self.plan)
+
+
+def _fitting_blas_threads(call: Callable) -> Callable:
+    fit = blas.fit_threads_to_load
+
+    def fitted(arrays):
+        fit()
+        call(arrays)
+
+    return fitted
 
 
 def compile_function(fn: Function, plan: Plan | None = None, name: str | None = None,

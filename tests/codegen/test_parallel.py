@@ -243,3 +243,27 @@ def test_small_tasks_do_not_wake_workers(monkeypatch):
     for _ in range(3):
         time.sleep(0.01)  # (the workers fall asleep)
         np.testing.assert_array_equal(small(x)[0], large(x)[0])
+
+
+def test_blas_gets_only_the_cores_other_processes_leave(monkeypatch):
+    """``blas.fit_threads_to_load``: OpenBLAS's thread count follows the cores left free (at least one, at most
+    its own), checked at most every LOAD_CHECK_SECONDS; a native call with a product checks first."""
+    import os
+
+    from srcjax.codegen.llvm import blas
+
+    calls = []
+    monkeypatch.setattr(blas._load, "set", calls.append)
+    monkeypatch.setattr(blas._load, "get", lambda: 4)
+    monkeypatch.setattr(blas._load, "most", None)
+    monkeypatch.setattr(blas._load, "current", None)
+    monkeypatch.setattr(blas, "LOAD_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    for others, want in [(0, None), (5, 3), (7, 1), (20, 1), (1, 4)]:
+        monkeypatch.setattr(blas, "_others_running", lambda others=others: others)
+        monkeypatch.setattr(blas._load, "checked", 0.0)
+        blas.fit_threads_to_load()
+        if want is not None:
+            assert calls[-1] == want, (others, calls)
+    assert calls == [3, 1, 4]  # (set only when the count changes)
+    assert blas._others_running() >= 0  # (the real reading works here)
