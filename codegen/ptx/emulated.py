@@ -179,3 +179,20 @@ def device(ordinal: int = 0) -> EmulatedDevice:
         if ordinal not in _devices:
             _devices[ordinal] = EmulatedDevice(ordinal)
         return _devices[ordinal]
+
+
+class Emulation:
+    """A function's GPU program run on a GPU emulated on the host (a device of its own): ``Emulation(fn)(*arrays)``
+    gives the results as NumPy arrays; ``program`` is what ran (``program.describe()`` lists the steps)."""
+
+    def __init__(self, fn: Any):
+        from srcjax.codegen.ptx.executor import GpuExecutable
+
+        self.fn, self.device = fn, EmulatedDevice(0)
+        self.executable = GpuExecutable(fn, self.device)
+        self.program = self.executable.program
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        inputs = [self.device.upload(np.array(a, dtype=p.aval.dtype)) for a, p in zip(args, self.fn.params)]
+        outputs = self.executable(inputs)
+        return [self.device.download(o, r.aval.shape, r.aval.dtype) for o, r in zip(outputs, self.fn.results)]

@@ -34,7 +34,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from srcjax.codegen.llvm.kernels import (
-    I8, I32, I64, PTR, NestEmitter, accumulator_dtype, combine_values, for_range, identity, load_value,
+    I8, I32, I64, PTR, NestEmitter, accumulator_dtype, affine, combine_values, for_range, identity, load_value,
     store_value,
 )
 from srcjax.codegen.llvm.layout import Buffer
@@ -258,7 +258,7 @@ class KernelEmitter(NestEmitter):
         for index, guard, results in zip(indices, guards, computed):
             def store_all(index=index, results=results):
                 for store, value in zip(self.body.stores, results):
-                    address = _affine(b, store.coeffs, index, store.offset)
+                    address = affine(b, store.coeffs, store.offset, index)
                     store_value(b, value, b.gep(self.pointers[id(store.buffer)], [address]), store.buffer.dtype)
 
             if guard is None:
@@ -319,7 +319,7 @@ class KernelEmitter(NestEmitter):
     def _store_result(self, value: ir.Value, kept: list[ir.Value]) -> None:
         b, red = self.b, self.body.reduction
         index = self._merge_index(kept, [ir.Constant(I64, 0)] * len(self.reduced_shape()))
-        ptr = b.gep(self.pointers[id(red.target)], [_affine(b, red.coeffs, index)])
+        ptr = b.gep(self.pointers[id(red.target)], [affine(b, red.coeffs, 0, index)])
         store_value(b, value, ptr, red.dtype)
 
     # -- block reductions -----------------------------------------------------------------------------------
@@ -524,7 +524,7 @@ class KernelEmitter(NestEmitter):
             super().scatter(store, value, index, values)
             return
         b = self.b
-        address, inside = self.shifted(_affine(b, store.coeffs, [*index], store.offset), store.starts, store.clip,
+        address, inside = self.shifted(affine(b, store.coeffs, store.offset, index), store.starts, store.clip,
                                        not store.clip, index, values)
 
         def write():
@@ -545,14 +545,6 @@ class _ReduceContext:
     chunk: int  # elements per share
     acc_dtype: np.dtype
     partials: Buffer | None
-
-
-def _affine(b: ir.IRBuilder, coeffs: list[int], index: list[ir.Value], offset: int = 0) -> ir.Value:
-    total: ir.Value = ir.Constant(I64, offset)
-    for c, i in zip(coeffs, index):
-        if c:
-            total = b.add(total, i if c == 1 else b.mul(i, ir.Constant(I64, c)))
-    return total
 
 
 def _store_register(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, dtype: np.dtype) -> None:

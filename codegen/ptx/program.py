@@ -1,5 +1,5 @@
 """A function for the GPU: its fusion plan as a list of kernel launches and cuBLAS products, the kernels in one
-NVPTX module (or, for the host emulation, in one CPU module).
+NVPTX module (or, for the host emulation, in one CPU module: ``emulated.py`` runs it).
 
 The plan is the CPU's (``codegen/llvm/table.py`` through ``fusion.py``), with every float32 and float64 matrix
 product a ``Gemm`` step: on the GPU, a cuBLAS call; in the emulation, NumPy's product of the same strided
@@ -92,69 +92,3 @@ def build(fn: Function, device: bool = True, name: str | None = None) -> Program
             if emitter.scratch is not None:
                 scratch.append(emitter.scratch)
     return Program(fn, plan, name, steps, scratch, module, device)
-
-
-def gemm_operands(step: Gemm, memory: dict[int, np.ndarray], plan: Plan) -> tuple[np.ndarray, np.ndarray]:
-    """The (batch, m, k) and (batch, k, n) operands of a product, as strided views of the flat buffers in
-    ``memory`` (by buffer id)."""
-
-    def operand(view, layout, rows, cols):
-        batch_stride, transposed, lead = layout
-        flat = memory[id(plan.buffers[id(view.base)])]
-        size = flat.itemsize
-        strides = (batch_stride * size, size, lead * size) if transposed else (batch_stride * size, lead * size, size)
-        return np.lib.stride_tricks.as_strided(flat[view.offset:], (step.batch, rows, cols), strides, writeable=False)
-
-    return operand(step.lhs, step.lhs_layout, step.m, step.k), operand(step.rhs, step.rhs_layout, step.k, step.n)
-
-
-class Emulation:
-    """A function's GPU program run on the host: its kernels compiled for the CPU (emulating a small grid),
-    its products through NumPy. Call with NumPy arrays; returns the results. Temporaries and scratch buffers
-    start as NaN-like garbage, so a kernel that reads what nobody wrote shows."""
-
-    def __init__(self, fn: Function):
-        self.program = build(fn, device=False)
-        names = [k.name for k in self.program.kernels]
-        self.compiled = engine.compile_module(self.program.module, names) if names else None
-        import ctypes
-
-        self._entries = {
-            name: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
-            for name, address in (self.compiled.addresses.items() if self.compiled else [])
-        }
-
-    def __call__(self, *args) -> list[np.ndarray]:
-        import ctypes
-
-        program, plan = self.program, self.program.plan
-        memory: dict[int, np.ndarray] = {}
-        for buf, arg, param in zip(plan.inputs, args, program.fn.params):
-            memory[id(buf)] = np.array(arg, dtype=param.aval.dtype).reshape(-1)  # (a fresh, aligned copy)
-        for buf, data in plan.consts:
-            memory[id(buf)] = np.array(data, dtype=buf.dtype).reshape(-1)
-        for buf in [*plan.outputs, *plan.temps, *program.scratch]:
-            memory[id(buf)] = _garbage(buf)
-        for step in program.steps:
-            if isinstance(step, Gemm):
-                lhs, rhs = gemm_operands(step, memory, plan)
-                out = memory[id(step.target)]
-                out[: step.batch * step.m * step.n] = np.matmul(lhs, rhs).reshape(-1)
-                continue
-            for buf, value in step.fills:
-                memory[id(buf)][:] = value
-            if step.kind == "fill":
-                continue
-            arrays = [memory[id(buf)] for buf in step.buffers]
-            pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-            self._entries[step.name](pointers)
-        outs = []
-        for buf, result in zip(plan.outputs, program.fn.results):
-            outs.append(memory[id(buf)][: result.aval.size].reshape(result.aval.shape).copy())
-        return outs
-
-
-def _garbage(buf: Buffer) -> np.ndarray:
-    out = np.empty(max(buf.size, 1), buf.dtype)
-    out.view(np.uint8)[:] = 0xA5 if buf.dtype.kind != "b" else 0
-    return out[: buf.size]

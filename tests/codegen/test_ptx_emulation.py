@@ -20,7 +20,8 @@ import srcjax.numpy as jnp
 from srcjax import lax
 from srcjax.codegen.llvm.plan import Unsupported
 from srcjax.codegen.ptx import target
-from srcjax.codegen.ptx.program import Emulation, build, plan_for_gpu
+from srcjax.codegen.ptx.emulated import Emulation
+from srcjax.codegen.ptx.program import build, plan_for_gpu
 from srcjax.runtime.config import config
 from srcjax.transpiler.frontend import trace_function
 from srcjax.transpiler.interpret import eval_function
