@@ -137,6 +137,7 @@ class Gemm:
     rhs_layout: tuple[int, bool, int]  # of the (k, n) operand
     order: float = 0
     symmetric: bool = False  # rhs is lhs transposed (x @ x.T): a rank-k update computes half the product
+    precision: object = None  # the op's ``precision`` (the GPU's float32 products: TF32 unless it is HIGHEST)
 
 
 Step = Union[Nest, Gemm]

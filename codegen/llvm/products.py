@@ -21,7 +21,11 @@ def plan_dot(planner: Planner, op: Op, row: Row) -> None:
     (result,) = op.results
     lhs, rhs = op.operands
     (lc, rc), (lb, rb) = op.params["dimension_numbers"]
+    first = len(planner.steps)
     _contract(planner, lhs, rhs, *(tuple(int(a) for a in axes) for axes in (lc, rc, lb, rb)), result)
+    for step in planner.steps[first:]:  # (the GPU's float32 products follow the op's precision)
+        if isinstance(step, Gemm):
+            step.precision = op.params.get("precision")
 
 
 def _contract(planner: Planner, lhs: Value, rhs: Value, lc, rc, lb, rb, result: Value) -> None:

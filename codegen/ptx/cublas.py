@@ -31,6 +31,15 @@ class CublasError(RuntimeError):
     pass
 
 
+def full_float32(op_precision: Any, default: Any) -> bool:
+    """Whether a float32 product computes in full float32 rather than TF32: the op's ``precision`` when it has one
+    (HIGHEST, or a pair whose higher is HIGHEST), else ``jax_default_matmul_precision`` ("highest", "float32")."""
+    if op_precision is not None:
+        levels = op_precision if isinstance(op_precision, (tuple, list)) else (op_precision,)
+        return any("HIGHEST" in str(level).upper() for level in levels if level is not None)
+    return default is not None and str(default).lower() in _FULL_FLOAT32
+
+
 def library_path() -> str | None:
     if os.environ.get("SRCJAX_CUBLAS"):
         return os.environ["SRCJAX_CUBLAS"]
@@ -81,7 +90,7 @@ class Cublas:
         if dtype == np.float64:
             kind, compute, scalar = _R_64F, _COMPUTE_64F, ctypes.c_double
         else:
-            full = precision is not None and str(precision).lower() in _FULL_FLOAT32
+            full = full_float32(step.precision, precision)
             kind, compute, scalar = _R_32F, (_COMPUTE_32F if full else _COMPUTE_32F_FAST_TF32), ctypes.c_float
         alpha, beta = scalar(1.0), scalar(0.0)
         i64, pointer, gemm, check = ctypes.c_longlong, ctypes.c_void_p, self.lib.cublasGemmStridedBatchedEx, self._check
