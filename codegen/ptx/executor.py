@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.codegen.llvm.layout import Buffer
-from srcjax.codegen.llvm.plan import Gemm
+from srcjax.codegen.llvm.plan import Gemm, Unsupported
 from srcjax.codegen.ptx import program as programs
 from srcjax.codegen.ptx import target
 from srcjax.transpiler.ir import Function
@@ -35,6 +35,12 @@ class GpuExecutable:
         self.fn, self.device = fn, device
         self.program = programs.build(fn, device=device.emits_ptx)
         plan = self.program.plan
+        if device.emits_ptx and any(isinstance(step, Gemm) for step in self.program.steps):
+            from srcjax.codegen.ptx.cublas import library_path
+
+            if library_path() is None:  # (its products then run on the CPU, not a failed call)
+                raise Unsupported("matrix products need cuBLAS on the GPU: pip install nvidia-cublas (or set "
+                                  "SRCJAX_CUBLAS to the path of libcublas.so)")
         self.arch = arch_for(device.capability)
         self.module = device.load(self.program, self.arch) if self.program.kernels else None
         self.consts = {id(buf): device.upload(np.ascontiguousarray(data, dtype=buf.dtype)) for buf, data in plan.consts}

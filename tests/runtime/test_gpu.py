@@ -391,3 +391,20 @@ def test_random_numbers_on_the_gpu_are_the_cpus_bits():
             np.testing.assert_array_equal(np.asarray(g), w)
         else:  # (normal's erf_inv: a few ulp between the GPU's fused multiply-adds and the CPU's)
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+
+
+def test_without_cublas_products_fall_back_rather_than_fail(monkeypatch):
+    """On a GPU machine without the nvidia-cublas wheel, a function with a product is not compiled for the GPU
+    (Unsupported: it then runs on the CPU) instead of failing at its first call."""
+    import types
+
+    from srcjax.codegen.llvm.plan import Unsupported
+    from srcjax.codegen.ptx import cublas
+    from srcjax.codegen.ptx.executor import GpuExecutable
+    from srcjax.transpiler.frontend import trace_function
+    from srcjax.transpiler.types import TensorType
+
+    monkeypatch.setattr(cublas, "library_path", lambda: None)
+    ir, _ = trace_function(lambda a: a @ a.T, [TensorType(np.dtype(np.float32), (8, 8))])
+    with pytest.raises(Unsupported, match="cuBLAS"):
+        GpuExecutable(ir, types.SimpleNamespace(emits_ptx=True, capability=(8, 0)))
