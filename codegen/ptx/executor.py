@@ -4,6 +4,8 @@ products handed to cuBLAS, in order on the device's stream, over buffers from th
 Inputs and results are ``driver.DeviceBuffer``s; a call returns as soon as its work is queued. Constants are
 uploaded once. Temporaries and partial results are taken from the allocator when a step first needs them and
 given back after the last step that reads them (in stream order, so the next call's steps may reuse them).
+From its second call, a schedule of ``GRAPH_MIN_STEPS`` steps or more is replayed as a CUDA graph captured once
+over buffers of its own (``_Graph``): a few driver calls per call instead of one or more per step.
 """
 
 from __future__ import annotations
