@@ -120,19 +120,26 @@ def fast_path(fn):
                 or _flags["jax_numpy_rank_promotion"] != "allow":
             return fn(*args, **kwargs)
         key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"]]
-        for i, arg in enumerate(args):
+        for arg in args:
             kind = type(arg)
             if kind is Array:
                 if not hasattr(arg, "_buffer"):  # (pending, deleted or on a GPU)
                     return fn(*args)
-                # (and which earlier operand it is, if any: x * x records one operand twice)
-                key.append((arg.aval, next(j for j in range(i + 1) if args[j] is arg)))
+                key.append(arg.aval)
             elif kind is float:
                 key.append(arg.hex())  # (-0.0 is not 0.0 here)
             elif kind in _PY_SCALAR_TYPES:
                 key.append((kind, arg))
             else:
                 return fn(*args)
+        # which operands are one array (x * x is recorded as one operand in two places)
+        count = len(args)
+        if count == 2:
+            key.append(args[0] is args[1])
+        elif count == 3:
+            key.append((args[0] is args[1], args[0] is args[2], args[1] is args[2]))
+        elif count > 3:
+            key.append(tuple(next(j for j in range(i + 1) if args[j] is a) for i, a in enumerate(args)))
         key = tuple(key)
         entry = cache.get(key)
         if entry is None:

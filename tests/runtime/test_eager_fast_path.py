@@ -126,3 +126,11 @@ def test_negative_zero_is_its_own_scalar():
     x = jnp.asarray(np.ones(3, np.float32))
     assert np.all(np.asarray(jnp.true_divide(x, 0.0)) == np.inf)
     assert np.all(np.asarray(jnp.true_divide(x, -0.0)) == -np.inf)
+
+
+def test_three_operands_one_of_them_twice():
+    c, a = ARRAYS["bool[5]"], ARRAYS["f32[5]"]
+    b = jnp.asarray(np.arange(5, dtype=np.float32))
+    jnp.where(c, a, a), jnp.where(c, a, a)  # (recorded with one array in two places)
+    np.testing.assert_array_equal(np.asarray(jnp.where(c, a, b)), np.where(np.asarray(c), np.asarray(a), np.asarray(b)))
+    np.testing.assert_array_equal(np.asarray(jnp.where(c, b, b)), np.asarray(b))

@@ -112,14 +112,18 @@ def _blas_layout(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+_MATRIX_PRODUCT = (((1,), (0,)), ((), ()))
+
+
 @dot_general_p.def_impl
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    if (preferred_element_type is None and lhs.ndim == 2 and rhs.ndim == 2 and lhs.dtype == rhs.dtype
+            and (lhs.dtype.kind != "f" or lhs.dtype.itemsize >= 4) and dimension_numbers == _MATRIX_PRODUCT):
+        return np.matmul(_blas_layout(lhs), _blas_layout(rhs))  # (m, k) @ (k, n), the common case
     lc, rc, lb, rb = _dot_axes(dimension_numbers)
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     compute = _compute_dtype(out_dtype)
     lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
-    if lc == (1,) and rc == (0,) and not lb and not rb and lhs.ndim == 2 and rhs.ndim == 2:  # (m, k) @ (k, n)
-        return np.matmul(_blas_layout(lhs), _blas_layout(rhs)).astype(out_dtype, copy=False)
     lf = [a for a in range(lhs.ndim) if a not in lc + lb]
     rf = [a for a in range(rhs.ndim) if a not in rc + rb]
     batch = tuple(lhs.shape[a] for a in lb)
