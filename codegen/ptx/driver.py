@@ -304,14 +304,22 @@ class Allocator:
             blocks = self.free.get(size)
             if blocks:
                 self.cached_bytes -= size
-                return DeviceBuffer(blocks.pop(), nbytes, size, self)
+                return DeviceBuffer(self.reused(blocks.pop(), size), nbytes, size, self)
+        return DeviceBuffer(self.fresh(size), nbytes, size, self)
+
+    def reused(self, pointer: int, size: int) -> int:
+        """A cached block, as it is handed out again."""
+        return pointer
+
+    def fresh(self, size: int) -> int:
+        """A new block of ``size`` bytes from the driver."""
         pointer = ctypes.c_uint64()
         result = library().cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size))
         if result == 2:  # CUDA_ERROR_OUT_OF_MEMORY: give the cached blocks back and try once more
             self.empty()
             result = library().cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size))
         _check("cuMemAlloc_v2", result)
-        return DeviceBuffer(pointer.value, nbytes, size, self)
+        return pointer.value
 
     def release(self, size: int, pointer: int) -> None:
         with self.lock:

@@ -147,19 +147,16 @@ class _HostAllocator(Allocator):
         self.blocks: dict[int, np.ndarray] = {}  # address -> the memory (kept alive while allocated or cached)
         self.driver_allocations = 0
 
-    def allocate(self, nbytes: int) -> DeviceBuffer:
-        size = self.size_class(nbytes)
+    def reused(self, pointer: int, size: int) -> int:
+        ctypes.memset(pointer, 0xA5, size)
+        return pointer
+
+    def fresh(self, size: int) -> int:
+        memory = np.full(size, 0xA5, np.uint8)
         with self.lock:
-            blocks = self.free.get(size)
-            if blocks:
-                self.cached_bytes -= size
-                pointer = blocks.pop()
-                ctypes.memset(pointer, 0xA5, size)
-                return DeviceBuffer(pointer, nbytes, size, self)
-            memory = np.full(size, 0xA5, np.uint8)
             self.blocks[memory.ctypes.data] = memory
             self.driver_allocations += 1
-            return DeviceBuffer(memory.ctypes.data, nbytes, size, self)
+        return memory.ctypes.data
 
     def empty(self) -> None:
         with self.lock:
