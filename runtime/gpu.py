@@ -13,12 +13,14 @@ flow, host calls, collectives) runs on the CPU as before, on host copies of its 
 
 The GPU is the default backend when the NVIDIA driver sees one, unless ``JAX_PLATFORMS`` (or the
 ``jax_platforms`` / ``jax_platform_name`` flags) names ``cpu`` first; ``SRCJAX_GPU=0`` hides GPUs altogether, and
-``SRCJAX_GPU=emulate`` shows one GPU emulated on the host (``codegen/ptx/emulated.py``: how CI runs this code).
+``SRCJAX_GPU=emulate`` shows one GPU emulated on the host (``codegen/ptx/emulated.py``: how CI runs this code;
+``emulate:4`` shows four).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -61,8 +63,8 @@ def gpu_devices() -> list[GpuDevice]:
         with _lock:
             if not _found:
                 count = 0
-                if _emulated():
-                    count = 1
+                if _emulated():  # (``emulate:N``: N of them, for pmap over GPUs)
+                    count = int(os.environ["SRCJAX_GPU"].partition(":")[2] or 1)
                 elif os.environ.get("SRCJAX_GPU", "1") != "0":
                     from srcjax.codegen.ptx import driver
 
@@ -72,7 +74,7 @@ def gpu_devices() -> list[GpuDevice]:
 
 
 def _emulated() -> bool:
-    return os.environ.get("SRCJAX_GPU") == "emulate"
+    return os.environ.get("SRCJAX_GPU", "").partition(":")[0] == "emulate"
 
 
 def reset() -> None:
@@ -194,12 +196,35 @@ def call(compiled: Any, leaves: Sequence[Any]) -> list[Any] | None:
                    for out, r in zip(outs, compiled.ir.results)]
     else:
         inputs = [_memory(leaf, dtype, device) for leaf, dtype in zip(leaves, executable.param_dtypes)]
-        outputs = executable(inputs, precision=config.jax_default_matmul_precision)
+        into = _donatable(executable, compiled.donated, leaves, inputs) if compiled.donated else None
+        outputs = executable(inputs, precision=config.jax_default_matmul_precision, into=into)
         results = [_array(device, memory, r.aval) for memory, r in zip(outputs, compiled.ir.results)]
     for i in compiled.donated:  # (their buffers go back to the allocator once the call's work has read them)
         if resident(leaves[i]) is not None:
             leaves[i].delete()
     return results
+
+
+# references to a donated device buffer while ``_donatable`` looks at it: the Resident's, the inputs list's, the
+# loop's name and ``getrefcount``'s argument; any more (another Array, a graph's held input) and it is not reused
+_DONATED_REFS = 4
+
+
+def _donatable(executable: Any, donated: Sequence[int], leaves: Sequence[Any], inputs: list[Any]) -> list[Any] | None:
+    """Per result, the donated input buffer the call may write it over, or None: where the program allows it
+    (``GpuExecutable.aliases``) and the buffer is the donated Array's alone."""
+    aliases = executable.aliases()
+    into: list[Any] = [None] * len(executable.result_types)
+    found = False
+    for i in donated:
+        j = aliases.get(i)
+        state = resident(leaves[i])
+        if j is None or into[j] is not None or state is None or state.memory is not inputs[i]:
+            continue
+        memory = inputs[i]
+        if sum(m is memory for m in inputs) == 1 and sys.getrefcount(memory) == _DONATED_REFS:
+            into[j], found = memory, True
+    return into if found else None
 
 
 def _executable(compiled: Any, device: GpuDevice) -> Any:

@@ -79,10 +79,12 @@ class SegmentedProgram:
         except Unsupported:
             return None
 
-    def run(self, leaves: Sequence[Any]) -> list[Any]:
+    def run(self, leaves: Sequence[Any], collectives: Any = None) -> list[Any]:
+        """The results on GPU arrays ``leaves``; ``collectives(op, operands)`` computes the collectives (a pmap
+        replica's: ``gpu_pmap.py``), giving None for an op it leaves to the evaluator."""
         from srcjax.runtime import gpu
 
-        evaluator = _GpuEvaluator(self)
+        evaluator = _GpuEvaluator(self, collectives)
         for value, data in self.fn.consts:  # (constants: on the device once per call)
             evaluator.env[id(value)] = gpu.put(data, value.aval.weak_type, self.device)
         body = self.fn.body
@@ -93,9 +95,16 @@ class SegmentedProgram:
 
 
 class _GpuEvaluator(Evaluator):
-    def __init__(self, program: SegmentedProgram):
+    def __init__(self, program: SegmentedProgram, collectives: Any = None):
         super().__init__()
-        self.program = program
+        self.program, self.collectives = program, collectives
+
+    def _bind(self, op: Op, operands: list[Any]) -> list[Any]:
+        if self.collectives is not None and kind(op.name) is Kind.COLLECTIVE:
+            out = self.collectives(op, operands)
+            if out is not None:
+                return out
+        return super()._bind(op, operands)
 
     def run_block(self, block: Block, args: Sequence[Any]) -> list[Any]:
         from srcjax.runtime import gpu

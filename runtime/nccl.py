@@ -89,12 +89,16 @@ class Communicator:
     """Rank ``rank`` of ``size`` in the communicator ``unique_id`` names, on the current CUDA device (the caller
     selects it first). Buffers are device addresses; ``stream`` a CUDA stream (0: the default stream)."""
 
-    def __init__(self, nccl: Nccl, unique_id: bytes, size: int, rank: int):
-        if len(unique_id) != UNIQUE_ID_BYTES:
-            raise ValueError(f"an NCCL unique id has {UNIQUE_ID_BYTES} bytes, got {len(unique_id)}")
+    def __init__(self, nccl: Nccl, unique_id: bytes | None, size: int, rank: int,
+                 handle: ctypes.c_void_p | None = None):
         if not 0 <= rank < size:
             raise ValueError(f"rank {rank} is outside a communicator of {size}")
         self.nccl, self.size, self.rank = nccl, size, rank
+        if handle is not None:  # (one of ``within_process``'s)
+            self.handle = handle
+            return
+        if unique_id is None or len(unique_id) != UNIQUE_ID_BYTES:
+            raise ValueError(f"an NCCL unique id has {UNIQUE_ID_BYTES} bytes, got {unique_id!r:.40}")
         self.handle = ctypes.c_void_p()
         uid = (ctypes.c_char * UNIQUE_ID_BYTES).from_buffer_copy(unique_id)
         nccl.call("ncclCommInitRank", ctypes.byref(self.handle), ctypes.c_int(size), uid, ctypes.c_int(rank))
@@ -132,6 +136,23 @@ class Communicator:
         if self.handle:
             self.nccl.call("ncclCommDestroy", self.handle)
             self.handle = ctypes.c_void_p()
+
+    def abort(self) -> None:
+        """Give up the communicator (a replica failed: the others' collectives would wait for it forever)."""
+        if self.handle:
+            self.nccl.lib.ncclCommAbort(self.handle)
+            self.handle = ctypes.c_void_p()
+
+
+def within_process(ordinals: list[int], nccl: Nccl | None = None) -> list[Communicator]:
+    """One communicator per GPU of this process (CUDA ordinals ``ordinals``), rank ``i`` on ``ordinals[i]``: the
+    replicas of a pmap over GPUs, one thread each."""
+    nccl = nccl or Nccl()
+    handles = (ctypes.c_void_p * len(ordinals))()
+    devices = (ctypes.c_int * len(ordinals))(*ordinals)
+    nccl.call("ncclCommInitAll", handles, ctypes.c_int(len(ordinals)), devices)
+    return [Communicator(nccl, None, len(ordinals), rank, ctypes.c_void_p(handles[rank]))
+            for rank in range(len(ordinals))]
 
 
 def shared_unique_id(engine: Any, nccl: Nccl) -> bytes:

@@ -44,12 +44,12 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     """Map ``fun`` over axis ``in_axes`` of its arguments, one replica per device."""
     if not callable(fun):
         raise TypeError(f"pmap expects a callable, got {type(fun).__name__}")
-    if backend not in (None, "cpu"):
-        raise ValueError(f"pmap: backend '{backend}' is not available (this build of srcjax has: cpu)")
+    if backend not in (None, "cpu", "gpu", "cuda"):
+        raise ValueError(f"pmap: backend '{backend}' is not available (srcjax has: cpu, gpu)")
     if global_arg_shapes is not None:
         raise ValueError("pmap: global_arg_shapes is not supported (JAX removed it too)")
     return Pmapped(fun, axis_name, in_axes, out_axes, _ints(static_broadcasted_argnums), devices, axis_size,
-                   _ints(donate_argnums))
+                   _ints(donate_argnums), backend)
 
 
 def _ints(x: int | Sequence[int]) -> tuple[int, ...]:
@@ -60,11 +60,14 @@ class Pmapped:
     """``pmap(fun, ...)``: callable like ``fun``, over arrays with a leading (``in_axes``) device axis."""
 
     def __init__(self, fun: Callable, axis_name: Any, in_axes: Any, out_axes: Any, static: tuple[int, ...],
-                 devices: Sequence[Any] | None, axis_size: int | None, donate: tuple[int, ...]):
+                 devices: Sequence[Any] | None, axis_size: int | None, donate: tuple[int, ...],
+                 backend: str | None = None):
         self.fun, self.axis_name, self.in_axes, self.out_axes = fun, axis_name, in_axes, out_axes
         self.static, self.devices, self.axis_size, self.donate = static, devices, axis_size, donate
+        self.backend = backend
         self._compiled: dict[tuple, Callable] = {}  # the batched form, by (argument count, number of replicas)
         self._spmd: dict[tuple, _Replicated | None] = {}  # native replicas by signature (None: runs batched)
+        self._gpu_spmd: dict[tuple, Any] = {}  # replicas on GPUs by signature and devices (gpu_pmap.GpuReplicas)
         functools.update_wrapper(self, fun, updated=())
 
     def _axes(self, n_args: int) -> Any:
@@ -93,11 +96,18 @@ class Pmapped:
             # inside a transformation or a compiled function: the mapped function itself
             return self._mapped(len(args), self.axis_size)(*args)
         size = self._size(args)
-        available = list(self.devices) if self.devices is not None else device_api.local_devices()
+        available = list(self.devices) if self.devices is not None else device_api.local_devices(backend=self.backend)
         if size > len(available):
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(available)} XLA devices are available (num_replicas={size})")
-        out = self._replicas(args, size)
+        placed = available[:size]
+        if _on_gpus(placed) and (size > 1 or os.environ.get("SRCJAX_PMAP") == "replicas") and _native_enabled() \
+                and device_api.process_count() == 1:
+            out = self._gpu_replicas(args, placed)
+        elif _on_gpus(placed):
+            out = _BATCHED  # (one GPU: the batched call runs there)
+        else:
+            out = self._replicas(args, size)
         if out is _BATCHED:
             call = self._compiled.get((len(args), size))
             if call is None:
@@ -105,7 +115,7 @@ class Pmapped:
                 call = self._compiled[(len(args), size)] = jit(self._mapped(len(args), size), static_argnums=static,
                                                                donate_argnums=self.donate)
             out = call(*args)
-        return self._place(out, available[:size], {id(leaf) for leaf in tree_util.tree_leaves(args)})
+        return self._place(out, placed, {id(leaf) for leaf in tree_util.tree_leaves(args)})
 
     # -- replicas on threads ------------------------------------------------------------------------------------------
     def _replicas(self, args: Sequence[Any], size: int) -> Any:
@@ -117,6 +127,18 @@ class Pmapped:
             work = sum(int(np.size(leaf)) for leaf in tree_util.tree_leaves(args))
             if size > _usable_cores() or work < REPLICA_MIN_WORK:
                 return _BATCHED
+        leaves, treedef, leaf_axes, dynamic, example, key = self._signature(args, size)
+        spmd = self._spmd.get(key)
+        if spmd is None:
+            spmd = self._spmd[key] = _Replicated.build(self, treedef, example, dynamic, size)
+        if spmd is None:
+            return _BATCHED
+        return spmd.run([leaf for leaf, d in zip(leaves, dynamic) if d],
+                        [a for a, d in zip(leaf_axes, dynamic) if d])
+
+    def _signature(self, args: Sequence[Any], size: int) -> tuple:
+        """The arguments' leaves, their tree, mapped axes and dynamism, one replica's example of them, and the
+        key its program is kept under."""
         axes = self._axes(len(args))
         leaves, treedef = tree_util.tree_flatten((list(args), {}))
         leaf_axes = _broadcast_prefix(axes, tuple(args), "in_axes")
@@ -125,13 +147,24 @@ class Pmapped:
                    for leaf, a, d in zip(leaves, leaf_axes, dynamic)]
         key = (treedef, tuple(t if d else ("static", _hashable(t)) for t, d in zip(example, dynamic)),
                tuple(leaf_axes), size, _flags["jax_enable_x64"])
-        spmd = self._spmd.get(key)
-        if spmd is None:
-            spmd = self._spmd[key] = _Replicated.build(self, treedef, example, dynamic, size)
-        if spmd is None:
-            return _BATCHED
-        return spmd.run([leaf for leaf, d in zip(leaves, dynamic) if d],
-                        [a for a, d in zip(leaf_axes, dynamic) if d])
+        return leaves, treedef, leaf_axes, dynamic, example, key
+
+    def _gpu_replicas(self, args: Sequence[Any], devices: list[Any]) -> Any:
+        """The results of one replica per GPU, its collectives over NCCL (``runtime/gpu_pmap.py``)."""
+        from srcjax.runtime import gpu_pmap
+
+        leaves, treedef, leaf_axes, dynamic, example, key = self._signature(args, len(devices))
+        key = (key, tuple(d.id for d in devices))
+        replicas = self._gpu_spmd.get(key)
+        if replicas is None:
+            replicas = self._gpu_spmd[key] = gpu_pmap.GpuReplicas.build(self, treedef, example, dynamic, devices)
+        out = replicas.run([leaf for leaf, d in zip(leaves, dynamic) if d],
+                           [a for a, d in zip(leaf_axes, dynamic) if d])
+        for i in self.donate:  # (their buffers are the replicas' copies: the donated Arrays go, as JAX's do)
+            for leaf in tree_util.tree_leaves(args[i % len(args)]) if -len(args) <= i < len(args) else ():
+                if isinstance(leaf, Array):
+                    leaf.delete()
+        return out
 
     def _size(self, args: Sequence[Any]) -> int:
         """The number of replicas: the mapped axes' common size (or ``axis_size``)."""
@@ -175,6 +208,10 @@ _BATCHED = object()
 # elements of the arguments from which ``SRCJAX_PMAP=auto`` runs replicas on threads (below, starting the threads and
 # meeting at the barriers costs more than the batched call)
 REPLICA_MIN_WORK = 1 << 20
+
+
+def _on_gpus(devices: Sequence[Any]) -> bool:
+    return bool(devices) and all(getattr(d, "platform", None) == "gpu" for d in devices)
 
 
 def _usable_cores() -> int:

@@ -119,62 +119,8 @@ class Executable:
         writing the output reads the input only at the element it writes (each iteration computes all its
         values before it stores any), and no later step reads the input."""
         if self._aliases is None:
-            self._aliases = self._find_aliases()
+            self._aliases = find_aliases(self.plan, self.fn)
         return self._aliases
-
-    def _find_aliases(self) -> dict[int, int]:
-        plan = self.plan
-        if plan.control or plan.host_ops:
-            return {}
-        bodies: dict[int, Any] = {}
-
-        def body(k: int):
-            if k not in bodies:
-                bodies[k] = instantiate(plan, plan.steps[k])
-            return bodies[k]
-
-        def reads(k: int, buffer: Buffer) -> bool:
-            step = plan.steps[k]
-            if isinstance(step, Gemm):
-                return buffer in (plan.buffers[id(step.lhs.base)], plan.buffers[id(step.rhs.base)])
-            return any(load.buffer is buffer for load in body(k).loads)
-
-        def writes(step, buffer: Buffer) -> bool:
-            if isinstance(step, Gemm):
-                return step.target is buffer
-            return step.target is buffer or any(b is buffer for _, b in step.stores)
-
-        found: dict[int, int] = {}
-        for j, out in enumerate(plan.outputs):
-            writers = [k for k, step in enumerate(plan.steps) if writes(step, out)]
-            if len(writers) != 1:
-                continue
-            (k,) = writers
-            nest = plan.steps[k]
-            if not isinstance(nest, Nest) or nest.combine or nest.product or nest.placement:
-                continue
-            # (a nest computes all its values before it stores any: only the store into ``out`` matters)
-            (store,) = [s for s in body(k).stores if s.buffer is out]
-            shape = nest.shape
-
-            def where(coeffs: list[int], offset: int, shape=shape) -> tuple[list[int], int]:
-                return [c for c, d in zip(coeffs, shape) if d != 1], offset  # (axes of size 1 do not move)
-
-            written = where(store.coeffs, store.offset)
-            result = self.fn.results[j].aval
-            for i, inp in enumerate(plan.inputs):
-                param = self.fn.params[i].aval
-                if i in found or (param.shape, param.dtype) != (result.shape, result.dtype):
-                    continue
-                loads = [load for load in body(k).loads if load.buffer is inp]
-                # (a gather's load moves with its indices: never in place)
-                if any(where(load.coeffs, load.offset) != written or isinstance(load, GatherLoad) for load in loads):
-                    continue
-                if any(reads(later, inp) for later in range(k + 1, len(plan.steps))):
-                    continue
-                found[i] = j
-                break
-        return found
 
     def __repr__(self) -> str:
         types = lambda values: ", ".join(str(v.aval) for v in values)  # noqa: E731
@@ -232,3 +178,59 @@ def unsupported_reason(fn: Function) -> str | None:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+
+
+def find_aliases(plan: Plan, fn: Function) -> dict[int, int]:
+    """Input index -> output index where ``plan`` may write that output over that input's buffer (see
+    ``Executable.aliases``; the GPU's executor asks the same of its plan)."""
+    if plan.control or plan.host_ops:
+        return {}
+    bodies: dict[int, Any] = {}
+
+    def body(k: int):
+        if k not in bodies:
+            bodies[k] = instantiate(plan, plan.steps[k])
+        return bodies[k]
+
+    def reads(k: int, buffer: Buffer) -> bool:
+        step = plan.steps[k]
+        if isinstance(step, Gemm):
+            return buffer in (plan.buffers[id(step.lhs.base)], plan.buffers[id(step.rhs.base)])
+        return any(load.buffer is buffer for load in body(k).loads)
+
+    def writes(step, buffer: Buffer) -> bool:
+        if isinstance(step, Gemm):
+            return step.target is buffer
+        return step.target is buffer or any(b is buffer for _, b in step.stores)
+
+    found: dict[int, int] = {}
+    for j, out in enumerate(plan.outputs):
+        writers = [k for k, step in enumerate(plan.steps) if writes(step, out)]
+        if len(writers) != 1:
+            continue
+        (k,) = writers
+        nest = plan.steps[k]
+        if not isinstance(nest, Nest) or nest.combine or nest.product or nest.placement:
+            continue
+        # (a nest computes all its values before it stores any: only the store into ``out`` matters)
+        (store,) = [s for s in body(k).stores if s.buffer is out]
+        shape = nest.shape
+
+        def where(coeffs: list[int], offset: int, shape=shape) -> tuple[list[int], int]:
+            return [c for c, d in zip(coeffs, shape) if d != 1], offset  # (axes of size 1 do not move)
+
+        written = where(store.coeffs, store.offset)
+        result = fn.results[j].aval
+        for i, inp in enumerate(plan.inputs):
+            param = fn.params[i].aval
+            if i in found or (param.shape, param.dtype) != (result.shape, result.dtype):
+                continue
+            loads = [load for load in body(k).loads if load.buffer is inp]
+            # (a gather's load moves with its indices: never in place)
+            if any(where(load.coeffs, load.offset) != written or isinstance(load, GatherLoad) for load in loads):
+                continue
+            if any(reads(later, inp) for later in range(k + 1, len(plan.steps))):
+                continue
+            found[i] = j
+            break
+    return found

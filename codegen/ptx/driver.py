@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 import types
 from typing import Any, Iterator
@@ -25,7 +26,9 @@ _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 _CU_STREAM_NON_BLOCKING = 1
 _CU_EVENT_DISABLE_TIMING = 2
 _CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
-_STAGING_MIN = 1 << 16  # host-to-device copies from this many bytes go through pinned staging memory
+_STAGING_MIN = 1 << 16  # copies from this many bytes go through pinned staging memory
+_DOWNLOAD_CHUNK = 1 << 22  # device-to-host copies go through two pinned chunks of this size, in turn
+PINNED_DOWNLOADS = os.environ.get("SRCJAX_PINNED_DOWNLOADS", "1") != "0"
 
 
 class CudaError(RuntimeError):
@@ -112,6 +115,8 @@ class Device:
         self.allocator = Allocator(self)
         self._cublas: Any = None
         self._staging: list[tuple[int, ctypes.c_void_p, ctypes.c_void_p]] = []  # (bytes, pinned, event)
+        self._download_chunks: list[tuple[ctypes.c_void_p, ctypes.c_void_p]] | None = None
+        self._download_lock = threading.Lock()
 
     def attribute(self, which: int) -> int:
         value = ctypes.c_int()
@@ -236,14 +241,48 @@ class Device:
         return pinned, event
 
     def download(self, buffer: "DeviceBuffer", shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """The buffer's contents as a new host array (waits for the stream's work before it)."""
+        """The buffer's contents as a new host array (waits for the stream's work before it). A large one
+        comes through two pinned chunks in turn: the device copies one while the host copies the other out."""
         self.make_current()
         out = np.empty(shape, dtype)
-        if out.nbytes:
-            call("cuMemcpyDtoHAsync_v2", out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(buffer.pointer),
-                 ctypes.c_size_t(out.nbytes), self.stream)
-            call("cuStreamSynchronize", self.stream)
+        nbytes = out.nbytes
+        if nbytes < _STAGING_MIN or not PINNED_DOWNLOADS:
+            if nbytes:
+                call("cuMemcpyDtoHAsync_v2", out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(buffer.pointer),
+                     ctypes.c_size_t(nbytes), self.stream)
+                call("cuStreamSynchronize", self.stream)
+            return out
+        with self._download_lock:
+            if self._download_chunks is None:
+                self._download_chunks = [self._pinned_chunk() for _ in range(2)]
+            chunks, target = self._download_chunks, out.ctypes.data
+            waiting: tuple[int, int, int] | None = None  # (chunk, offset, size) copied by the device, not yet out
+            for k, offset in enumerate(range(0, nbytes, _DOWNLOAD_CHUNK)):
+                size = min(_DOWNLOAD_CHUNK, nbytes - offset)
+                pinned, event = chunks[k % 2]
+                call("cuMemcpyDtoHAsync_v2", pinned, ctypes.c_uint64(buffer.pointer + offset), ctypes.c_size_t(size),
+                     self.stream)
+                call("cuEventRecord", event, self.stream)
+                if waiting is not None:
+                    self._copy_out(chunks, waiting, target)
+                waiting = (k % 2, offset, size)
+            assert waiting is not None
+            self._copy_out(chunks, waiting, target)
         return out
+
+    @staticmethod
+    def _copy_out(chunks: list, waiting: tuple[int, int, int], target: int) -> None:
+        chunk, offset, size = waiting
+        pinned, event = chunks[chunk]
+        call("cuEventSynchronize", event)
+        ctypes.memmove(target + offset, pinned, size)
+
+    @staticmethod
+    def _pinned_chunk() -> tuple[ctypes.c_void_p, ctypes.c_void_p]:
+        pinned, event = ctypes.c_void_p(), ctypes.c_void_p()
+        call("cuMemHostAlloc", ctypes.byref(pinned), ctypes.c_size_t(_DOWNLOAD_CHUNK), 0)
+        call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
+        return pinned, event
 
     def fill(self, buffer: "DeviceBuffer", value: Any, count: int, dtype: np.dtype) -> None:
         """Set ``count`` elements of ``buffer`` to ``value`` (queued)."""

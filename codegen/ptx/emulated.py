@@ -193,3 +193,69 @@ class Emulation:
         inputs = [self.device.upload(np.array(a, dtype=p.aval.dtype)) for a, p in zip(args, self.fn.params)]
         outputs = self.executable(inputs)
         return [self.device.download(o, r.aval.shape, r.aval.dtype) for o, r in zip(outputs, self.fn.results)]
+
+
+class EmulatedClique:
+    """NCCL's collectives among emulated GPUs of one process, one thread per rank (``within_process``'s stand-in):
+    each rank publishes its buffers, the ranks meet at a barrier, each computes its own result from everyone's,
+    and they meet again before any buffer changes. ``abort`` breaks the barrier for ranks still waiting."""
+
+    def __init__(self, size: int, timeout: float = 600.0):
+        self.size = size
+        self.barrier = threading.Barrier(size, timeout=timeout)
+        self.posted: list[Any] = [None] * size
+        self.comms = [_EmulatedComm(self, rank) for rank in range(size)]
+
+    def exchange(self, rank: int, posted: Any) -> list[Any]:
+        self.posted[rank] = posted
+        self.barrier.wait()
+        everyone = list(self.posted)
+        return everyone
+
+    def done(self) -> None:
+        self.barrier.wait()
+
+    def abort(self) -> None:
+        self.barrier.abort()
+
+
+def _host_view(address: int, count: int, dtype: Any) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    raw = (ctypes.c_byte * max(count * dtype.itemsize, 1)).from_address(address)
+    return np.ctypeslib.as_array(raw).view(dtype)[:count]
+
+
+_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+class _EmulatedComm:
+    def __init__(self, clique: EmulatedClique, rank: int):
+        self.clique, self.rank, self.size = clique, rank, clique.size
+
+    def all_reduce(self, send: int, recv: int, count: int, dtype: Any, op: str = "sum", stream: int = 0) -> None:
+        sends = self.clique.exchange(self.rank, send)
+        total = _host_view(sends[0], count, dtype).copy()
+        for other in sends[1:]:
+            total = _REDUCE[op](total, _host_view(other, count, dtype))
+        self.clique.done()
+        _host_view(recv, count, dtype)[:] = total
+
+    def all_gather(self, send: int, recv: int, count: int, dtype: Any, stream: int = 0) -> None:
+        sends = self.clique.exchange(self.rank, send)
+        parts = [_host_view(other, count, dtype).copy() for other in sends]
+        self.clique.done()
+        out = _host_view(recv, count * self.size, dtype)
+        for rank, part in enumerate(parts):
+            out[rank * count:(rank + 1) * count] = part
+
+    def reduce_scatter(self, send: int, recv: int, count: int, dtype: Any, op: str = "sum", stream: int = 0) -> None:
+        sends = self.clique.exchange(self.rank, send)
+        lo = self.rank * count
+        total = _host_view(sends[0], self.size * count, dtype)[lo:lo + count].copy()
+        for other in sends[1:]:
+            total = _REDUCE[op](total, _host_view(other, self.size * count, dtype)[lo:lo + count])
+        self.clique.done()
+        _host_view(recv, count, dtype)[:] = total
+
+    def abort(self) -> None:
+        self.clique.abort()

@@ -51,12 +51,23 @@ class GpuExecutable:
         self._schedule_for: dict[Any, list] = {}  # precision -> the schedule (products depend on it)
         self._graphs: dict[Any, Any] = {}  # precision -> its captured graph, or False
         self.calls = 0
+        self._aliases: dict[int, int] | None = None
         # every buffer gets a slot: inputs, outputs, constants, then temporaries and scratch as steps first use them
         self._slots: dict[int, int] = {}
         for buf in [*plan.inputs, *plan.outputs, *[b for b, _ in plan.consts]]:
             self._slot(buf)
         self._output_sizes = [(self._slots[id(b)], b.size * b.dtype.itemsize) for b in plan.outputs]
         self._const_slots = [(self._slots[id(b)], self.consts[id(b)]) for b, _ in plan.consts]
+
+    def aliases(self) -> dict[int, int]:
+        """Input index -> output index where a call may write that output over that input's buffer (a donated
+        argument's): the CPU's rule (``compile.find_aliases``) on this program's plan, whose map kernels, like
+        the CPU's nests, read an element before they write it."""
+        if self._aliases is None:
+            from srcjax.codegen.llvm.compile import find_aliases
+
+            self._aliases = find_aliases(self.program.plan, self.fn)
+        return self._aliases
 
     def _slot(self, buf: Buffer) -> int:
         return self._slots.setdefault(id(buf), len(self._slots))
@@ -102,8 +113,10 @@ class GpuExecutable:
             schedule.append((tuple(allocs), action, frees))
         return schedule
 
-    def __call__(self, inputs: list[Any], precision: Any = None) -> list[Any]:
-        """Queue the call on ``inputs`` (device buffers, one per parameter); returns the result buffers."""
+    def __call__(self, inputs: list[Any], precision: Any = None, into: list[Any] | None = None) -> list[Any]:
+        """Queue the call on ``inputs`` (device buffers, one per parameter); returns the result buffers. ``into``
+        may give, per result, a buffer to write it over instead of a new one (a donated input's, where
+        ``aliases`` allows it)."""
         device = self.device
         device.make_current()
         schedule = self._schedule_for.get(precision)
@@ -115,13 +128,13 @@ class GpuExecutable:
             if graph is None:
                 graph = self._graphs[precision] = self._capture(schedule)
             if graph is not False:
-                return graph.run(inputs)
+                return graph.run(inputs, into)
         allocate = device.allocator.allocate
         memory: list[Any] = [None] * len(self._slots)
         memory[: len(inputs)] = inputs
         outputs = []
-        for slot, nbytes in self._output_sizes:
-            memory[slot] = out = allocate(nbytes)
+        for k, (slot, nbytes) in enumerate(self._output_sizes):
+            memory[slot] = out = allocate(nbytes) if into is None or into[k] is None else into[k]
             outputs.append(out)
         for slot, value in self._const_slots:
             memory[slot] = value
@@ -192,7 +205,7 @@ class _Graph:
         self.input_sizes, self.output_sizes = input_sizes, output_sizes
         self.last_inputs: list[Any] = [None] * len(input_sizes)
 
-    def run(self, inputs: list[Any]) -> list[Any]:
+    def run(self, inputs: list[Any], into: list[Any] | None = None) -> list[Any]:
         device, memory, last = self.device, self.memory, self.last_inputs
         for i, (value, nbytes) in enumerate(zip(inputs, self.input_sizes)):
             if value is not last[i]:
@@ -200,9 +213,11 @@ class _Graph:
                 last[i] = value  # (held: its memory cannot be given to another array meanwhile)
         device.launch_graph(self.graph)
         outputs = []
-        for slot, nbytes in self.output_sizes:
-            out = device.allocator.allocate(nbytes)
+        for k, (slot, nbytes) in enumerate(self.output_sizes):
+            out = device.allocator.allocate(nbytes) if into is None or into[k] is None else into[k]
             device.copy(out, memory[slot], nbytes)
+            if into is not None:  # (a donated input written over is no longer what the graph holds a copy of)
+                last[:] = [None if held is out else held for held in last]
             outputs.append(out)
         return outputs
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from srcjax.runtime.numpy import _core
 from srcjax.runtime.tree_util import tree_map
 from srcjax.transpiler.primitives import collectives as c
+from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import shape as shape_p
 from srcjax.transpiler.primitives.ad import aval_of
 from srcjax.transpiler.primitives.batching import moveaxis
@@ -34,8 +37,38 @@ def _collective(prim):
     return fn
 
 
-psum = _collective(c.psum_p)
-pmean = _collective(c.pmean_p)
+_psum = _collective(c.psum_p)
+_pmean = _collective(c.pmean_p)
+
+
+def _counted(leaf: Any) -> Any:
+    """Booleans are summed as int32, as JAX's psum sums them."""
+    leaf = _core.asarray(leaf) if _core.is_concrete(leaf) else leaf
+    if aval_of(leaf).dtype == np.bool_:
+        return ew.convert_element_type_p.bind(leaf, new_dtype=np.dtype(np.int32), weak_type=False)
+    return leaf
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The sum over the named axes (booleans counted as int32)."""
+    return _psum(tree_map(_counted, x), axis_name, axis_index_groups=axis_index_groups)
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """The mean over the named axes: for integers and booleans, their sum divided as ``/`` divides (a float), as
+    in JAX."""
+    def mean(leaf: Any) -> Any:
+        leaf = _counted(leaf)
+        if np.issubdtype(aval_of(leaf).dtype, np.inexact):
+            return _pmean(leaf, axis_name, axis_index_groups=axis_index_groups)
+        from srcjax.runtime.numpy import true_divide
+
+        count = 1
+        for name in _axes(axis_name):
+            count *= c.axis_size(name)
+        return true_divide(_psum(leaf, axis_name, axis_index_groups=axis_index_groups), count)
+
+    return tree_map(mean, x)
 pmax = _collective(c.pmax_p)
 pmin = _collective(c.pmin_p)
 
