@@ -149,6 +149,51 @@ def main() -> None:
     ours, theirs = both(tiny, [small])
     row("dispatch: jit(x + 1) on f32[4], waited", ours, theirs)
 
+    transfers(big, libs, repeat)
+
+
+def transfers(host: np.ndarray, libs: list, repeat: int) -> None:
+    """device_put and device_get of ``host`` (a fresh GPU array each time: a read is not cached), against the
+    host link; srcjax's downloads through pinned chunks and, for comparison, straight into pageable memory."""
+    from srcjax.codegen.ptx import driver
+
+    def put(lib):
+        return lambda wait=True: lib.device_put(host).block_until_ready()
+
+    def get(lib, fresh):
+        def call(wait=True):
+            value = fresh()
+            start = time.perf_counter()
+            np.asarray(lib.device_get(value))
+            return time.perf_counter() - start
+        return call
+
+    def timed_get(call):
+        call()
+        return statistics.median(call() for _ in range(repeat))
+
+    gb = host.nbytes / 1e9
+    theirs = {label: lib for label, lib, _ in libs}
+    jax_put = timed(put(theirs["jax"]), repeat) if "jax" in theirs else None
+    ours_put = timed(put(srcjax), repeat)
+    row(f"device_put {host.nbytes >> 20} MB", ours_put, jax_put, f"   {gb / ours_put:6.1f} GB/s")
+    srcjax_fresh = srcjax.jit(lambda x: x + 0.0)
+    on_gpu = srcjax.device_put(host)
+    fresh = lambda: srcjax_fresh(on_gpu).block_until_ready()  # noqa: E731
+    jax_get = None
+    if "jax" in theirs:
+        jax_fresh = theirs["jax"].jit(lambda x: x + 0.0)
+        jax_on = theirs["jax"].device_put(host)
+        jax_get = timed_get(get(theirs["jax"], lambda: jax_fresh(jax_on).block_until_ready()))
+    pinned = timed_get(get(srcjax, fresh))
+    row(f"device_get {host.nbytes >> 20} MB, pinned chunks", pinned, jax_get, f"   {gb / pinned:6.1f} GB/s")
+    saved, driver.PINNED_DOWNLOADS = driver.PINNED_DOWNLOADS, False
+    try:
+        pageable = timed_get(get(srcjax, fresh))
+    finally:
+        driver.PINNED_DOWNLOADS = saved
+    row(f"device_get {host.nbytes >> 20} MB, pageable", pageable, jax_get, f"   {gb / pageable:6.1f} GB/s")
+
 
 if __name__ == "__main__":
     main()

@@ -137,6 +137,9 @@ class Resident:
     def ready(self) -> None:
         self.device.driver().synchronize()
 
+    def size_bytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
 
 def resident(x: Any) -> Resident | None:
     """The ``Resident`` of a GPU array, else None."""

@@ -13,12 +13,20 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from srcjax.codegen.llvm.plan import Unsupported
 from srcjax.codegen.llvm.table import Kind, kind, lowers
+from srcjax.runtime.config import config
 from srcjax.transpiler.interpret import Evaluator
-from srcjax.transpiler.ir import Block, Function, Op, free_values
+from srcjax.transpiler.ir import Block, Function, Op, free_values, walk
+from srcjax.transpiler.passes import has_effect
+from srcjax.transpiler.primitives import control
 from srcjax.transpiler.simplify import without_calls
 from srcjax.transpiler.types import TensorType
+
+AHEAD_MAX_WORK = 1 << 22  # elements a trip computes, under which a while loop runs a trip ahead
+
 
 def _compiles(op: Op) -> bool:
     return not op.regions and lowers(op) and kind(op.name) not in (Kind.BETWEEN, Kind.COLLECTIVE, Kind.HOST,
@@ -32,6 +40,20 @@ class SegmentedProgram:
         self.fn, self.device = without_calls(fn), device
         self._runs: dict[tuple[int, int], tuple[Any, list, list] | None] = {}
         self._plans: dict[int, list] = {}  # id(block) -> [op, or (start, stop) of a run]
+        self._ahead: dict[int, bool] = {}  # id(while op) -> whether it runs a trip ahead
+
+    def ahead(self, op: Op) -> bool:
+        """Whether while loop ``op`` runs a trip ahead of its predicate (``_while_ahead``): where running a trip
+        more changes nothing but the time (no effects, no collectives, NaN checks off) and that time is short
+        (the ops' results under ``AHEAD_MAX_WORK`` elements a trip: where the device's work is long, the wait for
+        the predicate is a small part of it)."""
+        key = id(op)
+        if key not in self._ahead:
+            ops = [inner for region in op.regions for inner in walk(region)]
+            self._ahead[key] = (not has_effect(op) and not any(kind(o.name) is Kind.COLLECTIVE for o in ops)
+                                and sum(r.aval.size for o in ops for r in o.results
+                                        if isinstance(r.aval, TensorType)) < AHEAD_MAX_WORK)
+        return self._ahead[key] and not config.jax_debug_nans and not config.jax_debug_infs
 
     def plan(self, block: Block) -> list:
         key = id(block)
@@ -105,6 +127,41 @@ class _GpuEvaluator(Evaluator):
             if out is not None:
                 return out
         return super()._bind(op, operands)
+
+    def _run_control(self, op: Op, operands: list[Any]) -> list[Any]:
+        if op.prim is control.while_p and self.program.ahead(op):
+            return self._while_ahead(op, operands)
+        return super()._run_control(op, operands)
+
+    def _while_ahead(self, op: Op, operands: list[Any]) -> list[Any]:
+        """A while loop one trip ahead: trip k+1 and its predicate are queued before the host waits for the copy
+        of predicate k (that copy alone, not the work queued after it), so that the host's work of queuing a
+        trip overlaps the device's. The loop's last trip runs once more, for nothing."""
+        cond_block, body = op.regions
+        carried = list(operands)
+        predicate = self._predicate(self.run_block(cond_block, carried)[0])
+        while True:
+            try:
+                ahead = self.run_block(body, carried)
+                ahead_predicate = self._predicate(self.run_block(cond_block, ahead)[0])
+            except Exception:
+                if not predicate():  # (the trip should not have run: its failure does not count)
+                    return carried
+                raise
+            if not predicate():
+                return carried
+            carried, predicate = ahead, ahead_predicate
+
+    def _predicate(self, value: Any) -> Any:
+        """A function giving ``value``'s truth: a GPU scalar's copy to the host is queued now."""
+        from srcjax.runtime import gpu
+
+        state = gpu.resident(value)
+        if state is None or state.size_bytes() > 16:
+            return lambda: bool(value)
+        read = state.device.driver().read_later(state.memory, state.size_bytes())
+        dtype = state.dtype
+        return lambda: bool(np.frombuffer(read(), dtype)[0])
 
     def run_block(self, block: Block, args: Sequence[Any]) -> list[Any]:
         from srcjax.runtime import gpu

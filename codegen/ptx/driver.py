@@ -28,6 +28,7 @@ _CU_EVENT_DISABLE_TIMING = 2
 _CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
 _STAGING_MIN = 1 << 16  # copies from this many bytes go through pinned staging memory
 _DOWNLOAD_CHUNK = 1 << 22  # device-to-host copies go through two pinned chunks of this size, in turn
+_LATER_SLOTS, _LATER_BYTES = 8, 64  # ``read_later``'s ring of small pinned slots
 PINNED_DOWNLOADS = os.environ.get("SRCJAX_PINNED_DOWNLOADS", "1") != "0"
 
 
@@ -117,6 +118,7 @@ class Device:
         self._staging: list[tuple[int, ctypes.c_void_p, ctypes.c_void_p]] = []  # (bytes, pinned, event)
         self._download_chunks: list[tuple[ctypes.c_void_p, ctypes.c_void_p]] | None = None
         self._download_lock = threading.Lock()
+        self._later: list | None = None  # (pinned block, events, next slot) of ``read_later``
 
     def attribute(self, which: int) -> int:
         value = ctypes.c_int()
@@ -269,6 +271,39 @@ class Device:
             assert waiting is not None
             self._copy_out(chunks, waiting, target)
         return out
+
+    def read_later(self, buffer: "DeviceBuffer", nbytes: int) -> Any:
+        """Queue a copy of ``buffer``'s first ``nbytes`` (at most ``_LATER_BYTES``: a loop's predicate) to pinned
+        memory; the function returned waits for that copy alone, not for what is queued after it, and gives
+        the bytes."""
+        assert nbytes <= _LATER_BYTES
+        self.make_current()
+        with self._download_lock:
+            if self._later is None:
+                block = ctypes.c_void_p()
+                call("cuMemHostAlloc", ctypes.byref(block), ctypes.c_size_t(_LATER_SLOTS * _LATER_BYTES), 0)
+                events = []
+                for _ in range(_LATER_SLOTS):
+                    event = ctypes.c_void_p()
+                    call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
+                    events.append(event)
+                self._later = [block, events, 0]
+            block, events, count = self._later
+            self._later[2] = count + 1
+            turn = count % _LATER_SLOTS
+            slot, event = block.value + turn * _LATER_BYTES, events[turn]
+            call("cuEventSynchronize", event)  # (the slot's copy before, long read)
+            call("cuMemcpyDtoHAsync_v2", ctypes.c_void_p(slot), ctypes.c_uint64(buffer.pointer),
+                 ctypes.c_size_t(nbytes), self.stream)
+            call("cuEventRecord", event, self.stream)
+
+        def value() -> bytes:
+            if self._later[2] - count > _LATER_SLOTS:
+                raise RuntimeError("read_later: the value was not read before its slot was reused")
+            call("cuEventSynchronize", event)
+            return ctypes.string_at(slot, nbytes)
+
+        return value
 
     @staticmethod
     def _copy_out(chunks: list, waiting: tuple[int, int, int], target: int) -> None:

@@ -1,9 +1,10 @@
 """The GPU column of the rule matrix: for each primitive, how the GPU backend computes it.
 
 The GPU backend plans with the CPU's table (``codegen/llvm/table.py``): what the CPU fuses into nests becomes
-kernels here (``kernels.py``), float products go to cuBLAS, and what the CPU calls the host for, or emits
-between segments (control flow, run-time slices, stacks, collectives), makes the whole function run on the
-CPU: a documented host fallback, with the reason below. tests/codegen/test_gpu_matrix.py prints the column
+kernels here (``kernels.py``), float products go to cuBLAS; control flow and what the CPU emits between
+segments (run-time slices, stacks) are run by the GPU evaluator between compiled runs (``runtime/gpu_eval.py``);
+collectives are NCCL's among a pmap's replicas (``runtime/gpu_pmap.py``); what the CPU calls the host for
+runs on the host, with the reason below. tests/codegen/test_gpu_matrix.py prints the column
 and checks that every primitive has a row.
 """
 
@@ -21,6 +22,8 @@ class How(enum.Enum):
     LIBDEVICE = "kernel, libdevice"  # an elementwise kernel calling CUDA's libdevice (tan, asin, pow, ...)
     CUBLAS = "cuBLAS"
     VIEW = "view"  # index maps of the kernels that read it: no kernel of its own
+    HOST_DRIVEN = "host-driven"  # the GPU evaluator runs it between compiled runs (runtime/gpu_eval.py)
+    NCCL = "NCCL"  # a collective among the replicas of a pmap over GPUs (runtime/gpu_pmap.py)
     CPU = "CPU fallback"  # the function runs on the CPU
 
 
@@ -32,11 +35,12 @@ class GpuRow:
 
 _LIBDEVICE = {"tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "nextafter",
               "pow"}
-_CONTROL = ("structured control flow runs on the CPU: the GPU backend compiles straight-line functions (a loop "
-            "body of one kernel, or a host-driven loop reading its predicate back, is not built yet)")
-_BETWEEN = "run-time slices and stacks live between control-flow segments: the function runs on the CPU"
-_COLLECTIVE = ("pmap's collectives run over CPU threads; NCCL (runtime/nccl.py) is set up but not wired to GPU "
-               "replicas")
+_CONTROL = ("driven from the host (runtime/gpu_eval.py): the regions' ops run as compiled runs of kernels, a "
+            "loop's predicate is read back every trip; a loop body is not one kernel")
+_BETWEEN = ("run between compiled runs (runtime/gpu_eval.py): as an eager operation, by its kernel where it has one, "
+            "else by NumPy on a host copy")
+_COLLECTIVE = ("pmap over GPUs (runtime/gpu_pmap.py): NCCL's all-reduce, all-gather and reduce-scatter; all_to_all "
+               "and ppermute as the batching rule on gathered operands")
 
 
 def _row(name: str) -> GpuRow:
@@ -64,11 +68,11 @@ def _row(name: str) -> GpuRow:
     if cpu.kind is Kind.INLINED:
         return GpuRow(How.KERNEL, "its function is compiled in its place")
     if cpu.kind is Kind.CONTROL:
-        return GpuRow(How.CPU, _CONTROL)
+        return GpuRow(How.HOST_DRIVEN, _CONTROL)
     if cpu.kind is Kind.BETWEEN:
-        return GpuRow(How.CPU, _BETWEEN)
+        return GpuRow(How.HOST_DRIVEN, _BETWEEN)
     if cpu.kind is Kind.COLLECTIVE:
-        return GpuRow(How.CPU, _COLLECTIVE)
+        return GpuRow(How.NCCL, _COLLECTIVE)
     return GpuRow(How.CPU, cpu.reason)
 
 

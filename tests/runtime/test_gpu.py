@@ -268,6 +268,41 @@ def test_donated_buffer_is_written_over_where_the_program_allows():
     agree(out, m + m)
 
 
+@pytest.mark.parametrize("limit", [0.5, 1.5, 40.0])
+def test_while_loops_run_a_trip_ahead_of_their_predicate(limit):
+    """A small loop queues trip k+1 before it reads predicate k (0, 1 and several trips: the trip run ahead
+    at the end is dropped); a loop that prints does not run ahead, and prints once per trip."""
+    def f(x):
+        return lax.while_loop(lambda c: jnp.sum(c[0]) < limit, lambda c: (c[0] * 2.0 + 0.1, c[1] + 1), (x, 0))
+
+    x = np.full(3, 0.2, np.float32)
+    got = srcjax.jit(f)(x)
+    want = on_cpu(f, x)
+    agree(got[0], want[0])
+    assert int(got[1]) == int(want[1])
+    from srcjax.runtime.gpu_eval import SegmentedProgram
+    from srcjax.transpiler.frontend import trace_function
+    from srcjax.transpiler.types import TensorType
+
+    ir, _ = trace_function(f, [TensorType(np.dtype(np.float32), (3,))])
+    (loop,) = [op for op in ir.body.ops if op.name == "while"]
+    assert SegmentedProgram(ir, srcjax.devices()[0]).ahead(loop)
+
+
+def test_a_loop_that_prints_does_not_run_ahead(capsys):
+    def f(x):
+        def body(c):
+            srcjax.debug.print("trip {}", c[1])
+            return c[0] * 2.0, c[1] + 1
+        return lax.while_loop(lambda c: jnp.sum(c[0]) < 10.0, body, (x, 0))
+
+    x = np.ones(2, np.float32)
+    out = srcjax.jit(f)(x)
+    srcjax.effects_barrier()
+    assert int(out[1]) == 3
+    assert capsys.readouterr().out.splitlines() == ["trip 0", "trip 1", "trip 2"]
+
+
 def test_control_flow_runs_on_the_gpu_between_compiled_runs():
     def f(x):
         return lax.fori_loop(0, 5, lambda i, c: c * 0.5 + x, x)
