@@ -149,6 +149,25 @@ def main() -> None:
     ours, theirs = both(tiny, [small])
     row("dispatch: jit(x + 1) on f32[4], waited", ours, theirs)
 
+    def loop(lib, np_):
+        def grow(x):
+            return lib.lax.while_loop(lambda x: np_.max(x) < 100.0, lambda x: x * 1.02 + 0.01, x)
+        return lib.jit(grow)
+
+    start = np.abs(rng.standard_normal(1 << 16)).astype(np.float32)
+    ours, theirs = both(loop, [start])
+    from srcjax.runtime import gpu_eval
+
+    saved, gpu_eval.AHEAD_MAX_WORK = gpu_eval.AHEAD_MAX_WORK, 0
+    try:
+        behind_fn, behind_arg = loop(srcjax, jnp), srcjax.device_put(start)
+        behind = timed(lambda wait=True: ready(behind_fn(behind_arg)) if wait else behind_fn(behind_arg), repeat)
+    finally:
+        gpu_eval.AHEAD_MAX_WORK = saved
+    trips = int(np.ceil(np.log(100.0 / start.max()) / np.log(1.02)))
+    row(f"while loop, ~{trips} trips of f32[65536]", ours, theirs, f"   {ours / trips * 1e6:6.1f} us/trip; "
+        f"without running ahead {behind * 1e3:.3f} ms")
+
     transfers(big, libs, repeat)
 
 

@@ -12,3 +12,15 @@ def x64():
     srcjax.config.update("jax_enable_x64", True)
     yield
     srcjax.config.update("jax_enable_x64", saved)
+
+
+@pytest.fixture
+def cpu_backend(monkeypatch):
+    """The CPU as the default backend for the test, and for the processes it starts: for tests of the virtual
+    CPU devices (pmap over eight of them), the native CPU code and its dispatch, which a GPU (present, or
+    emulated with ``SRCJAX_GPU=emulate``) would otherwise take over."""
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    saved = srcjax.config.jax_platforms
+    srcjax.config.update("jax_platforms", "cpu")
+    yield
+    srcjax.config.update("jax_platforms", saved)

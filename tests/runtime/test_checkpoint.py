@@ -163,6 +163,7 @@ def _exact(n: int, c: float) -> np.ndarray:
     return 2 * h * d
 
 
+@pytest.mark.usefixtures("cpu_backend")  # (it measures the CPU's native code)
 def test_checkpointed_scan_keeps_a_hundredth_of_the_memory():
     n, width, c = 10_000, 2048, 1e-5  # 8 KB of state: storing keeps a few per step (about 240 MB)
     stored, checkpointed = _measure(n, width, False, c), _measure(n, width, True, c)
@@ -172,6 +173,7 @@ def test_checkpointed_scan_keeps_a_hundredth_of_the_memory():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("cpu_backend")  # (it measures the CPU's native code)
 def test_binomial_checkpointing_of_a_hundred_thousand_steps_of_a_megabyte():
     n, width, c = 100_000, 131_072, 1e-6  # 1 MB of float64 state (float32 would round the steps' increments)
     short = 100  # the storing version, measured at 100 steps: what it keeps grows with n
@@ -207,6 +209,7 @@ _STRAIGHT = _PEAK + textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("cpu_backend")  # (it measures the CPU's native code)
 def test_checkpoint_outside_loops_recomputes_and_keeps_less(tmp_path):
     """Checkpointed blocks of straight-line code: the backward pass computes them again (an optimization barrier
     keeps the recomputation from being merged with the forward pass), and the compiled code frees what the

@@ -14,6 +14,9 @@ import srcjax.numpy as jnp
 from srcjax import lax
 from srcjax.transpiler.primitives.core import TransformError
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 X = np.array([0.5, -1.0, 2.0], np.float32)
 TIES = np.array([1.0, 2.0, 2.0], np.float32)
 M = np.arange(6, dtype=np.float32).reshape(3, 2) / 4 - 0.5  # per example: f32[2]

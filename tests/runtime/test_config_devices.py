@@ -7,6 +7,9 @@ import srcjax
 import srcjax.numpy as jnp
 from srcjax.runtime.config import config
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 
 @pytest.fixture
 def restore_config():

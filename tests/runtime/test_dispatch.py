@@ -17,6 +17,9 @@ from srcjax.runtime import dispatch
 from srcjax.runtime.array import Array
 from srcjax.transpiler.primitives import reduce
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 RNG = np.random.default_rng(0)
 ASYNC_MIN_WORK = 1 << 16  # (lower than the default, to keep these tests small)
 BIG = ASYNC_MIN_WORK  # elements: a call reading an array this large is queued

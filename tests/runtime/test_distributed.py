@@ -21,6 +21,9 @@ import srcjax
 from srcjax.runtime import distributed
 from tests.runtime import parallel_programs as programs
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 
 def _mpiexec() -> str | None:
     beside = Path(sys.executable).parent / "mpiexec"
@@ -38,7 +41,8 @@ def mpi_results(request, tmp_path_factory) -> tuple[int, list[dict[str, np.ndarr
         pytest.skip("no mpiexec (pip install 'srcjax[mpi]')")
     out = tmp_path_factory.mktemp("mpi") / "results"
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+               JAX_PLATFORMS="cpu")  # (the processes' virtual CPU devices, a GPU present or not)
     run = subprocess.run([mpiexec, "-n", str(processes), sys.executable, programs.__file__, str(out), str(local)],
                          capture_output=True, text=True, timeout=600, env=env, cwd=root)
     assert run.returncode == 0, f"mpiexec failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"

@@ -9,6 +9,9 @@ import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 
 @pytest.fixture(autouse=True)
 def eight_devices():

@@ -12,6 +12,9 @@ import srcjax
 from srcjax import lax
 from srcjax.sharding import Mesh, PartitionSpec as P
 
+# (of the virtual CPU devices and the CPU's native code: the CPU is the default backend, GPU or not)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 
 @pytest.fixture
 def no_collector():

@@ -216,6 +216,7 @@ def two_devices():
     srcjax.config.update("jax_num_cpu_devices", saved)
 
 
+@pytest.mark.usefixtures("cpu_backend")  # (a pmap over the CPU's virtual devices)
 def test_pmap_flag_prints_one_replica_with_its_collectives(capsys, tmp_path, two_devices):
     """``--pmap --axis-name i`` prints the program each device runs (its collectives as ``lax`` calls); pmapped,
     that module gives what pmap of the original gives, and ``--grad --pmap`` what pmap(grad(f)) gives."""
