@@ -1,5 +1,7 @@
 """Fixtures shared by the test folders."""
 
+import os
+
 import pytest
 
 import srcjax
@@ -24,3 +26,20 @@ def cpu_backend(monkeypatch):
     srcjax.config.update("jax_platforms", "cpu")
     yield
     srcjax.config.update("jax_platforms", saved)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _float32_products_in_float32():
+    """On a real GPU, float32 products default to TF32 (10 bits of mantissa), as JAX's do; the suite's oracles
+    are NumPy's float32 and float64, so it runs with products in float32 unless a test asks for the default
+    (tests/runtime/test_gpu.py tests TF32 itself). Elsewhere, nothing changes."""
+    from srcjax.runtime import gpu
+
+    real_gpu = not gpu._emulated() and bool(gpu.gpu_devices()) and gpu.default_is_gpu()
+    saved = srcjax.config.jax_default_matmul_precision
+    if real_gpu and saved is None:
+        srcjax.config.update("jax_default_matmul_precision", "highest")
+        os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")  # (and the programs tests start)
+    yield
+    srcjax.config.update("jax_default_matmul_precision", saved)
+
