@@ -25,10 +25,12 @@ def on_gpu(monkeypatch):
     if not REAL:
         monkeypatch.setenv("SRCJAX_GPU", "emulate")
     gpu.reset()
-    saved = config.jax_platforms
+    saved = config.jax_platforms, config.jax_default_matmul_precision
     config.update("jax_platforms", None)
+    config.update("jax_default_matmul_precision", None)  # (the GPU's own default: TF32 on a real one)
     yield
-    config.update("jax_platforms", saved)
+    config.update("jax_platforms", saved[0])
+    config.update("jax_default_matmul_precision", saved[1])
     gpu.reset()
 
 

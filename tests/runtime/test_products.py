@@ -79,15 +79,18 @@ def test_vecdot_matvec_vecmat_conjugate_the_vector():
                                           ((4, 3), (4, 3), dict(axis=1))])
 def test_cross(sa, sb, axes):
     a, b = randn(*sa), randn(*sb)
-    if 2 in (a.shape[-1], b.shape[-1]) and not axes:  # (NumPy 2 deprecates, then refuses, 2-vectors; JAX keeps them)
-        if a.shape[-1] == b.shape[-1] == 2:  # the z component alone
-            want = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-        else:  # a 2-vector is a 3-vector in the plane
-            pad = lambda v: np.concatenate([v, np.zeros((*v.shape[:-1], 1))], -1) if v.shape[-1] == 2 else v  # noqa: E731
-            want = np.cross(*np.broadcast_arrays(pad(a), pad(b)))
-    else:
-        want = np.cross(a, b, **axes)
-    close(jnp.cross(a, b, **axes), want)
+    close(jnp.cross(a, b, **axes), _numpy_cross(a, b, **axes))
+
+
+def _numpy_cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``np.cross``, 2-vectors included (NumPy 2 deprecates, then refuses, them; JAX keeps them)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1)
+    if a.shape[-1] == b.shape[-1] == 2:  # the z component alone
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    pad = lambda v: np.concatenate([v, np.zeros((*v.shape[:-1], 1))], -1) if v.shape[-1] == 2 else v  # noqa: E731
+    return np.moveaxis(np.cross(pad(a), pad(b)), -1, axisc)
 
 
 EINSUMS = [
