@@ -199,7 +199,7 @@ def _runtime_object() -> bytes:
     from srcjax.codegen.llvm import engine, pool
 
     module = engine.new_module("srcjax_aot_runtime")
-    pool.emit_runtime(module)
+    pool.emit_runtime(module, host_flag=False)
     return engine.compile_to_object(module, 2, pic=True).code
 
 

@@ -41,6 +41,7 @@ class SegmentedProgram:
         self._runs: dict[tuple[int, int], tuple[Any, list, list] | None] = {}
         self._plans: dict[int, list] = {}  # id(block) -> [op, or (start, stop) of a run]
         self._ahead: dict[int, bool] = {}  # id(while op) -> whether it runs a trip ahead
+        self._trips: dict[int, tuple[Any, list] | None] = {}  # id(while op) -> its trip compiled (``trip``)
 
     def ahead(self, op: Op) -> bool:
         """Whether while loop ``op`` runs a trip ahead of its predicate (``_while_ahead``): where running a trip
@@ -54,6 +55,41 @@ class SegmentedProgram:
                                 and sum(r.aval.size for o in ops for r in o.results
                                         if isinstance(r.aval, TensorType)) < AHEAD_MAX_WORK)
         return self._ahead[key] and not config.jax_debug_nans and not config.jax_debug_infs
+
+    def trip(self, op: Op) -> tuple[Any, list] | None:
+        """While loop ``op``'s body followed by its predicate as one ``GpuExecutable`` (parameters: the carried
+        values, then the values both read from outside), with those outside values; None where some op of
+        either does not compile."""
+        key = id(op)
+        if key not in self._trips:
+            self._trips[key] = self._build_trip(op)
+        return self._trips[key]
+
+    def _build_trip(self, op: Op) -> tuple[Any, list] | None:
+        from srcjax.codegen.ptx.executor import GpuExecutable
+        from srcjax.transpiler.builder import Builder
+        from srcjax.transpiler.passes import clean
+        from srcjax.transpiler.primitives import core
+
+        cond_block, body = op.regions
+        if not all(_compiles(o) for block in op.regions for o in block.ops):
+            return None
+        free = list({id(v): v for block in (body, cond_block) for v in free_values(block)}.values())
+        if not all(isinstance(v.aval, TensorType) for v in free):
+            return None
+        builder = Builder(f"{self.fn.name}_trip", None)
+        carried = [builder.param(v.aval) for v in body.params]
+        evaluator = Evaluator()
+        for value in free:
+            evaluator.env[id(value)] = builder.param(value.aval)
+        with core.interpreting(builder):
+            after = evaluator.run_block(body, carried)
+            predicate = evaluator.run_block(cond_block, after)[0]
+            fn = builder.finish([*after, predicate])
+        try:
+            return GpuExecutable(clean(fn), self.device.driver()), free
+        except Unsupported:
+            return None
 
     def plan(self, block: Block) -> list:
         key = id(block)
@@ -140,10 +176,15 @@ class _GpuEvaluator(Evaluator):
         cond_block, body = op.regions
         carried = list(operands)
         predicate = self._predicate(self.run_block(cond_block, carried)[0])
+        trip = self._trip(op)
         while True:
             try:
-                ahead = self.run_block(body, carried)
-                ahead_predicate = self._predicate(self.run_block(cond_block, ahead)[0])
+                if trip is not None:  # (the body and the next predicate: one compiled call)
+                    *ahead, ahead_predicate = trip(carried)
+                    ahead_predicate = self._predicate(ahead_predicate)
+                else:
+                    ahead = self.run_block(body, carried)
+                    ahead_predicate = self._predicate(self.run_block(cond_block, ahead)[0])
             except Exception:
                 if not predicate():  # (the trip should not have run: its failure does not count)
                     return carried
@@ -151,6 +192,27 @@ class _GpuEvaluator(Evaluator):
             if not predicate():
                 return carried
             carried, predicate = ahead, ahead_predicate
+
+    def _trip(self, op: Op) -> Any:
+        """A while loop's trip as one call, ``trip(carried) -> [*carried, predicate]``: its body and then its
+        predicate compiled together (one schedule, replayed as a graph), where every op of both compiles; else
+        None. The values the loop reads from outside are put on the device once."""
+        from srcjax.runtime import gpu
+
+        built = self.program.trip(op)
+        if built is None:
+            return None
+        executable, free = built
+        device = self.program.device
+        outside = [gpu._memory(self.read(v), v.aval.dtype, device) for v in free]
+        dtypes, results = executable.param_dtypes, [*op.results, op.regions[0].results[0]]
+
+        def trip(carried: list[Any]) -> list[Any]:
+            inputs = [gpu._memory(x, dtype, device) for x, dtype in zip(carried, dtypes)] + outside
+            outputs = executable(inputs, precision=gpu.config.jax_default_matmul_precision)
+            return [gpu._array(device, memory, r.aval) for memory, r in zip(outputs, results)]
+
+        return trip
 
     def _predicate(self, value: Any) -> Any:
         """A function giving ``value``'s truth: a GPU scalar's copy to the host is queued now."""

@@ -109,6 +109,7 @@ class _Load:
     get: Any = None
     most: int | None = None  # OpenBLAS's own thread count (what it gets back when the cores are free)
     current: int | None = None
+    crowded = False  # what the thread pool was last told (``pool.set_crowded``)
     checked = 0.0
 
 
@@ -117,24 +118,34 @@ LOAD_CHECK_SECONDS = 0.05
 
 
 def fit_threads_to_load() -> None:
-    """Give OpenBLAS only the cores other processes leave free (checked at most every ``LOAD_CHECK_SECONDS``).
+    """Give OpenBLAS only the cores other processes leave free, and have the thread pool run its nests in the
+    caller alone while at most one is (checked at most every ``LOAD_CHECK_SECONDS``).
 
     OpenBLAS's threads wait for each other spinning: where another process keeps a core busy, the thread that
     shares it is descheduled and every product stalls on it (one MLP step on 2 cores with one process
     spinning: 6.4 ms with OpenBLAS's 2 threads, 3.7 with 1, where JAX takes 3.6). The cores others keep busy
     are the runnable count of ``/proc/loadavg`` less this process's running threads."""
     now = time.monotonic()
-    if now - _load.checked < LOAD_CHECK_SECONDS or _load.set is None:
+    if now - _load.checked < LOAD_CHECK_SECONDS:
         return
     _load.checked = now
     try:
         others = _others_running()
     except (OSError, ValueError, IndexError):
         return
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    free = cpus - others
+    crowded = free <= 1 and cpus > 1
+    if crowded != _load.crowded:  # (the pool's nests: in the caller alone while at most one core is free)
+        from srcjax.codegen.llvm import pool
+
+        pool.set_crowded(crowded)
+        _load.crowded = crowded
+    if _load.set is None:
+        return
     if _load.most is None:
         _load.most = _load.current = max(1, int(_load.get()))
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    want = max(1, min(_load.most, cpus - others))
+    want = max(1, min(_load.most, free))
     if want != _load.current:
         _load.set(want)
         _load.current = want

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from srcjax.codegen.llvm import blas, engine, interrupt
+from srcjax.codegen.llvm import blas, engine, interrupt, kernels
 from srcjax.codegen.llvm.control import ControlEmitter, has_control, has_loops
 from srcjax.codegen.llvm.entry import EntryEmitter, emit_tuple_entry
 from srcjax.codegen.llvm.host import HostCalls
@@ -79,8 +79,10 @@ class Executable:
         else:
             self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
             self._call = self._call_with_pointers
-        if any(op.name in ("dot_general", "conv_general_dilated") for op in walk(self.fn.body)) and blas.find_gemm():
-            self._call = _fitting_blas_threads(self._call)  # (OpenBLAS's threads only on the cores left free)
+        products = any(op.name in ("dot_general", "conv_general_dilated") for op in walk(self.fn.body))
+        if (products and blas.find_gemm()) or (work >= kernels.PARALLEL_MIN_WORK and kernels.num_threads() > 1):
+            # (OpenBLAS's threads, and the pool's, only on the cores other processes leave free)
+            self._call = _fitting_blas_threads(self._call)
         if self.plan.host_ops:  # ops computed by NumPy from inside the native code (codegen/llvm/host.py)
             self._host = HostCalls(self.plan.host_ops)
             slot = self.code.global_address(self.name + ".host")

@@ -8,6 +8,7 @@ state lives in the module's globals: one pool per process (per shared library, a
 
 from __future__ import annotations
 
+import ctypes
 from typing import Callable
 
 import llvmlite.ir as ir
@@ -30,15 +31,28 @@ def parallel_function(module: ir.Module) -> ir.Function:
     return ir.Function(module, PARALLEL_TYPE, name=PARALLEL)
 
 
+# an i32 of the host's that says the machine is crowded: at most one core is free of other processes' threads
+# (``blas.fit_threads_to_load`` sets it), so ``srcjax_parallel`` runs the chunks in the caller, one after another,
+# rather than wait for workers that share the caller's core with other processes
+CROWDED = "srcjax_pool_crowded"
+_crowded = ctypes.c_int32(0)
+
+
+def set_crowded(crowded: bool) -> None:
+    _crowded.value = int(crowded)
+
+
 def bind_runtime(load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], engine.Code] | None = None) -> None:
     """Compile ``srcjax_parallel`` (or have ``load(build)`` load it: the disk cache) and bind its symbol for the
     life of the process, unless that is done already."""
+    engine.add_symbol(CROWDED, ctypes.addressof(_crowded))
     engine.bind_once(PARALLEL, emit_runtime, load)
 
 
-def emit_runtime(module: ir.Module) -> None:
-    """Emit ``srcjax_parallel`` and its thread pool into ``module``."""
-    PoolEmitter(module).emit()
+def emit_runtime(module: ir.Module, host_flag: bool = True) -> None:
+    """Emit ``srcjax_parallel`` and its thread pool into ``module``; ``host_flag``: it reads this process's
+    ``CROWDED`` flag (an ahead-of-time library, which has no such host, does not)."""
+    PoolEmitter(module, host_flag).emit()
 
 TASK = ir.LiteralStructType([NEST_TYPE.as_pointer(), PTR.as_pointer(), I64])  # (nest, buffers, n)
 IDLE_SPIN_NS = 50_000  # an idle worker polls this long for the next task before it sleeps in the kernel
@@ -95,11 +109,15 @@ class PoolEmitter:
     after the other: the same chunks and slots, so results do not depend on the path. A lock holding
     another pid was inherited through fork from a thread that does not exist in this process: it is taken.
     When the pool made a call slower than running it alone (no idle core: see ``judge``), the next calls
-    run serially for a while.
+    run serially for a while; and while the host says the machine is crowded (``CROWDED``), every call does.
     """
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, host_flag: bool = True):
         self.module = module
+        if host_flag:  # (the host's flag, bound by symbol)
+            self.crowded = ir.GlobalVariable(module, I32, name=CROWDED)
+        else:
+            self.crowded = self.state("crowded", I32)
         arch = module.triple.split("-")[0]
         self.futex = _FUTEX.get(arch) if "linux" in module.triple else None
         self.size = num_threads()  # the calling thread and size - 1 workers (the count is in every cache key)
@@ -282,6 +300,8 @@ class PoolEmitter:
         serial, pooled, locked = self.block("serial"), self.block("pooled"), self.block("locked")
         chunks = b.and_(argument, ir.Constant(I64, PARALLEL_SMALL - 1))
         usable = b.and_(b.icmp_signed(">", chunks, ir.Constant(I64, 1)), b.icmp_signed(">", n, ir.Constant(I64, 1)))
+        uncrowded = b.icmp_signed("==", b.load_atomic(self.crowded, "monotonic", 4), ir.Constant(I32, 0))
+        usable = b.and_(usable, uncrowded)
         b.cbranch(usable, pooled, serial)
         b.position_at_end(pooled)
         self.take_pool(b.icmp_unsigned(">=", argument, ir.Constant(I64, PARALLEL_SMALL)), locked, serial)

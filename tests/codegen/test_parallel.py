@@ -267,3 +267,28 @@ def test_blas_gets_only_the_cores_other_processes_leave(monkeypatch):
             assert calls[-1] == want, (others, calls)
     assert calls == [3, 1, 4]  # (set only when the count changes)
     assert blas._others_running() >= 0  # (the real reading works here)
+
+
+def test_a_crowded_machine_runs_nests_in_the_caller(monkeypatch):
+    """With at most one core free of other processes' threads, ``fit_threads_to_load`` tells the pool the
+    machine is crowded: a native call then runs its nests' chunks in the caller, one after another (the same
+    chunks: the same results), and the pool is used again once cores come free."""
+    from srcjax.codegen.llvm import blas
+
+    monkeypatch.setenv("SRCJAX_NUM_THREADS", THREADS)
+    monkeypatch.setenv("SRCJAX_CACHE", "0")
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(blas, "LOAD_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(blas._load, "crowded", False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    x = _f32(300_000)
+    f = srcjax.jit(selu).lower(x).compile().native
+    want = f(x)[0]
+    try:
+        for others, crowded in [(3, True), (2, False), (5, True), (0, False)]:
+            monkeypatch.setattr(blas, "_others_running", lambda others=others: others)
+            got = f(x)[0]  # (the call checks the load first)
+            assert pool._crowded.value == crowded, others
+            np.testing.assert_array_equal(got, want)
+    finally:
+        pool.set_crowded(False)
