@@ -288,7 +288,28 @@ def test_while_loops_run_a_trip_ahead_of_their_predicate(limit):
 
     ir, _ = trace_function(f, [TensorType(np.dtype(np.float32), (3,))])
     (loop,) = [op for op in ir.body.ops if op.name == "while"]
-    assert SegmentedProgram(ir, srcjax.devices()[0]).ahead(loop)
+    program = SegmentedProgram(ir, srcjax.devices()[0])
+    assert program.ahead(loop) and program.trip(loop) is not None  # (body and predicate: one compiled call)
+
+
+@pytest.mark.parametrize("trips", [0, 1, 7])
+def test_a_loops_trip_is_one_call_that_reads_outside_values(trips):
+    """The body and the next predicate compiled together read values from outside the loop (put on the
+    device once), carry a value through unchanged, and give what the CPU gives, for 0, 1 and 7 trips."""
+    def f(x, w, n):
+        def body(c):
+            i, y, fixed = c
+            return i + 1, jnp.tanh(y * w) + fixed, fixed
+
+        return lax.while_loop(lambda c: (c[0] < n) & (jnp.sum(c[1]) > -1e9), body, (0, x, x * 0.5))
+
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    got = srcjax.jit(f)(x, w, np.int32(trips))
+    want = on_cpu(f, x, w, np.int32(trips))
+    for g, v in zip(got, want):
+        agree(g, v)
+    assert int(got[0]) == trips
 
 
 def test_a_loop_that_prints_does_not_run_ahead(capsys):
