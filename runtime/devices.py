@@ -17,6 +17,7 @@ import numpy as np
 
 from srcjax.runtime import distributed as _distributed
 from srcjax.runtime import gpu as _gpu_runtime
+from srcjax.runtime import dtypes as _dtypes
 from srcjax.runtime.config import config
 
 
@@ -129,7 +130,12 @@ def _put_leaf(x: Any, device: Device | None):
     if isinstance(device, _gpu_runtime.GpuDevice):
         if isinstance(x, Array) and x._device == device and _gpu_runtime.resident(x) is not None:
             return x
-        arr = x if isinstance(x, Array) else to_array(np.array(x) if isinstance(x, np.ndarray) else x, "device_put")
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
+            # (no copy first, nor an Array that would make it read-only: the upload has read it when ``put``
+            # returns, and the caller's buffer stays theirs)
+            dtype, weak = _dtypes.dtype_and_weak(x)
+            return _gpu_runtime.put(x.astype(dtype, copy=False), weak, device)
+        arr = x if isinstance(x, Array) else to_array(x, "device_put")
         return _gpu_runtime.put(np.asarray(arr), arr.weak_type, device)
     if isinstance(x, Array):
         return x if device is None or x._device == device else Array(x._value, x.weak_type, device)

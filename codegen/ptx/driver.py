@@ -5,8 +5,9 @@ Device memory comes from a caching allocator (``Allocator``): a freed block goes
 size class and serves the next request of that class, so a step that makes the same temporaries every call
 allocates from the driver only the first time. Every copy and launch goes on the one stream, in order, so a
 block freed after a launch that reads it can serve a later launch at once (stream order keeps them apart).
-Host-to-device copies of more than a few kilobytes go through pinned staging memory and return at once;
-``synchronize`` waits for the stream.
+Copies of more than a few kilobytes, both ways, go through two pinned chunks in turn (the host fills or empties
+one while the device copies the other); an upload returns once the host has read its source, the device's
+copies still queued. ``synchronize`` waits for the stream.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _CU_STREAM_NON_BLOCKING = 1
 _CU_EVENT_DISABLE_TIMING = 2
 _CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
 _STAGING_MIN = 1 << 16  # copies from this many bytes go through pinned staging memory
-_DOWNLOAD_CHUNK = 1 << 22  # device-to-host copies go through two pinned chunks of this size, in turn
+_DOWNLOAD_CHUNK = 1 << 22  # copies both ways go through two pinned chunks of this size, in turn
 _LATER_SLOTS, _LATER_BYTES = 8, 64  # ``read_later``'s ring of small pinned slots
 PINNED_DOWNLOADS = os.environ.get("SRCJAX_PINNED_DOWNLOADS", "1") != "0"
 
@@ -115,7 +116,8 @@ class Device:
         self.stream = stream
         self.allocator = Allocator(self)
         self._cublas: Any = None
-        self._staging: list[tuple[int, ctypes.c_void_p, ctypes.c_void_p]] = []  # (bytes, pinned, event)
+        self._upload_chunks: list[tuple[ctypes.c_void_p, ctypes.c_void_p]] | None = None
+        self._upload_lock = threading.Lock()
         self._download_chunks: list[tuple[ctypes.c_void_p, ctypes.c_void_p]] | None = None
         self._download_lock = threading.Lock()
         self._later: list | None = None  # (pinned block, events, next slot) of ``read_later``
@@ -212,35 +214,27 @@ class Device:
         return out
 
     def _copy_in(self, pointer: int, host: np.ndarray) -> None:
-        if host.nbytes == 0:
+        """Queue a copy of ``host`` to ``pointer``; ``host`` may change once this returns. A large one goes
+        through two pinned chunks in turn: the host fills one while the device copies the other in."""
+        nbytes = host.nbytes
+        if nbytes == 0:
             return
-        if host.nbytes < _STAGING_MIN:  # (the driver stages small pageable copies itself, in stream order)
+        if nbytes < _STAGING_MIN:  # (the driver stages small pageable copies itself, in stream order)
             call("cuMemcpyHtoDAsync_v2", ctypes.c_uint64(pointer), host.ctypes.data_as(ctypes.c_void_p),
-                 ctypes.c_size_t(host.nbytes), self.stream)
+                 ctypes.c_size_t(nbytes), self.stream)
             return
-        pinned, event = self._stage(host.nbytes)
-        ctypes.memmove(pinned, host.ctypes.data, host.nbytes)
-        call("cuMemcpyHtoDAsync_v2", ctypes.c_uint64(pointer), pinned, ctypes.c_size_t(host.nbytes), self.stream)
-        call("cuEventRecord", event, self.stream)
-
-    def _stage(self, nbytes: int) -> tuple[ctypes.c_void_p, ctypes.c_void_p]:
-        """Pinned host memory of at least ``nbytes`` whose last copy has finished, and its event."""
-        for i, (size, pinned, event) in enumerate(self._staging):
-            if size >= nbytes:
-                call("cuEventSynchronize", event)  # (its previous copy has read it)
-                self._staging.append(self._staging.pop(i))
-                return pinned, event
-        pinned, event = ctypes.c_void_p(), ctypes.c_void_p()
-        call("cuMemHostAlloc", ctypes.byref(pinned), ctypes.c_size_t(nbytes), 0)
-        call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
-        self._staging.append((nbytes, pinned, event))
-        if len(self._staging) > 4:  # (the smallest goes)
-            size, old, old_event = min(self._staging, key=lambda s: s[0])
-            self._staging.remove((size, old, old_event))
-            call("cuEventSynchronize", old_event)
-            call("cuMemFreeHost", old)
-            call("cuEventDestroy_v2", old_event)
-        return pinned, event
+        with self._upload_lock:
+            if self._upload_chunks is None:
+                self._upload_chunks = [self._pinned_chunk() for _ in range(2)]
+            source = host.ctypes.data
+            for k, offset in enumerate(range(0, nbytes, _DOWNLOAD_CHUNK)):
+                size = min(_DOWNLOAD_CHUNK, nbytes - offset)
+                pinned, event = self._upload_chunks[k % 2]
+                call("cuEventSynchronize", event)  # (the device has copied what this chunk held before)
+                ctypes.memmove(pinned, source + offset, size)
+                call("cuMemcpyHtoDAsync_v2", ctypes.c_uint64(pointer + offset), pinned, ctypes.c_size_t(size),
+                     self.stream)
+                call("cuEventRecord", event, self.stream)
 
     def download(self, buffer: "DeviceBuffer", shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """The buffer's contents as a new host array (waits for the stream's work before it). A large one
