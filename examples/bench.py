@@ -64,6 +64,12 @@ def memory_bandwidth() -> float:
     return _bandwidth[0]
 
 
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _timed_once(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -157,7 +163,106 @@ def run_compiled(small: bool, key: str, repeat: int) -> None:
         if "x*x" in name:  # (a streaming loop: bytes read and written against the machine's copy bandwidth)
             bound = 2 * host_args[0].nbytes / memory_bandwidth()
             line += f"   {t_ours / bound:5.2f}x the memory bound ({bound * 1e3:.3f}ms)"
+        if "selu" in name and cpu_hz():  # (arithmetic: cycles per element against the loop's instructions)
+            count = loop_instructions(f.lower(*ours).compile().native.assembly())
+            if count:
+                bound = count[0] / VECTOR_ISSUE * host_args[0].size / cpu_hz() / _cores()
+                line += f"   {t_ours / bound:5.2f}x the arithmetic bound ({bound * 1e3:.3f}ms)"
         print(line)
+
+
+# -- bounds: the machine's BLAS rate, and the instruction count of fused transcendental loops ----------------
+_blas: list[float] = []
+
+
+def blas_rate() -> float:
+    """Multiply-adds x 2 per second of NumPy's BLAS on a 2048x2048 float32 product (best of 3): what the
+    machine's BLAS does here, the bound of the product workloads."""
+    if not _blas:
+        a = np.random.default_rng(5).standard_normal((2048, 2048)).astype(np.float32)
+        a @ a
+        _blas.append(2 * 2048**3 / min(_timed_once(lambda: a @ a) for _ in range(3)))
+    return _blas[0]
+
+
+def mlp_flops(sizes: list[int], batch: int) -> int:
+    """The MLP step's float operations in its products: each layer's forward product, its weight gradient,
+    and the gradient of its input except the first layer's."""
+    pairs = list(zip(sizes[:-1], sizes[1:]))
+    forward = sum(2 * batch * m * k for m, k in pairs)
+    return 2 * forward + sum(2 * batch * m * k for m, k in pairs[1:])
+
+
+def cpu_hz() -> float | None:
+    """The cores' clock as the kernel reports it now (the highest), or None."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return max(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz")) * 1e6
+    except (OSError, ValueError):
+        return None
+
+
+VECTOR_ISSUE = 2  # vector instructions a core completes per cycle at best (two FMA/ALU pipes for 512 and 256 bits)
+
+
+def loop_instructions(assembly: str) -> tuple[float, int] | None:
+    """(instructions per element, loop length) of a compiled elementwise function of one float32 input: its
+    innermost loop with the most vector instructions, whose vector loads of the input give the elements it
+    covers per trip (16 a zmm load, 8 a ymm, 4 an xmm)."""
+    import re
+
+    lines = [line.strip() for line in assembly.splitlines()]
+    where = {line[:-1]: i for i, line in enumerate(lines) if re.fullmatch(r"\.?L\w+:", line)}
+    best = None
+    for i, line in enumerate(lines):
+        jump = re.fullmatch(r"j\w+\s+(\.?L\w+)", line)
+        if not jump or where.get(jump.group(1), i) >= i:
+            continue
+        body = lines[where[jump.group(1)] + 1:i + 1]
+        if any(re.fullmatch(r"\.?L\w+:", b) for b in body):
+            continue  # (not innermost)
+        code = [b for b in body if b and not b.startswith((".", "#"))]
+        vector = sum(bool(re.search(r"%[xyz]mm", b)) for b in code)
+        # (the input's loads: an indexed memory operand read into a vector register; widened to float64, half)
+        lanes = sum({"z": 16, "y": 8, "x": 4}[m.group(1)] // (2 if "ps2pd" in b else 1) for b in code
+                    for m in [re.fullmatch(r"v\w+\s+(?:\$\w+,\s*)?-?\w*\(%\w+,%\w+(?:,\d)?\),.*%([xyz])mm\d+", b)]
+                    if m)
+        if lanes and (best is None or vector > best[2]):
+            best = (len(code) / lanes, len(code), vector)
+    return None if best is None else best[:2]
+
+
+def run_transcendental(small: bool, key: str, repeat: int) -> None:
+    """Fused transcendental loops on 1e6 float32 (in cache: the bound is arithmetic): cycles per element
+    against the loop's instructions per element over VECTOR_ISSUE, on one core and on two."""
+    import os
+
+    hz = cpu_hz()
+    x = np.random.default_rng(3).uniform(-3, 3, 100_000 if small else 1_000_000).astype(np.float32)
+    print(f"\n{'fused loop, 1e6 float32':24s} {'instr/elem':>10s} {'bound':>9s} {'1 core':>16s} {'2 cores':>16s}"
+          f"   (cycles per element per core at {hz / 1e9 if hz else float('nan'):.2f} GHz; "
+          f"bound: {VECTOR_ISSUE} vector instructions a cycle)")
+    loops = [("exp", jnp.exp), ("tanh", jnp.tanh), ("logistic", srcjax.nn.sigmoid), ("log", lambda v: jnp.log(v + 4.0)),
+             ("erf", srcjax.scipy.special.erf)]
+    for name, fn in loops:
+        if key not in name and key not in "transcendental":
+            continue
+        cells, count = [], None
+        for threads in ("1", "2"):
+            os.environ["SRCJAX_NUM_THREADS"] = threads
+            try:
+                compiled = srcjax.jit(lambda v, fn=fn: fn(v)).lower(x).compile()
+            finally:
+                del os.environ["SRCJAX_NUM_THREADS"]
+            if count is None:
+                count = loop_instructions(compiled.native.assembly())
+            arg = srcjax.device_put(x)
+            seconds = median_time(lambda: ready(compiled(arg)), repeat)
+            cycles = seconds * hz * int(threads) / x.size if hz else float("nan")
+            cells.append(f"{seconds * 1e3:6.3f}ms {cycles:5.2f}c")
+        per, _ = count if count else (float("nan"), 0)
+        bound = per / VECTOR_ISSUE
+        print(f"{name:24s} {per:10.2f} {bound:8.2f}c {cells[0]:>16s} {cells[1]:>16s}")
 
 
 def mlp_step(lib, np_, lr: float = 0.01):
@@ -196,7 +301,8 @@ def run_programs(small: bool, key: str, repeat: int) -> None:
         line = f"{name:44s} {times['srcjax'] * 1e3:9.3f}ms"
         if "jax" in times:
             line += f"   jax {times['jax'] * 1e3:9.3f}ms  ratio {times['srcjax'] / times['jax']:5.2f}"
-        print(line)
+        bound = mlp_flops(sizes, 128) / blas_rate()  # (its products at the BLAS's own rate)
+        print(line + f"   {times['srcjax'] / bound:5.2f}x the BLAS bound ({bound * 1e3:.3f}ms)")
     if key in "import + first jit(selu) call":
         print(f"{'import + first jit(selu) call':44s} " + "   ".join(
             f"{lib} {first_call_time(lib):6.3f}s" for lib in ["srcjax"] + (["jax"] if real_jax is not None else [])))
@@ -336,6 +442,7 @@ def main() -> None:
     if real_jax is not None:
         header += f" {'jax':>10s} {'ratio':>7s}"
     print(header)
+    print(f"BLAS (NumPy's, 2048x2048 float32): {blas_rate() / 1e9:.0f} GFLOP/s")
     for name, host_args, fn in workloads(args.small):
         if args.k not in name:
             continue
@@ -347,8 +454,12 @@ def main() -> None:
             theirs = [real_jax.device_put(a) for a in host_args]
             t_jax = median_time(lambda: ready(fn(real_jnp, *theirs)), repeat)
             line += f" {t_jax * 1e3:9.3f}ms {t_ours / t_jax:7.2f}"
+        if "x.T" in name:  # (a product: against the BLAS's rate; srcjax's x @ x.T computes half, as syrk)
+            bound = 2 * host_args[0].shape[0] ** 3 / blas_rate()
+            line += f"   {t_ours / bound:5.2f}x the BLAS bound ({bound * 1e3:.3f}ms)"
         print(line)
     run_compiled(args.small, args.k, repeat)
+    run_transcendental(args.small, args.k, repeat)
     print()
     run_programs(args.small, args.k, repeat)
     run_scans(args.k, repeat)
