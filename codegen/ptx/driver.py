@@ -29,7 +29,7 @@ _CU_EVENT_DISABLE_TIMING = 2
 _CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
 _STAGING_MIN = 1 << 16  # copies from this many bytes go through pinned staging memory
 _DOWNLOAD_CHUNK = 1 << 22  # copies both ways go through two pinned chunks of this size, in turn
-_LATER_SLOTS, _LATER_BYTES = 8, 64  # ``read_later``'s ring of small pinned slots
+_LATER_SLOTS, _LATER_BYTES = 8, 64  # ``read_later``'s small pinned slots: allocated this many at a time
 PINNED_DOWNLOADS = os.environ.get("SRCJAX_PINNED_DOWNLOADS", "1") != "0"
 
 
@@ -120,7 +120,7 @@ class Device:
         self._upload_lock = threading.Lock()
         self._download_chunks: list[tuple[ctypes.c_void_p, ctypes.c_void_p]] | None = None
         self._download_lock = threading.Lock()
-        self._later: list | None = None  # (pinned block, events, next slot) of ``read_later``
+        self._later: PinnedSlots | None = None  # ``read_later``'s slots
 
     def attribute(self, which: int) -> int:
         value = ctypes.c_int()
@@ -266,38 +266,31 @@ class Device:
             self._copy_out(chunks, waiting, target)
         return out
 
-    def read_later(self, buffer: "DeviceBuffer", nbytes: int) -> Any:
-        """Queue a copy of ``buffer``'s first ``nbytes`` (at most ``_LATER_BYTES``: a loop's predicate) to pinned
-        memory; the function returned waits for that copy alone, not for what is queued after it, and gives
-        the bytes."""
+    def read_later(self, buffer: "DeviceBuffer", nbytes: int) -> "_Later":
+        """Queue a copy of ``buffer``'s first ``nbytes`` (at most ``_LATER_BYTES``: a loop's predicate) to a
+        small pinned slot; calling the result waits for that copy alone, not for what is queued after it, and
+        gives the bytes. A slot is taken until its value is read (or the result dropped), however many reads
+        are pending meanwhile (nested loops)."""
         assert nbytes <= _LATER_BYTES
         self.make_current()
-        with self._download_lock:
-            if self._later is None:
-                block = ctypes.c_void_p()
-                call("cuMemHostAlloc", ctypes.byref(block), ctypes.c_size_t(_LATER_SLOTS * _LATER_BYTES), 0)
-                events = []
-                for _ in range(_LATER_SLOTS):
-                    event = ctypes.c_void_p()
-                    call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
-                    events.append(event)
-                self._later = [block, events, 0]
-            block, events, count = self._later
-            self._later[2] = count + 1
-            turn = count % _LATER_SLOTS
-            slot, event = block.value + turn * _LATER_BYTES, events[turn]
-            call("cuEventSynchronize", event)  # (the slot's copy before, long read)
-            call("cuMemcpyDtoHAsync_v2", ctypes.c_void_p(slot), ctypes.c_uint64(buffer.pointer),
-                 ctypes.c_size_t(nbytes), self.stream)
-            call("cuEventRecord", event, self.stream)
+        if self._later is None:
+            self._later = PinnedSlots(self._pinned_slots)
+        slot = self._later.take()
+        call("cuMemcpyDtoHAsync_v2", ctypes.c_void_p(slot[0]), ctypes.c_uint64(buffer.pointer),
+             ctypes.c_size_t(nbytes), self.stream)
+        call("cuEventRecord", slot[1], self.stream)
+        return _Later(self._later, slot, nbytes)
 
-        def value() -> bytes:
-            if self._later[2] - count > _LATER_SLOTS:
-                raise RuntimeError("read_later: the value was not read before its slot was reused")
-            call("cuEventSynchronize", event)
-            return ctypes.string_at(slot, nbytes)
-
-        return value
+    @staticmethod
+    def _pinned_slots() -> list[tuple[int, ctypes.c_void_p]]:
+        block = ctypes.c_void_p()
+        call("cuMemHostAlloc", ctypes.byref(block), ctypes.c_size_t(_LATER_SLOTS * _LATER_BYTES), 0)
+        slots = []
+        for i in range(_LATER_SLOTS):
+            event = ctypes.c_void_p()
+            call("cuEventCreate", ctypes.byref(event), _CU_EVENT_DISABLE_TIMING)
+            slots.append((block.value + i * _LATER_BYTES, event))
+        return slots
 
     @staticmethod
     def _copy_out(chunks: list, waiting: tuple[int, int, int], target: int) -> None:
@@ -317,6 +310,50 @@ class Device:
         """Set ``count`` elements of ``buffer`` to ``value`` (queued)."""
         self.make_current()
         self._copy_in(buffer.pointer, np.full(count, value, dtype))
+
+
+class PinnedSlots:
+    """Small pinned host slots, each with an event (``read_later``'s): taken from a free list, which
+    ``allocate()`` extends when it is empty, and given back once their value is read."""
+
+    def __init__(self, allocate: Any):
+        self.allocate, self.free, self.lock = allocate, [], threading.Lock()
+        self.allocated = 0
+
+    def take(self) -> Any:
+        with self.lock:
+            if not self.free:
+                more = self.allocate()
+                self.allocated += len(more)
+                self.free.extend(more)
+            return self.free.pop()
+
+    def give(self, slot: Any) -> None:
+        with self.lock:
+            self.free.append(slot)
+
+
+class _Later:
+    """The bytes a ``read_later`` copy brings, once it has come: called, it waits for that copy alone."""
+
+    __slots__ = ("slots", "slot", "nbytes", "value")
+
+    def __init__(self, slots: PinnedSlots, slot: tuple[int, ctypes.c_void_p], nbytes: int):
+        self.slots, self.slot, self.nbytes, self.value = slots, slot, nbytes, None
+
+    def __call__(self) -> bytes:
+        if self.value is None:
+            address, event = self.slot
+            call("cuEventSynchronize", event)
+            self.value = ctypes.string_at(address, self.nbytes)
+            self.slots.give(self.slot)
+            self.slot = None
+        return self.value
+
+    def __del__(self) -> None:
+        if self.slot is not None:  # (never read: its copy is queued before any later use of the slot)
+            self.slots.give(self.slot)
+            self.slot = None
 
 
 class Module:

@@ -312,6 +312,42 @@ def test_a_loops_trip_is_one_call_that_reads_outside_values(trips):
     assert int(got[0]) == trips
 
 
+def test_pending_predicate_reads_each_keep_their_slot():
+    """``read_later``'s pinned slots: a slot is taken until its value is read, however many reads are pending
+    (an inner loop's predicates while the outer loop's waits), and more are allocated when none is free."""
+    from srcjax.codegen.ptx.driver import PinnedSlots
+
+    blocks = []
+
+    def allocate():
+        blocks.append(len(blocks))
+        return [(len(blocks), i) for i in range(8)]
+
+    slots = PinnedSlots(allocate)
+    pending = [slots.take() for _ in range(20)]
+    assert len(set(pending)) == 20 and slots.allocated == 24
+    for slot in pending[:10]:
+        slots.give(slot)
+    again = [slots.take() for _ in range(14)]
+    assert slots.allocated == 24 and not set(again) & set(pending[10:])
+
+
+def test_nested_while_loops_each_run_ahead():
+    """An inner loop of many trips inside an outer loop that runs ahead: every predicate read is its own."""
+    def f(x):
+        def outer(c):
+            y, k = c
+            y = lax.while_loop(lambda v: jnp.sum(v) < 1000.0 * (k + 1), lambda v: v * 1.5 + 1.0, y)
+            return y * 0.01, k + 1
+
+        return lax.while_loop(lambda c: c[1] < 4, outer, (x, 0))
+
+    x = np.ones(3, np.float32)
+    got, want = srcjax.jit(f)(x), on_cpu(f, x)
+    agree(got[0], want[0])
+    assert int(got[1]) == int(want[1]) == 4
+
+
 def test_a_loop_that_prints_does_not_run_ahead(capsys):
     def f(x):
         def body(c):
