@@ -28,9 +28,10 @@ from srcjax.runtime import gpu, tree_util
 from srcjax.runtime.array import Array
 from srcjax.runtime.vmap import _broadcast_prefix
 from srcjax.transpiler.frontend import trace_function
-from srcjax.transpiler.ir import Op
+from srcjax.transpiler.ir import Op, walk
 from srcjax.transpiler.primitives import collectives as coll
 from srcjax.transpiler.primitives import elementwise as ew
+from srcjax.transpiler.simplify import without_calls
 
 # the types NCCL reduces (``nccl._DTYPES`` less bool, which NCCL would add as bytes)
 _REDUCIBLE = frozenset({"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
@@ -83,13 +84,20 @@ class GpuReplicas:
         self.lock_failures = threading.Lock()
 
     @staticmethod
-    def build(pmapped: Any, treedef: Any, example: list[Any], dynamic: list[bool], devices: list[Any]) -> GpuReplicas:
+    def build(pmapped: Any, treedef: Any, example: list[Any], dynamic: list[bool], devices: list[Any]
+              ) -> GpuReplicas | None:
+        """The replicas, or None where the pmap runs batched instead: where a collective sits inside control
+        flow, whose branch or trip count may differ between replicas (one replica waiting in a collective
+        the others never reach would wait forever; the batched call gives every example its value)."""
         args, kwargs = tree_util.unflatten_containers(treedef, example)
         if pmapped.axis_name is not None:
             with coll.named_axis(pmapped.axis_name, len(devices)):
                 ir, out_tree = trace_function(pmapped.fun, args, kwargs)
         else:
             ir, out_tree = trace_function(pmapped.fun, args, kwargs)
+        if any(o.name in COLLECTIVES for op in without_calls(ir).body.ops for region in op.regions
+               for o in walk(region)):
+            return None
         probe = tree_util.unflatten_containers(out_tree, list(range(len(ir.results))))
         out_axes = _broadcast_prefix(pmapped.out_axes, probe, "out_axes")
         return GpuReplicas(ir, out_tree, out_axes, devices, pmapped.axis_name)

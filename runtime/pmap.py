@@ -101,7 +101,8 @@ class Pmapped:
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(available)} XLA devices are available (num_replicas={size})")
         placed = available[:size]
-        if _on_gpus(placed) and (size > 1 or os.environ.get("SRCJAX_PMAP") == "replicas") and _native_enabled() \
+        mode = os.environ.get("SRCJAX_PMAP", "auto")
+        if _on_gpus(placed) and (size > 1 or mode == "replicas") and mode != "batched" and _native_enabled() \
                 and device_api.process_count() == 1:
             out = self._gpu_replicas(args, placed)
         elif _on_gpus(placed):
@@ -155,9 +156,11 @@ class Pmapped:
 
         leaves, treedef, leaf_axes, dynamic, example, key = self._signature(args, len(devices))
         key = (key, tuple(d.id for d in devices))
-        replicas = self._gpu_spmd.get(key)
-        if replicas is None:
-            replicas = self._gpu_spmd[key] = gpu_pmap.GpuReplicas.build(self, treedef, example, dynamic, devices)
+        if key not in self._gpu_spmd:
+            self._gpu_spmd[key] = gpu_pmap.GpuReplicas.build(self, treedef, example, dynamic, devices)
+        replicas = self._gpu_spmd[key]
+        if replicas is None:  # (collectives inside control flow: batched)
+            return _BATCHED
         out = replicas.run([leaf for leaf, d in zip(leaves, dynamic) if d],
                            [a for a, d in zip(leaf_axes, dynamic) if d])
         for i in self.donate:  # (their buffers are the replicas' copies: the donated Arrays go, as JAX's do)

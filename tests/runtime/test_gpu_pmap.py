@@ -44,12 +44,14 @@ def on_cpu(f, *args, **kwargs):
         config.update("jax_platforms", saved)
 
 
-def same(f, *args, rtol=1e-5, **kwargs):
-    """pmap over the GPUs gives what pmap over CPU devices gives (types too), and ran as replicas on them."""
+def same(f, *args, rtol=1e-5, replicas=True, **kwargs):
+    """pmap over the GPUs gives what pmap over CPU devices gives (types too), and ran as replicas on them (or,
+    ``replicas=False``, batched)."""
     pmapped = srcjax.pmap(f, **kwargs)
     got = pmapped(*args)
     want = on_cpu(f, *args, **kwargs)
-    assert pmapped._gpu_spmd, "did not run as replicas on the GPUs"
+    ran = list(pmapped._gpu_spmd.values())
+    assert ran and all((r is not None) == replicas for r in ran), ran
     got_leaves, want_leaves = srcjax.tree_util.tree_leaves(got), srcjax.tree_util.tree_leaves(want)
     assert len(got_leaves) == len(want_leaves)
     for g, w in zip(got_leaves, want_leaves):
@@ -107,7 +109,9 @@ def test_axis_index_ppermute_and_all_to_all():
     same(f, X, axis_name="i")
 
 
-def test_collectives_inside_control_flow_and_a_python_while():
+def test_collectives_inside_control_flow_run_batched():
+    """A collective inside a branch or a loop, whose branch or trip count may differ between replicas (a
+    replica would wait in a collective the others never reach): the pmap runs batched, as on the CPU."""
     def f(x):
         def body(i, c):
             return c + lax.psum(c * 0.1, "i")
@@ -117,7 +121,19 @@ def test_collectives_inside_control_flow_and_a_python_while():
             y = y * 2.0 + 1.0
         return y
 
-    same(f, np.abs(X), axis_name="i", rtol=1e-4)
+    def diverging(x):
+        return lax.cond(lax.axis_index("i") == 0, lambda v: lax.psum(v, "i"), lambda v: v * 2, x)
+
+    same(f, np.abs(X), axis_name="i", rtol=1e-4, replicas=False)
+    same(diverging, X, axis_name="i", replicas=False)
+
+
+def test_a_collective_after_a_loop_runs_as_replicas():
+    def f(x):
+        y = lax.fori_loop(0, 3, lambda i, c: c * 1.1 + 0.5, x)
+        return lax.psum(y, "i") + lax.pmax(jnp.max(y), "i")
+
+    same(f, X, axis_name="i")
 
 
 def test_data_parallel_training_step():
