@@ -311,13 +311,14 @@ class Compiled:
         return self._call_leaves(leaves)
 
     def _call_leaves(self, leaves: Sequence[Any]) -> Any:
-        if self._gpus and (self._gpu_default or any(type(_pending_of(leaf)) is gpu.Resident
-                                                    for leaf in leaves if type(leaf) is Array)):
+        checked = _flags["jax_debug_nans"] or _flags["jax_debug_infs"]  # (the interpreter checks every op)
+        if self._gpus and not checked and (self._gpu_default or any(type(_pending_of(leaf)) is gpu.Resident
+                                                                    for leaf in leaves if type(leaf) is Array)):
             results = gpu.call(self, leaves)
             if results is not None:
                 return self._build(results)
         native = self.native
-        if native is not None and not _flags["jax_debug_nans"]:
+        if native is not None and not checked:
             found = _host_inputs(leaves)
             if found is not None and found[1] and self.effects:
                 for leaf in leaves:  # (waits for the pending ones)
@@ -501,7 +502,8 @@ class Jitted:
         return compiled, sig
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and self._plain and not _in_use and not (_flags["jax_disable_jit"] or _flags["jax_debug_nans"]):
+        if not kwargs and self._plain and not _in_use and not (_flags["jax_disable_jit"] or _flags["jax_debug_nans"]
+                                                               or _flags["jax_debug_infs"]):
             # the common call: Arrays only. Their types are the whole signature, no pytree to flatten
             try:
                 call = self._fast[tuple([a.aval for a in args])]

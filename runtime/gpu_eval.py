@@ -45,13 +45,15 @@ class SegmentedProgram:
 
     def ahead(self, op: Op) -> bool:
         """Whether while loop ``op`` runs a trip ahead of its predicate (``_while_ahead``): where running a trip
-        more changes nothing but the time (no effects, no collectives, NaN checks off) and that time is short
+        more changes nothing but the time (no effects, no collectives, NaN checks off), where that trip surely
+        ends (no loop inside: the trip after the last may start one that runs for ever) and is short
         (the ops' results under ``AHEAD_MAX_WORK`` elements a trip: where the device's work is long, the wait for
         the predicate is a small part of it)."""
         key = id(op)
         if key not in self._ahead:
             ops = [inner for region in op.regions for inner in walk(region)]
             self._ahead[key] = (not has_effect(op) and not any(kind(o.name) is Kind.COLLECTIVE for o in ops)
+                                and not any(o.prim in (control.while_p, control.for_p) for o in ops)
                                 and sum(r.aval.size for o in ops for r in o.results
                                         if isinstance(r.aval, TensorType)) < AHEAD_MAX_WORK)
         return self._ahead[key] and not config.jax_debug_nans and not config.jax_debug_infs

@@ -41,6 +41,15 @@ COLLECTIVES = frozenset({*_ALL_REDUCE, "all_gather", "psum_scatter", "axis_index
 
 _cliques: dict[tuple[int, ...], list[Any]] = {}
 _cliques_lock = threading.Lock()
+_clique_locks: dict[tuple[int, ...], threading.Lock] = {}
+
+
+def clique_lock(devices: Sequence[Any]) -> threading.Lock:
+    """Held while a pmap's replicas run on ``devices``: the communicators serve one pmap call at a time (two
+    calls' collectives from two threads would meet each other's)."""
+    key = tuple(d.id for d in devices)
+    with _cliques_lock:
+        return _clique_locks.setdefault(key, threading.Lock())
 
 
 def communicators(devices: Sequence[Any]) -> list[Any]:
@@ -105,7 +114,7 @@ class GpuReplicas:
     def run(self, leaves: list[Any], axes: list[Any]) -> Any:
         n, params = len(self.devices), self.ir.params
         values = [np.asarray(leaf) for leaf in leaves]
-        comms = communicators(self.devices)
+        comms: list[Any] = []
         outs: list[list[np.ndarray] | None] = [None] * n
 
         failures: list[BaseException] = []  # (the first is the cause: the others broke off waiting for it)
@@ -129,7 +138,8 @@ class GpuReplicas:
             results = self.programs[r].run(inputs, collectives=handler)
             outs[r] = [np.asarray(out) for out in results]  # (waits for the replica's stream)
 
-        with self.lock:
+        with self.lock, clique_lock(self.devices):
+            comms = communicators(self.devices)
             others = [self.threads.submit(replica, r) for r in range(1, n)]
             try:
                 replica(0)
@@ -142,8 +152,11 @@ class GpuReplicas:
         results = []
         for k, (axis, result) in enumerate(zip(self.out_axes, self.ir.results)):
             parts = [out[k] for out in outs if out is not None]
-            if axis is None:
+            if axis is None:  # (an unmapped result must be the same on every replica, as the batched pmap checks)
                 value = parts[0]
+                if any(not np.array_equal(part, value, equal_nan=value.dtype.kind in "fc") for part in parts[1:]):
+                    raise ValueError("vmap has mapped output but out_axes is None: pmap's result with out_axes None "
+                                     "differs between the devices")
             else:
                 stacked = np.stack(parts)
                 value = np.moveaxis(stacked, 0, axis % stacked.ndim) if axis % stacked.ndim else stacked

@@ -11,6 +11,7 @@ over buffers of its own (``_Graph``): a few driver calls per call instead of one
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ class GpuExecutable:
         self._schedule_for: dict[Any, list] = {}  # precision -> the schedule (products depend on it)
         self._graphs: dict[Any, Any] = {}  # precision -> its captured graph, or False
         self.calls = 0
+        self._lock = threading.Lock()
         self._aliases: dict[int, int] | None = None
         # every buffer gets a slot: inputs, outputs, constants, then temporaries and scratch as steps first use them
         self._slots: dict[int, int] = {}
@@ -116,7 +118,11 @@ class GpuExecutable:
     def __call__(self, inputs: list[Any], precision: Any = None, into: list[Any] | None = None) -> list[Any]:
         """Queue the call on ``inputs`` (device buffers, one per parameter); returns the result buffers. ``into``
         may give, per result, a buffer to write it over instead of a new one (a donated input's, where
-        ``aliases`` allows it)."""
+        ``aliases`` allows it). Calls from several threads queue one at a time (a graph's buffers are its own)."""
+        with self._lock:
+            return self._call(inputs, precision, into)
+
+    def _call(self, inputs: list[Any], precision: Any, into: list[Any] | None) -> list[Any]:
         device = self.device
         device.make_current()
         schedule = self._schedule_for.get(precision)

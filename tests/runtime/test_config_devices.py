@@ -60,6 +60,17 @@ def test_debug_nans(restore_config):
         jnp.log(jnp.asarray(-1.0))
 
 
+def test_debug_infs_eager_and_compiled(restore_config):
+    """``jax_debug_infs``: an infinity in a result is an error, eagerly and in a jitted call (which the
+    interpreter then runs, op by op, as for ``jax_debug_nans``); finite results pass."""
+    srcjax.config.update("jax_debug_infs", True)
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in log"):
+        jnp.log(jnp.asarray(0.0))
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in div"):
+        srcjax.jit(lambda x: 1.0 / x)(np.float32(0.0))
+    assert float(srcjax.jit(jnp.log)(np.float32(1.0))) == 0.0
+
+
 def test_device_put_get_pytrees():
     tree = {"a": np.ones(2), "b": (np.zeros(1, np.int64), 3.0)}
     put = srcjax.device_put(tree)

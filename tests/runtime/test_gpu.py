@@ -348,6 +348,71 @@ def test_nested_while_loops_each_run_ahead():
     assert int(got[1]) == int(want[1]) == 4
 
 
+def test_a_loop_with_a_loop_inside_does_not_run_ahead():
+    """The trip after the last may start an inner loop that never ends (here: j counts up to k from 1, and the
+    outer loop stops at k == 0): a loop with a loop inside waits for its predicate before each trip."""
+    def f(k0):
+        def body(c):
+            k, total = c
+            j = lax.while_loop(lambda j: j != k, lambda j: j + 1, 1)
+            return k - 1, total + j
+
+        return lax.while_loop(lambda c: c[0] > 0, body, (k0, 0))
+
+    from srcjax.runtime.gpu_eval import SegmentedProgram
+    from srcjax.transpiler.frontend import trace_function
+    from srcjax.transpiler.types import TensorType
+
+    ir, _ = trace_function(f, [TensorType(np.dtype(np.int32), ())])
+    (loop,) = [op for op in ir.body.ops if op.name == "while"]
+    assert not SegmentedProgram(ir, srcjax.devices()[0]).ahead(loop)
+    k, total = srcjax.jit(f)(np.int32(3))
+    assert (int(k), int(total)) == (0, 6)
+
+
+def test_calls_from_two_threads_each_get_their_own_results():
+    """One jitted function (replayed as a graph) and one while loop, called from two threads at once."""
+    import threading
+
+    def f(x):
+        a = jnp.sin(x) @ x
+        return x * jnp.cumsum(jnp.tanh(a).sum(0))[None, :] + a
+
+    def w(x):
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, jnp.sin(c[1]) * 1.1 + c[1].sum() * 0.01),
+                              (0, x))[1]
+
+    rng = np.random.default_rng(9)
+    inputs = [rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2)]
+    for fn in (f, w):
+        jitted = srcjax.jit(fn)
+        wants = [np.asarray(on_cpu(fn, x)) for x in inputs]
+        on_device = [srcjax.device_put(x) for x in inputs]
+        jitted(on_device[0]), jitted(on_device[1])
+        wrong = []
+
+        def run(t, jitted=jitted, wants=wants, on_device=on_device, wrong=wrong):
+            for _ in range(30):
+                out = np.asarray(jitted(on_device[t]))
+                if not np.allclose(out, wants[t], rtol=2e-2 if REAL else 1e-4, atol=2e-2 if REAL else 1e-4):
+                    wrong.append(t)
+
+        threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert not wrong, (fn.__name__, len(wrong))
+
+
+def test_nan_and_inf_checks_apply_to_gpu_calls():
+    for flag, x, what in [("jax_debug_nans", -1.0, "nan"), ("jax_debug_infs", 0.0, "inf")]:
+        config.update(flag, True)
+        try:
+            with pytest.raises(FloatingPointError, match=f"invalid value \\({what}\\) encountered in log"):
+                srcjax.jit(jnp.log)(srcjax.device_put(np.float32(x)))
+        finally:
+            config.update(flag, False)
+
+
 def test_a_loop_that_prints_does_not_run_ahead(capsys):
     def f(x):
         def body(c):

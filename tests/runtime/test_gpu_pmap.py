@@ -192,6 +192,33 @@ def test_a_failing_replica_does_not_hang_the_others():
     np.testing.assert_allclose(np.asarray(bad(eye))[0], np.linalg.cholesky(eye).sum(0), rtol=1e-5)
 
 
+def test_an_unmapped_result_must_be_the_same_on_every_device():
+    with pytest.raises(ValueError, match="out_axes is None"):
+        srcjax.pmap(lambda x: x * 2.0, axis_name="i", out_axes=None)(X)
+    same(lambda x: lax.psum(x, "i"), X, axis_name="i", out_axes=None)
+
+
+def test_two_pmaps_over_the_same_gpus_from_two_threads():
+    """Their collectives do not meet each other's: one pmap call at a time holds the GPUs' communicators."""
+    import threading
+
+    f = srcjax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")
+    g = srcjax.pmap(lambda x: lax.pmax(x, "i"), axis_name="i")
+    f(X), g(X)
+    wrong = []
+
+    def loop(fn, want):
+        for _ in range(10):
+            if not np.allclose(np.asarray(fn(X)), want):
+                wrong.append(fn)
+
+    threads = [threading.Thread(target=loop, args=(f, np.broadcast_to(X.sum(0), X.shape))),
+               threading.Thread(target=loop, args=(g, np.broadcast_to(X.max(0), X.shape)))]
+    [t.start() for t in threads]
+    [t.join(timeout=120) for t in threads]
+    assert not any(t.is_alive() for t in threads) and not wrong
+
+
 def test_donated_arguments_are_deleted():
     x = srcjax.device_put(X)
     srcjax.pmap(lambda x: lax.psum(x, "i"), axis_name="i", donate_argnums=0)(x)
