@@ -186,5 +186,16 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_ind
 
 
 def axis_index(axis_name: Any) -> Any:
+    """The index along ``axis_name``; along a tuple of names, the index over them together, the last name
+    varying fastest (as JAX numbers them)."""
+    if isinstance(axis_name, (tuple, list)):
+        index = None
+        for name in axis_name:
+            size = c.axis_size(name)
+            one = c.axis_index_p.bind(axis_name=name)
+            index = one if index is None else index * size + one
+        if index is None:
+            raise ValueError("axis_index needs at least one axis name")
+        return index
     c.axis_size(axis_name)
     return c.axis_index_p.bind(axis_name=axis_name)

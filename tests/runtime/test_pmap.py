@@ -44,6 +44,16 @@ def test_collectives():
     assert srcjax.pmap(lambda v: lax.all_gather(v, "i"), "i")(X).shape == (4, 4, 3)
 
 
+def test_axis_index_over_several_names():
+    """Over a tuple of names, the index over them together, the last varying fastest (JAX 0.10's numbers)."""
+    inner = srcjax.vmap(srcjax.vmap(lambda x: lax.axis_index(("i", "j")), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(inner(np.zeros((2, 3)))), [[0, 1, 2], [3, 4, 5]])
+    swapped = srcjax.vmap(srcjax.vmap(lambda x: lax.axis_index(("j", "i")), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(swapped(np.zeros((2, 3)))), [[0, 2, 4], [1, 3, 5]])
+    outer = srcjax.pmap(srcjax.vmap(lambda x: lax.axis_index(("i", "j")), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(outer(np.zeros((2, 3)))), [[0, 1, 2], [3, 4, 5]])
+
+
 def test_static_broadcast_and_unmapped_arguments_and_out_axes():
     np.testing.assert_array_equal(np.asarray(srcjax.pmap(lambda v, k: v * k, static_broadcasted_argnums=1)(X, 3)),
                                   X * 3)
