@@ -19,6 +19,7 @@ optimises a module and emits it (for the JIT's loader, or position-independent f
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import threading
 from dataclasses import dataclass
@@ -278,7 +279,13 @@ def load_object(code: bytes, names: Sequence[str]) -> Code:
     with _lock:
         _init()
         while _retired:
-            _retired.pop().close()
+            retired = _retired.pop()
+            if any(other is retired for other in _retired) or retired.closed:
+                continue  # (listed twice, or disposed already: disposing it again would fail)
+            try:
+                retired.close()
+            except ctypes.ArgumentError:  # (its handle is gone already)
+                pass
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _jit_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()

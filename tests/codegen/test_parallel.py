@@ -127,6 +127,8 @@ import os, sys, threading
 import numpy as np
 from srcjax.codegen.llvm import kernels, pool
 pool.MAX_STRIKES = 0  # (never back off to serial calls, however busy the machine)
+from srcjax.codegen.llvm import blas
+blas.LOAD_CHECK_SECONDS = float("inf")  # (nor run serially because other processes keep the cores busy)
 kernels.PARALLEL_MIN_WORK = kernels.WAKE_MIN_WORK = 1
 import srcjax, srcjax.numpy as jnp
 
