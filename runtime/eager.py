@@ -47,9 +47,9 @@ def _check_nans(prim: core.Primitive, values: list[np.ndarray]) -> None:
     for value in values:
         if value.dtype.kind not in "fc":
             continue
-        if config.jax_debug_nans and np.isnan(value).any():
+        if _flags["jax_debug_nans"] and np.isnan(value).any():
             raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}")
-        if config.jax_debug_infs and np.isinf(value).any():
+        if _flags["jax_debug_infs"] and np.isinf(value).any():
             raise FloatingPointError(f"invalid value (inf) encountered in {prim.name}")
 
 
@@ -69,7 +69,8 @@ class EagerInterpreter(core.Interpreter):
     def process(self, prim, operands, params):
         arrays = [to_array(x, f"{prim.name} operand {i}") for i, x in enumerate(operands)]
         out_types = prim.abstract_eval(*(a.aval for a in arrays), **params)
-        if _gpu._found and _gpu._found[0] and not (config.jax_debug_nans or config.jax_debug_infs):  # (their kernels)
+        checked = _flags["jax_debug_nans"] or _flags["jax_debug_infs"]  # (a flag lookup: this is every eager op)
+        if _gpu._found and _gpu._found[0] and not checked:  # (GPU arrays: their kernels)
             results = _gpu.eager(prim, arrays, params, out_types)
             if results is not None:
                 return results if prim.multiple_results else results[0]
@@ -81,7 +82,7 @@ class EagerInterpreter(core.Interpreter):
             results = [_wrap(prim, v, t) for v, t in zip(out, out_types, strict=True)]
         else:
             results = [_wrap(prim, out, out_types)]
-        if config.jax_debug_nans or config.jax_debug_infs:
+        if checked:
             _check_nans(prim, [r._value for r in results])
         return results if prim.multiple_results else results[0]
 

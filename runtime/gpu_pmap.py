@@ -89,7 +89,6 @@ class GpuReplicas:
         self.ir, self.out_tree, self.out_axes, self.devices, self.axis_name = ir, out_tree, out_axes, devices, axis_name
         self.programs = [SegmentedProgram(ir, device) for device in devices]
         self.threads = ThreadPoolExecutor(max_workers=max(len(devices) - 1, 1), thread_name_prefix="srcjax-gpu")
-        self.lock = threading.Lock()  # (one call at a time: the threads are the replicas of one call)
         self.lock_failures = threading.Lock()
 
     @staticmethod
@@ -138,7 +137,7 @@ class GpuReplicas:
             results = self.programs[r].run(inputs, collectives=handler)
             outs[r] = [np.asarray(out) for out in results]  # (waits for the replica's stream)
 
-        with self.lock, clique_lock(self.devices):
+        with clique_lock(self.devices):  # (one call at a time on these GPUs: the threads are its replicas)
             comms = communicators(self.devices)
             others = [self.threads.submit(replica, r) for r in range(1, n)]
             try:

@@ -101,14 +101,14 @@ class Pmapped:
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(available)} XLA devices are available (num_replicas={size})")
         placed = available[:size]
-        mode = os.environ.get("SRCJAX_PMAP", "auto")
-        if _on_gpus(placed) and (size > 1 or mode == "replicas") and mode != "batched" and _native_enabled() \
-                and device_api.process_count() == 1:
-            out = self._gpu_replicas(args, placed)
-        elif _on_gpus(placed):
-            out = _BATCHED  # (one GPU: the batched call runs there)
-        else:
+        if not _on_gpus(placed):
             out = self._replicas(args, size)
+        else:
+            mode = os.environ.get("SRCJAX_PMAP", "auto")
+            replicas = (size > 1 or mode == "replicas") and mode != "batched" and _native_enabled() \
+                and device_api.process_count() == 1
+            # (otherwise, one GPU among them runs the batched call)
+            out = self._gpu_replicas(args, placed) if replicas else _BATCHED
         if out is _BATCHED:
             call = self._compiled.get((len(args), size))
             if call is None:

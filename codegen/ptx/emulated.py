@@ -214,8 +214,7 @@ class EmulatedClique:
     def exchange(self, rank: int, posted: Any) -> list[Any]:
         self.posted[rank] = posted
         self.barrier.wait()
-        everyone = list(self.posted)
-        return everyone
+        return list(self.posted)
 
     def done(self) -> None:
         self.barrier.wait()
