@@ -95,7 +95,7 @@ def compiler_version() -> str:
 
 def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
     """SHA-256 of the IR text, the constants (dtype, shape, bytes), the compiler and the host."""
-    from srcjax.codegen.llvm import blas, engine, entry, kernels
+    from srcjax.codegen.llvm import blas, engine, entry, gemm, kernels
 
     found = blas.find_gemm()
     h = hashlib.sha256()
@@ -105,6 +105,7 @@ def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
         engine.host_description(),
         f"blas {found.origin if found else None} {found.int_bits if found else 0}",
         f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {entry.object_offsets()}",
+        f"products split from {gemm.GEMM_SPLIT_MIN_WORK} in {gemm.GEMM_CHUNKS_PER_THREAD} blocks a thread",
     ):
         h.update(_LEN.pack(len(part.encode())) + part.encode())
     for data in consts:

@@ -37,6 +37,11 @@ _THREAD_CONTROLS = [
     ("openblas_set_num_threads", "openblas_get_num_threads"),
 ]
 SET_THREADS, GET_THREADS = "srcjax_blas_set_threads", "srcjax_blas_get_threads"
+# an i32 of the host's: the thread count BLAS is given back after a product split across the pool (each block
+# runs BLAS on one thread); ``fit_threads_to_load`` keeps it. (Restoring what each split read before it set 1
+# would leave BLAS on one thread for good when two threads of the process split products at once.)
+THREADS_WANTED = "srcjax_blas_threads_wanted"
+_threads_wanted = ctypes.c_int32(1)
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ def _bind_thread_control(lib: ctypes.CDLL) -> bool:
         engine.add_symbol(SET_THREADS, addresses[0])
         engine.add_symbol(GET_THREADS, addresses[1])
         _load.set, _load.get = getattr(lib, setter), getattr(lib, getter)
+        _threads_wanted.value = max(1, int(_load.get()))
+        engine.add_symbol(THREADS_WANTED, ctypes.addressof(_threads_wanted))
         return True
     return False
 
@@ -148,7 +155,7 @@ def fit_threads_to_load() -> None:
     want = max(1, min(_load.most, free))
     if want != _load.current:
         _load.set(want)
-        _load.current = want
+        _load.current = _threads_wanted.value = want
 
 
 def _others_running() -> int:

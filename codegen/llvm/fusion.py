@@ -10,7 +10,7 @@ are planned here, indexed ops in ``indexed.py``, products and convolutions in ``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from srcjax.codegen.llvm.table import Row
 
 EXPENSIVE = 20  # the cost of a transcendental function: a value costing this much is not computed twice
-MERGE_MAX_COST = 9  # map nests with no more work per element than this are bound by memory: worth merging
 
 
 def _live_ops(fn: Function) -> list[Op]:
@@ -130,7 +129,7 @@ class Planner:
         self._share_expensive()
         self.steps.sort(key=lambda s: s.order)
         plan = Plan(fn, self.sources, self.buffers, self.steps, self.inputs, self.consts, outputs, self.temps)
-        plan.steps = _merge_maps(plan, self.expensive)
+        plan.steps = _merge_maps(plan)
         return plan
 
     def _check_type(self, v: Value) -> None:
@@ -327,11 +326,13 @@ class Planner:
                 step.target = new
 
 
-def _merge_maps(plan: Plan, expensive: Callable[[str], bool]) -> list[Step]:
-    """Neighbouring map nests over one shape become one nest with several stores when they are cheap (bound
-    by memory, not arithmetic), read a buffer in common, and the later one reads nothing the earlier one
-    writes: one pass over their common operands (an optimizer's new velocity and new parameters both read
-    the gradient and the old velocity; the expression they share is computed once)."""
+def _merge_maps(plan: Plan) -> list[Step]:
+    """Neighbouring map nests over one shape become one nest with several stores when they read a buffer in
+    common and the later one reads nothing the earlier one writes: one pass over their common operands (an
+    optimizer's new velocity and new parameters both read the gradient and the old velocity; the expression
+    they share is computed once). Adam's update is not cheap (two divisions and a root an element) but still
+    bound by memory: merged, its step reads each of four arrays once rather than twice (one VAE step on 2
+    cores: 4.2-4.3 ms before, 3.7-3.8 after)."""
     def plain_map(step: Step) -> bool:
         return isinstance(step, Nest) and step.combine is None and step.placement is None and step.scatter is None
 
@@ -343,7 +344,7 @@ def _merge_maps(plan: Plan, expensive: Callable[[str], bool]) -> list[Step]:
             written = {id(b) for _, b in last.stores}
             read = {id(load.buffer) for load in then.loads}
             shared = read & {id(load.buffer) for load in first.loads}
-            if shared and not read & written and first.cost(expensive) <= MERGE_MAX_COST >= then.cost(expensive):
+            if shared and not read & written:
                 merged[-1] = Nest(last.shape, stores=last.stores + step.stores, order=last.order)
                 continue
         merged.append(step)

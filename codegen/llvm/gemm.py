@@ -24,13 +24,18 @@ if TYPE_CHECKING:
 
 _ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121
 
-# From this many multiply-adds (SRCJAX_GEMM_SPLIT_MIN_WORK; off by default), a matrix product is split across
-# the pool in blocks of at least GEMM_MIN_ROWS rows, each a single-threaded BLAS call. On a quiet machine
-# OpenBLAS's own threads are faster (they share packed panels): measured 0.7-1.0x JAX's MLP step against
-# 1.3-1.7x split. But when the cores are shared, OpenBLAS's spinning threads stall (a 6 ms step took 150 ms
-# under a load of 2.5 on 2 cores) and the split, whose chunks the caller can take over, does not.
-GEMM_SPLIT_MIN_WORK = int(os.environ.get("SRCJAX_GEMM_SPLIT_MIN_WORK") or 0) or None
-GEMM_MIN_ROWS = 16
+# From GEMM_SPLIT_MIN_WORK multiply-adds (SRCJAX_GEMM_SPLIT_MIN_WORK; 0: never), a matrix product runs as blocks of
+# rows or of columns on our pool, each block a single-threaded BLAS call, so that products and fused loops share
+# one set of workers. OpenBLAS's own threads split a product statically and wait for each other spinning: where
+# another process keeps a core busy, the thread sharing it stalls every product (a 2.4 ms MLP step took 7.5 ms
+# with two processes spinning on 2 cores), and after a product they spin on, taking cores from the nests that
+# follow. The pool's blocks are claimed as they go, so a worker slow to get a core leaves its share to the others.
+# Blocks split the dimension whose operand is the cheaper to pack again in every block (rows: the right-hand
+# operand; columns: the left), GEMM_CHUNKS_PER_THREAD of them per thread when there is work enough for each.
+GEMM_SPLIT_MIN_WORK = int(os.environ.get("SRCJAX_GEMM_SPLIT_MIN_WORK", 1 << 18)) or None
+GEMM_CHUNK_MIN_WORK = 1 << 17
+GEMM_CHUNKS_PER_THREAD = int(os.environ.get("SRCJAX_GEMM_CHUNKS", 2))
+GEMM_MIN_BLOCK = 16
 # A batch of products, each under BATCH_SPLIT_MAX_EACH multiply-adds (BLAS threads larger ones itself) and
 # together at least BATCH_SPLIT_MIN_WORK, is shared out across the pool by batch element.
 BATCH_SPLIT_MAX_EACH = 1 << 22
@@ -74,24 +79,32 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
         ]
         routine = entry.cx.declare(symbol, ir.VoidType(), args, pure=False)
 
-    def gemm_rows(i, lo, rows, bld=None, lhs=lhs, rhs=rhs, out=out):
-        """Rows [lo, lo + rows) of batch element ``i``'s product (``lo``, ``rows``: i64 values)."""
+    def gemm_block(i, lo, count, bld=None, lhs=lhs, rhs=rhs, out=out, by_columns=False):
+        """Rows [lo, lo + count) of batch element ``i``'s product, or ``by_columns`` its columns (``lo``,
+        ``count``: i64 values)."""
         bld = bld or b
-        at = lambda stride, row_stride: bld.add(  # noqa: E731 - element i's block, from row lo
+        offset = lambda stride, row_stride: bld.add(  # noqa: E731 - element i's block, from row (column) lo
             bld.mul(i, ir.Constant(I64, stride)), bld.mul(lo, ir.Constant(I64, row_stride))
         )
-        a = bld.gep(lhs, [at(lbs, 1 if lt else lld)])
-        c = bld.gep(out, [at(step.m * step.n, step.n)])
-        bb = bld.gep(rhs, [bld.mul(i, ir.Constant(I64, rbs))])
-        count = rows if found.int_bits == 64 else bld.trunc(rows, n_int)
+        if by_columns:  # C[:, lo:] = A @ B[:, lo:]
+            a = bld.gep(lhs, [bld.mul(i, ir.Constant(I64, lbs))])
+            bb = bld.gep(rhs, [offset(rbs, rld if rt else 1)])
+            c = bld.gep(out, [offset(step.m * step.n, 1)])
+            m, n = integer(step.m), count
+        else:  # C[lo:] = A[lo:] @ B
+            a = bld.gep(lhs, [offset(lbs, 1 if lt else lld)])
+            bb = bld.gep(rhs, [bld.mul(i, ir.Constant(I64, rbs))])
+            c = bld.gep(out, [offset(step.m * step.n, step.n)])
+            m, n = count, integer(step.n)
+        m, n = (v if isinstance(v, ir.Constant) or found.int_bits == 64 else bld.trunc(v, n_int) for v in (m, n))
         bld.call(
             routine,
             [
                 ir.Constant(I32, _ROW_MAJOR),
                 ir.Constant(I32, _TRANS if lt else _NO_TRANS),
                 ir.Constant(I32, _TRANS if rt else _NO_TRANS),
-                count,
-                integer(step.n),
+                m,
+                n,
                 integer(step.k),
                 ir.Constant(real, 1.0),
                 a,
@@ -126,29 +139,34 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
             )
             _mirror_upper(entry, c, step.n, dtype)
             return
-        gemm_rows(i, ir.Constant(I64, 0), ir.Constant(I64, step.m))
+        gemm_block(i, ir.Constant(I64, 0), ir.Constant(I64, step.m))
 
     if not (step.m and step.n):
         return
     chunks = _batch_chunks(entry, step, found)
     if chunks > 1:
-        _split(entry, step, chunks, lhs, rhs, out, gemm_rows, by_batch=True)
+        _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_batch=True)
         return
-    chunks = _gemm_chunks(entry, step, found)
+    chunks, by_columns = _gemm_chunks(entry, step, found)
     if chunks <= 1:
         for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
         return
-    _split(entry, step, chunks, lhs, rhs, out, gemm_rows)
+    _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_columns=by_columns)
 
-def _gemm_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
-    """Into how many row blocks a product is split across the pool (1: one BLAS call per batch element,
-    threaded by BLAS itself). Splitting needs BLAS's thread control, so BLAS runs one thread per block."""
+def _gemm_chunks(entry: EntryEmitter, step: Gemm, found) -> tuple[int, bool]:
+    """Into how many blocks a product is split across the pool (1: one BLAS call per batch element, threaded by
+    BLAS itself), and whether they are blocks of columns. Splitting needs BLAS's thread control, so that BLAS
+    runs one thread per block."""
     work = step.batch * step.m * step.n * step.k
     if step.symmetric or not found.thread_control or not entry.split_blas or entry.threads < 2:
-        return 1
-    if GEMM_SPLIT_MIN_WORK is None or work < GEMM_SPLIT_MIN_WORK or step.m < 2 * GEMM_MIN_ROWS:
-        return 1
-    return min(entry.threads, step.m // GEMM_MIN_ROWS)
+        return 1, False
+    if GEMM_SPLIT_MIN_WORK is None or work < GEMM_SPLIT_MIN_WORK:
+        return 1, False
+    # each block packs the other operand again: split the dimension whose other operand is the smaller
+    by_columns = step.n > step.m
+    extent = step.n if by_columns else step.m
+    chunks = min(entry.threads * GEMM_CHUNKS_PER_THREAD, work // GEMM_CHUNK_MIN_WORK, extent // GEMM_MIN_BLOCK)
+    return max(1, chunks), by_columns
 
 def _batch_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
     """Into how many runs of batch elements a batch of small products is split across the pool (1: not
@@ -161,10 +179,11 @@ def _batch_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
         return 1
     return min(entry.threads * kernels.CHUNKS_PER_THREAD, step.batch)
 
-def _split(entry: EntryEmitter, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.Value, out: ir.Value, rows_call,
-               by_batch: bool = False) -> None:
-    """The product's rows (or, ``by_batch``, its batch elements) in ``chunks`` blocks on the thread pool,
-    each block single-threaded BLAS calls; BLAS's own thread count is 1 meanwhile and restored after."""
+def _split(entry: EntryEmitter, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.Value, out: ir.Value, block_call,
+           by_batch: bool = False, by_columns: bool = False) -> None:
+    """The product's rows (its columns, or its batch elements) in ``chunks`` blocks on the thread pool,
+    each block single-threaded BLAS calls; BLAS's own thread count is 1 meanwhile, then the host's
+    ``THREADS_WANTED``."""
     index = entry.gemm_count = getattr(entry, "gemm_count", 0) + 1
     fn = ir.Function(entry.module, kernels.NEST_TYPE, name=f"{entry.name}.gemm{index}")
     fn.linkage = "internal"
@@ -174,22 +193,21 @@ def _split(entry: EntryEmitter, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.
     ptrs = [fb.bitcast(fb.load(fb.gep(buffers, [ir.Constant(I64, j)])), kind) for j, kind in enumerate(kinds)]
 
     if by_batch:
-        for_range(fb, lo, hi, lambda i: rows_call(i, ir.Constant(I64, 0), ir.Constant(I64, step.m), fb, *ptrs))
+        for_range(fb, lo, hi, lambda i: block_call(i, ir.Constant(I64, 0), ir.Constant(I64, step.m), fb, *ptrs))
     else:
         for_range(fb, ir.Constant(I64, 0), ir.Constant(I64, step.batch),
-                  lambda i: rows_call(i, lo, fb.sub(hi, lo), fb, *ptrs))
+                  lambda i: block_call(i, lo, fb.sub(hi, lo), fb, *ptrs, by_columns=by_columns))
     fb.ret_void()
     b = entry.b
     array = b.alloca(PTR, ir.Constant(I64, 3))
     for j, pointer in enumerate((lhs, rhs, out)):
         b.store(b.bitcast(pointer, PTR), b.gep(array, [ir.Constant(I64, j)]))
-    get = entry.cx.declare(blas.GET_THREADS, I32, [], pure=False)
     set_ = entry.cx.declare(blas.SET_THREADS, ir.VoidType(), [I32], pure=False)
-    saved = b.call(get, [])
     b.call(set_, [ir.Constant(I32, 1)])
-    extent = ir.Constant(I64, step.batch if by_batch else step.m)
+    extent = ir.Constant(I64, step.batch if by_batch else step.n if by_columns else step.m)
     b.call(parallel_function(entry.module), [fn, array, extent, ir.Constant(I64, chunks)])
-    b.call(set_, [saved])
+    wanted = entry.module.globals.get(blas.THREADS_WANTED) or ir.GlobalVariable(entry.module, I32, blas.THREADS_WANTED)
+    b.call(set_, [b.load_atomic(wanted, "monotonic", 4)])
 
 def _mirror_upper(entry: EntryEmitter, c: ir.Value, n: int, dtype: np.dtype) -> None:
     """c[i, j] = c[j, i] below the diagonal of an n x n row-major matrix."""

@@ -265,10 +265,17 @@ def test_fusion_plans():
         "map (5,) -> temp",
         "map (8, 5) -> output",
     ]
-    # cheap maps over one shape that read a buffer in common are one pass; expensive ones stay apart
+    # maps over one shape that read a buffer in common are one pass, cheap or not (an optimizer's new moments
+    # and parameters: Adam's divisions and root do not make it bound by arithmetic)
     assert _plan(lambda x, y: (x + y, x * y), _f32(8, 5), _f32(8, 5)) == "map (8, 5) -> output, output"
     assert _plan(lambda x, y: (x + 1.0, y * 2.0), _f32(8, 5), _f32(8, 5)).count("map") == 2
-    assert _plan(lambda x: (jnp.exp(x), jnp.tanh(x)), _f32(8, 5)).count("map") == 2
+    assert _plan(lambda x: (jnp.exp(x), jnp.tanh(x)), _f32(8, 5)) == "map (8, 5) -> output, output"
+
+    def adam(p, g, m, v):
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        return p - 0.001 * (m / 0.1) / (jnp.sqrt(v / 0.001) + 1e-8), m, v
+
+    assert _plan(adam, *[_f32(8, 5)] * 4) == "map (8, 5) -> output, output, output"
     # a transposed operand is read by BLAS in place; an expression operand is computed first
     assert _plan(lambda a: a @ a.T, _f32(6, 4)) == "syrk 1x[6,4]@[4,6] -> output"  # half the work of gemm
     assert _plan(lambda a, b: jnp.exp(a) @ b, _f32(6, 4), _f32(4, 2)).splitlines() == [
@@ -424,10 +431,12 @@ def test_native_can_be_turned_off(monkeypatch):
 
 
 
-@pytest.mark.parametrize("transposed", [False, True])
-def test_products_split_across_the_pool(monkeypatch, transposed):
-    """With SRCJAX_GEMM_SPLIT_MIN_WORK set, large products run as row blocks on the thread pool, each a
-    single-threaded BLAS call (batched products too), with the same results."""
+@pytest.mark.parametrize("shape", [(40, 130, 70), (90, 130, 33)], ids=["columns", "rows"])
+@pytest.mark.parametrize("transposed", ["", "lhs", "rhs", "both"])
+def test_products_split_across_the_pool(monkeypatch, shape, transposed):
+    """Large products run as blocks on the thread pool, each a single-threaded BLAS call (batched products
+    too): blocks of columns where the product is wider than tall, of rows otherwise, with the same results
+    whichever operand is stored transposed."""
     from srcjax.codegen.llvm import blas, gemm
 
     found = blas.find_gemm()
@@ -435,10 +444,15 @@ def test_products_split_across_the_pool(monkeypatch, transposed):
         pytest.skip("needs OpenBLAS's thread controls and two threads")
     monkeypatch.setenv("SRCJAX_CACHE", "0")
     monkeypatch.setattr(gemm, "GEMM_SPLIT_MIN_WORK", 1)
-    a, b = _f32(40, 130), _f32(130, 70)
-    lhs = a.T.copy() if transposed else a
-    f = srcjax.jit((lambda x, y: jnp.tanh(x.T @ y)) if transposed else (lambda x, y: jnp.tanh(x @ y)))
-    got = np.asarray(f(lhs, b))
+    monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1)
+    m, k, n = shape
+    a, b = _f32(m, k), _f32(k, n)
+    lhs = a.T.copy() if transposed in ("lhs", "both") else a
+    rhs = b.T.copy() if transposed in ("rhs", "both") else b
+    ops = {"": lambda x, y: x @ y, "lhs": lambda x, y: x.T @ y, "rhs": lambda x, y: x @ y.T,
+           "both": lambda x, y: x.T @ y.T}
+    f = srcjax.jit(lambda x, y: jnp.tanh(ops[transposed](x, y)))
+    got = np.asarray(f(lhs, rhs))
     (compiled,) = f._cache.values()
     assert ".gemm1" in compiled.native.llvm_ir, "the product was not split"
     # (sums of 130 float32 products of size up to 9: a few 1e-5 absolute before the tanh)
@@ -446,6 +460,36 @@ def test_products_split_across_the_pool(monkeypatch, transposed):
     xs, ys = _f32(3, 48, 20), _f32(3, 20, 30)
     batched = srcjax.jit(lambda x, y: x @ y)
     np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=1e-5, atol=1e-5)
+
+
+def test_split_products_from_two_threads_give_blas_its_threads_back(monkeypatch):
+    """A split product sets BLAS to one thread and then back to the count the host wants: two threads of the
+    process splitting products at once must not leave BLAS on one thread for good (as restoring the count
+    each read before setting 1 would)."""
+    import threading
+
+    from srcjax.codegen.llvm import blas, gemm
+
+    found = blas.find_gemm()
+    if found is None or not found.thread_control or num_threads() < 2:
+        pytest.skip("needs OpenBLAS's thread controls and two threads")
+    monkeypatch.setenv("SRCJAX_CACHE", "0")
+    monkeypatch.setattr(gemm, "GEMM_SPLIT_MIN_WORK", 1)
+    monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1)
+    a, b = _f32(64, 64), _f32(64, 64)
+    f = srcjax.jit(lambda x, y: x @ y)
+    want = np.asarray(f(a, b))
+
+    def calls():
+        for _ in range(300):
+            np.testing.assert_array_equal(np.asarray(f(a, b)), want)
+
+    threads = [threading.Thread(target=calls) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert blas._load.get() == blas._threads_wanted.value >= 1
 
 
 def test_batches_of_small_products_shared_across_the_pool(monkeypatch):
