@@ -30,13 +30,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from srcjax.runtime.config import environ_int
+
 # Calls whose buffers hold at least this many elements in all (inputs and results) run on the worker. Measured
 # on the (2-core, shared) development machine with x * 0.5 + 1.0 in float32: a call whose result is waited for
 # at once costs about 0.1 ms more queued than run in place (the woken worker competes for the cores and the
 # GIL), while queued calls overlap: 10 chained calls on 2^21 elements take 5.3 ms instead of 10.0, a call
 # beside a NumPy op of the same size 7.6 ms instead of 11.5. Below about 2^21 elements per array the 0.1 ms
 # is more than a tenth of the call.
-ASYNC_MIN_WORK = int(os.environ.get("SRCJAX_ASYNC_MIN_WORK", 1 << 22))
+ASYNC_MIN_WORK = environ_int("SRCJAX_ASYNC_MIN_WORK", 1 << 22)
 
 _lock = threading.Lock()
 _worker: list[Any] = []  # [queue, thread] once started in this process

@@ -31,7 +31,7 @@ from typing import BinaryIO
 import llvmlite
 import llvmlite.binding as llvm
 
-IN_PROCESS_LIMIT = int(os.environ.get("SRCJAX_IN_PROCESS_COMPILES", "256"))
+IN_PROCESS_LIMIT = int(os.environ.get("SRCJAX_IN_PROCESS_COMPILES") or 256)
 CHILD_LIMIT = 1000
 _LEN = struct.Struct("<Q")
 

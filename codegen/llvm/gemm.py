@@ -7,7 +7,6 @@ The builder, lowering context and buffer pointers are those of the entry (``entr
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
@@ -18,6 +17,7 @@ from srcjax.codegen.llvm.kernels import I32, I64, PTR, for_range, load_value, st
 from srcjax.codegen.llvm.plan import Gemm, Unsupported
 from srcjax.codegen.llvm.pool import parallel_function
 from srcjax.codegen.llvm.rules import mtype
+from srcjax.runtime.config import environ_int
 
 if TYPE_CHECKING:
     from srcjax.codegen.llvm.entry import EntryEmitter
@@ -32,9 +32,9 @@ _ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121
 # follow. The pool's blocks are claimed as they go, so a worker slow to get a core leaves its share to the others.
 # Blocks split the dimension whose operand is the cheaper to pack again in every block (rows: the right-hand
 # operand; columns: the left), GEMM_CHUNKS_PER_THREAD of them per thread when there is work enough for each.
-GEMM_SPLIT_MIN_WORK = int(os.environ.get("SRCJAX_GEMM_SPLIT_MIN_WORK", 1 << 18)) or None
+GEMM_SPLIT_MIN_WORK = environ_int("SRCJAX_GEMM_SPLIT_MIN_WORK", 1 << 18) or None
 GEMM_CHUNK_MIN_WORK = 1 << 17
-GEMM_CHUNKS_PER_THREAD = int(os.environ.get("SRCJAX_GEMM_CHUNKS", 2))
+GEMM_CHUNKS_PER_THREAD = environ_int("SRCJAX_GEMM_CHUNKS", 2, least=1)
 GEMM_MIN_BLOCK = 16
 # A batch of products, each under BATCH_SPLIT_MAX_EACH multiply-adds (BLAS threads larger ones itself) and
 # together at least BATCH_SPLIT_MIN_WORK, is shared out across the pool by batch element.

@@ -19,13 +19,14 @@ import numpy as np
 
 from srcjax.codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
 from srcjax.codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
+from srcjax.runtime.config import environ_int
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = I8.as_pointer()
 NEST_TYPE = ir.FunctionType(ir.VoidType(), [PTR.as_pointer(), I64, I64, I64])  # (buffers, lo, hi, slot)
 # a nest is split across threads from this much work (elements x cost per element; 1 << 18 is about 15 us
 # serially): handing chunks to running workers costs a few microseconds, waking sleeping ones a system call
-PARALLEL_MIN_WORK = int(os.environ.get("SRCJAX_PARALLEL_MIN_WORK", 1 << 18))
+PARALLEL_MIN_WORK = environ_int("SRCJAX_PARALLEL_MIN_WORK", 1 << 18)
 # ... and below this much (about 60 us), only by workers that are awake: a worker sleeping in the kernel
 # takes tens of microseconds to wake, and waking it costs the caller a few
 WAKE_MIN_WORK = 1 << 20

@@ -24,6 +24,24 @@ def test_defaults():
     assert config.read("jax_disable_jit") is False
 
 
+def test_integer_settings_from_the_environment(monkeypatch):
+    """SRCJAX_* integers: unset or empty is the default; junk or a value too small names the variable."""
+    from srcjax.runtime.config import environ_int
+
+    monkeypatch.delenv("SRCJAX_TEST_SETTING", raising=False)
+    assert environ_int("SRCJAX_TEST_SETTING", 7) == 7
+    monkeypatch.setenv("SRCJAX_TEST_SETTING", " ")
+    assert environ_int("SRCJAX_TEST_SETTING", 7) == 7
+    monkeypatch.setenv("SRCJAX_TEST_SETTING", "12")
+    assert environ_int("SRCJAX_TEST_SETTING", 7) == 12
+    monkeypatch.setenv("SRCJAX_TEST_SETTING", "1e3")
+    with pytest.raises(ValueError, match="SRCJAX_TEST_SETTING='1e3' is not an integer"):
+        environ_int("SRCJAX_TEST_SETTING", 7)
+    monkeypatch.setenv("SRCJAX_TEST_SETTING", "0")
+    with pytest.raises(ValueError, match="SRCJAX_TEST_SETTING='0': expected at least 1"):
+        environ_int("SRCJAX_TEST_SETTING", 7, least=1)
+
+
 def test_update_and_unknown_names(restore_config):
     srcjax.config.update("jax_debug_nans", True)
     assert config.jax_debug_nans is True
