@@ -1,4 +1,4 @@
-"""Finds CBLAS ``?gemm`` and ``?syrk`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
+"""Finds CBLAS ``?gemm``, ``?syrk`` and ``?gemv`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
 ``scipy_cblas_sgemm64_`` in ``numpy.libs/libscipy_openblas64_*.so``), or one already loaded in the process.
 
 Compiled code calls it through symbols of our own (``srcjax_sgemm``, ``srcjax_dsyrk``, ...) bound to the
@@ -47,7 +47,7 @@ _threads_wanted = ctypes.c_int32(1)
 @dataclass(frozen=True)
 class Gemm:
     int_bits: int  # width of M, N, K, lda, ... (64 for ILP64 builds)
-    symbols: dict  # dtype -> our symbol name of its gemm (its syrk: the same with "syrk")
+    symbols: dict  # dtype -> our symbol name of its gemm (its syrk, gemv: the same with "syrk", "gemv")
     origin: str
     # whether SET_THREADS/GET_THREADS are bound: compiled code then runs BLAS on one thread per chunk of a
     # product split across its own pool (two pools on the same cores stall each other)
@@ -82,7 +82,7 @@ def _search() -> Gemm | None:
                     addresses = {
                         (t, r): ctypes.cast(getattr(lib, symbol.format(t=t).replace("gemm", r)), ctypes.c_void_p).value
                         for t in "sd"
-                        for r in ("gemm", "syrk")
+                        for r in ("gemm", "syrk", "gemv")
                     }
                 except (OSError, AttributeError):
                     continue

@@ -43,7 +43,8 @@ BATCH_SPLIT_MIN_WORK = 1 << 20
 
 
 def emit_product(entry: EntryEmitter, step: Gemm) -> None:
-    """``step.batch`` BLAS calls; for x @ x.T a rank-k update of the upper triangle, then a mirror."""
+    """``step.batch`` BLAS calls; for x @ x.T a rank-k update of the upper triangle, then a mirror; for a
+    product with one row or column, matrix-vector products."""
     b = entry.b
     found = blas.find_gemm()
     if found is None:
@@ -79,6 +80,21 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
         ]
         routine = entry.cx.declare(symbol, ir.VoidType(), args, pure=False)
 
+    # a product with one row or one column is a matrix-vector product: ?gemv (BLAS's ?gemm kernels for a single
+    # column run 5-10x slower: an RNN cell's W @ h in a scan). With no contraction (k = 0) ?gemv would leave the
+    # result unwritten; ?gemm writes zeros.
+    vector = not step.symmetric and step.k >= 1 and (step.m == 1 or step.n == 1)
+    if vector:
+        gemv_args = [I32, I32, n_int, n_int, real, real.as_pointer(), n_int, real.as_pointer(), n_int, real,
+                     real.as_pointer(), n_int]
+        gemv = entry.cx.declare(symbol.replace("gemm", "gemv"), ir.VoidType(), gemv_args, pure=False)
+
+    def gemv_call(bld, matrix, a, lda, x, x_step, y):
+        """y = op(a) x, ``matrix`` being (transposed, rows, columns) of ``a`` as stored (row-major)."""
+        trans, rows, cols = matrix
+        bld.call(gemv, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, trans), rows, cols, ir.Constant(real, 1.0),
+                        a, integer(lda), x, x_step, ir.Constant(real, 0.0), y, integer(1)])
+
     def gemm_block(i, lo, count, bld=None, lhs=lhs, rhs=rhs, out=out, by_columns=False):
         """Rows [lo, lo + count) of batch element ``i``'s product, or ``by_columns`` its columns (``lo``,
         ``count``: i64 values)."""
@@ -97,6 +113,16 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
             c = bld.gep(out, [offset(step.m * step.n, step.n)])
             m, n = count, integer(step.n)
         m, n = (v if isinstance(v, ir.Constant) or found.int_bits == 64 else bld.trunc(v, n_int) for v in (m, n))
+        if vector and step.n == 1:  # y = op(A) x
+            x_step = integer(1 if rt else rld)
+            matrix = [_TRANS, integer(step.k), m] if lt else [_NO_TRANS, m, integer(step.k)]
+            gemv_call(bld, matrix, a, lld, bb, x_step, c)
+            return
+        if vector:  # y = op(B)^T x: one row of the product
+            x_step = integer(lld if lt else 1)
+            matrix = [_NO_TRANS, n, integer(step.k)] if rt else [_TRANS, integer(step.k), n]
+            gemv_call(bld, matrix, bb, rld, a, x_step, c)
+            return
         bld.call(
             routine,
             [

@@ -462,6 +462,33 @@ def test_products_split_across_the_pool(monkeypatch, shape, transposed):
     np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_vector_products_are_gemv(dtype):
+    """A product with one row or one column is a ?gemv call, whichever operand is stored transposed or
+    strided, with the values of the float64 product; with nothing to contract the result is zeros."""
+    from srcjax.codegen.llvm import blas
+
+    if blas.find_gemm() is None:
+        pytest.skip("needs BLAS")
+    rng = np.random.default_rng(5)
+    a, v, w = (rng.normal(size=s).astype(dtype) for s in [(24, 40), (40,), (24,)])
+    cases = [
+        (lambda a, v, w: a @ v, True), (lambda a, v, w: w @ a, True), (lambda a, v, w: a.T @ w, True),
+        (lambda a, v, w: v @ a.T, True), (lambda a, v, w: a[::2, ::3] @ v[::3], True),
+        (lambda a, v, w: w[::2] @ a[::2, 1::2], True), (lambda a, v, w: a[:, :, None][..., 0] @ v[:, None], True),
+        (lambda a, v, w: v[None, :] @ a.T, True), (lambda a, v, w: jnp.dot(v, v), True),
+        (lambda a, v, w: jnp.einsum("ij,i->j", a, w), True), (lambda a, v, w: a @ a.T, False),
+    ]
+    for f, is_gemv in cases:
+        jitted = srcjax.jit(f)
+        got = np.asarray(jitted(a, v, w))
+        np.testing.assert_allclose(got, f(*(x.astype(np.float64) for x in (a, v, w))), rtol=1e-5, atol=1e-5)
+        llvm_ir = jitted.lower(a, v, w).compile().native.llvm_ir
+        assert ("gemv" in llvm_ir) == is_gemv
+    empty = srcjax.jit(lambda x, y: x @ y)
+    np.testing.assert_array_equal(np.asarray(empty(np.ones((5, 0), dtype), np.ones(0, dtype))), np.zeros(5, dtype))
+
+
 def test_split_products_from_two_threads_give_blas_its_threads_back(monkeypatch):
     """A split product sets BLAS to one thread and then back to the count the host wants: two threads of the
     process splitting products at once must not leave BLAS on one thread for good (as restoring the count
