@@ -173,7 +173,8 @@ def _compile_entry(spec: Specialisation, symbol: str, libraries: list[ctypes.CDL
     except Unsupported as e:
         raise AotError(f"{where}: cannot be compiled ahead of time: {e}") from None
     found = blas.find_gemm()
-    blas_names = {name for s in (found.symbols.values() if found else ()) for name in (s, s.replace("gemm", "syrk"))}
+    blas_names = {s.replace("gemm", routine) for s in (found.symbols.values() if found else ())
+                  for routine in ("gemm", "syrk", "gemv")}
     declared = {g.name: g.ftype for g in module.functions if g.is_declaration and g.name in blas_names}
     obj = engine.compile_to_object(module, 3, pic=True)
     for name in obj.externals:

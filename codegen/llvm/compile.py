@@ -17,7 +17,7 @@ from srcjax.codegen.llvm.control import ControlEmitter, has_control, has_loops
 from srcjax.codegen.llvm.entry import EntryEmitter, emit_tuple_entry
 from srcjax.codegen.llvm.host import HostCalls
 from srcjax.codegen.llvm.layout import Buffer
-from srcjax.codegen.llvm.nodes import GatherLoad, instantiate
+from srcjax.codegen.llvm.nodes import GatherLoad, Load, instantiate
 from srcjax.codegen.llvm.plan import Gemm, Nest, Plan, Unsupported, describe
 from srcjax.codegen.llvm.table import plan_straight_line
 from srcjax.transpiler.ir import Function, walk
@@ -182,6 +182,21 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
 
 
+def _loads_under(node: Any) -> list[Any]:
+    """The loads a nest's value is computed from."""
+    found, seen, stack = [], set(), [node]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Load):
+            found.append(node)
+        stack.extend(getattr(node, "operands", ()))
+        stack.extend(start for start, _, _ in getattr(node, "starts", None) or ())
+    return found
+
+
 def find_aliases(plan: Plan, fn: Function) -> dict[int, int]:
     """Input index -> output index where ``plan`` may write that output over that input's buffer (see
     ``Executable.aliases``; the GPU's executor asks the same of its plan)."""
@@ -222,6 +237,7 @@ def find_aliases(plan: Plan, fn: Function) -> dict[int, int]:
             return [c for c, d in zip(coeffs, shape) if d != 1], offset  # (axes of size 1 do not move)
 
         written = where(store.coeffs, store.offset)
+        feeding = _loads_under(store.node)
         result = fn.results[j].aval
         for i, inp in enumerate(plan.inputs):
             param = fn.params[i].aval
@@ -230,6 +246,11 @@ def find_aliases(plan: Plan, fn: Function) -> dict[int, int]:
             loads = [load for load in body(k).loads if load.buffer is inp]
             # (a gather's load moves with its indices: never in place)
             if any(where(load.coeffs, load.offset) != written or isinstance(load, GatherLoad) for load in loads):
+                continue
+            # Every read of the input must feed the value stored over it. The nest's buffers are ``noalias``, so
+            # LLVM may move a store whose value does not depend on a load ahead of it: a nest storing (a, a.T + b)
+            # with b donated to the first result wrote the copy of a as a memcpy before the loop read b.
+            if any(load not in feeding for load in loads):
                 continue
             if any(reads(later, inp) for later in range(k + 1, len(plan.steps))):
                 continue

@@ -47,6 +47,12 @@ def layer(w, x, b):
     return {"h": h, "stats": (h.sum(), [h.max(axis=0)]), "none": None}
 
 
+@aot.signatures("f32[24,40], f32[40]")
+@jit
+def matvec(a, x):  # matrix-vector products: BLAS's ?gemv, bound by the loader like ?gemm
+    return a @ x, (a @ x) @ a
+
+
 @aot.signatures("f64[20,30]")
 @jit
 def gram(x):
@@ -95,6 +101,7 @@ CALLS = {
     "scale_exp": [(rng.uniform(-2, 2, 1000).astype(np.float32), np.float32(1.5)), (rng.normal(size=7), 0.25)],
     "weighted_norms": [(rng.normal(size=(50, 40)).astype(np.float32),)],
     "layer": [tuple(rng.normal(size=s).astype(np.float32) / 4 for s in [(64, 32), (32, 16), (16,)])],
+    "matvec": [(rng.normal(size=(24, 40)).astype(np.float32), rng.normal(size=40).astype(np.float32))],
     "gram": [(rng.normal(size=(20, 30)),)],
     "iterate": [(rng.normal(size=16).astype(np.float32), 300)],
     "newton_sqrt": [(rng.uniform(1, 9, 5),), (rng.uniform(1, 9, 5).astype(np.float32),)],
@@ -234,6 +241,9 @@ def test_results_match_numpy(loaded):
     np.testing.assert_allclose(loaded["results"]["scale_exp"][0], 1.5 * np.exp(x.astype(np.float64)) + 1, rtol=1e-6)
     (x,) = CALLS["gram"][0]
     np.testing.assert_allclose(loaded["results"]["gram"][0], x @ x.T, rtol=1e-5, atol=1e-4)  # (f32: x64 is off)
+    a, v = (y.astype(np.float64) for y in CALLS["matvec"][0])
+    for got, want in zip(loaded["results"]["matvec"][0], (a @ v, (a @ v) @ a), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     (x,) = CALLS["newton_sqrt"][0]
     root, three = loaded["results"]["newton_sqrt"][0]
     np.testing.assert_allclose(root, np.sqrt(x), rtol=1e-5)

@@ -453,6 +453,26 @@ def test_donation_where_in_place_writing_is_unsafe_keeps_results_right():
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5)
 
 
+def test_donated_buffer_not_written_by_a_result_that_does_not_read_it():
+    """A merged nest whose result is a copy of one argument, beside another result reading the donated one: the
+    copy must not go over the donated buffer (LLVM, told the buffers do not alias, moved it ahead of the loop
+    as a memcpy, and the loop then read the copy instead of the donated values)."""
+    a, b = np.arange(16, dtype=np.float32).reshape(4, 4), np.ones((4, 4), np.float32)
+    cases = [
+        (lambda a, b: (a, a.T + b), 1),
+        (lambda a, b: (a, jnp.exp(a) + b, a.T * b), 1),
+        (lambda p, v: (v, p - 0.1 * v.T), 0),
+        (lambda a, b: (a, b + a[::-1]), 1),
+        (lambda a, b: (a, b + a[0]), 1),
+        (lambda a, b: (b, a + b.T), 0),
+    ]
+    for fn, donated in cases:
+        want = [np.asarray(r) for r in fn(a.astype(np.float64), b.astype(np.float64))]
+        got = srcjax.jit(fn, donate_argnums=donated)(srcjax.device_put(a), srcjax.device_put(b))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+
+
 def test_donation_of_pytrees_scalars_pending_and_interpreted_calls(monkeypatch):
     f = srcjax.jit(lambda p, s: {"w": p["w"] - s * p["g"], "g": p["g"]}, donate_argnums=0)
     w, g = _f32(5), _f32(5)
