@@ -25,21 +25,6 @@ def _platform(value: Any) -> str | None:
     return value
 
 
-def environ_int(name: str, default: int, least: int = 0) -> int:
-    """The integer the environment variable ``name`` holds (``default`` when it is unset or empty); anything
-    else, or a value under ``least``, is an error that names the variable."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"environment variable {name}={text!r} is not an integer") from None
-    if value < least:
-        raise ValueError(f"environment variable {name}={text!r}: expected at least {least}")
-    return value
-
-
 def _size(value: Any) -> int:
     """A size in bytes or a count: -1 (no limit) or more."""
     n = int(value)

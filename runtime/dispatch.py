@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from srcjax.runtime.config import environ_int
+from srcjax.codegen.settings import environ_int
 
 # Calls whose buffers hold at least this many elements in all (inputs and results) run on the worker. Measured
 # on the (2-core, shared) development machine with x * 0.5 + 1.0 in float32: a call whose result is waited for

@@ -1,5 +1,6 @@
-"""Finds CBLAS ``?gemm``, ``?syrk`` and ``?gemv`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64 symbols such as
-``scipy_cblas_sgemm64_`` in ``numpy.libs/libscipy_openblas64_*.so``), or one already loaded in the process.
+"""Finds CBLAS ``?gemm``, ``?syrk`` and ``?gemv`` at run time: the OpenBLAS that NumPy's wheel bundles (ILP64
+symbols such as ``scipy_cblas_sgemm64_`` in ``numpy.libs/libscipy_openblas64_*.so``), or one already loaded in
+the process.
 
 Compiled code calls it through symbols of our own (``srcjax_sgemm``, ``srcjax_dsyrk``, ...) bound to the
 routine's address, so the generated IR does not depend on which library was found. ``SRCJAX_BLAS=0``

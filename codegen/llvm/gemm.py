@@ -17,7 +17,7 @@ from srcjax.codegen.llvm.kernels import I32, I64, PTR, for_range, load_value, st
 from srcjax.codegen.llvm.plan import Gemm, Unsupported
 from srcjax.codegen.llvm.pool import parallel_function
 from srcjax.codegen.llvm.rules import mtype
-from srcjax.runtime.config import environ_int
+from srcjax.codegen.settings import environ_int
 
 if TYPE_CHECKING:
     from srcjax.codegen.llvm.entry import EntryEmitter

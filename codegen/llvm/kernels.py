@@ -19,7 +19,7 @@ import numpy as np
 
 from srcjax.codegen.llvm.nodes import Apply, Const, GatherLoad, Iota, Load, NestBody, WindowLoad
 from srcjax.codegen.llvm.rules import ELEMENTWISE, Lowering, convert, ltype, mtype
-from srcjax.runtime.config import environ_int
+from srcjax.codegen.settings import environ_int
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = I8.as_pointer()

@@ -26,7 +26,7 @@ def test_defaults():
 
 def test_integer_settings_from_the_environment(monkeypatch):
     """SRCJAX_* integers: unset or empty is the default; junk or a value too small names the variable."""
-    from srcjax.runtime.config import environ_int
+    from srcjax.codegen.settings import environ_int
 
     monkeypatch.delenv("SRCJAX_TEST_SETTING", raising=False)
     assert environ_int("SRCJAX_TEST_SETTING", 7) == 7
