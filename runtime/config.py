@@ -25,6 +25,27 @@ def _platform(value: Any) -> str | None:
     return value
 
 
+def _one_of(name: str, choices: tuple, allow_none: bool = False) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if value is None and allow_none:
+            return None
+        if value not in choices:
+            none = "None or " if allow_none else ""
+            raise ValueError(f"{name}: the value must be {none}one of {list(choices)}, got {value!r}")
+        return value
+
+    return convert
+
+
+# JAX's names for matrix product precisions (``jax_default_matmul_precision``)
+MATMUL_PRECISIONS = (
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32", "ANY_F8_ANY_F8_F32",
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32",
+    "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32",
+    "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64",
+)
+
+
 def _size(value: Any) -> int:
     """A size in bytes or a count: -1 (no limit) or more."""
     n = int(value)
@@ -51,8 +72,8 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_debug_infs": (False, _bool),
     "jax_disable_jit": (False, _bool),
     "jax_enable_checks": (False, _bool),
-    "jax_default_matmul_precision": (None, lambda v: v),
-    "jax_numpy_rank_promotion": ("allow", str),
+    "jax_default_matmul_precision": (None, _one_of("jax_default_matmul_precision", MATMUL_PRECISIONS, True)),
+    "jax_numpy_rank_promotion": ("allow", _one_of("jax_numpy_rank_promotion", ("allow", "warn", "raise"))),
     "jax_random_seed_offset": (0, int),
     "jax_default_prng_impl": ("threefry2x32", str),
     "jax_compilation_cache_dir": (None, lambda v: v),
@@ -107,3 +128,64 @@ class Config:
 
 
 config = Config()
+
+
+_NO_DEFAULT = object()
+
+
+class State:
+    """An option's context manager, as JAX exports them (``jax.enable_x64``, ``jax.debug_nans``, ...): ``with
+    jax.debug_nans(True):``, or as a decorator, the option holds the value, then its old one again. ``value`` is
+    its current value. The value is the process's (JAX keeps one per thread)."""
+
+    def __init__(self, name: str, default: Any = _NO_DEFAULT):
+        self.name = name
+        self._default = default
+        self.__doc__ = f"Context manager for `{name}` config option."
+
+    @property
+    def value(self) -> Any:
+        return config.read(self.name)
+
+    def __call__(self, new_value: Any = _NO_DEFAULT) -> _StateContext:
+        if new_value is _NO_DEFAULT:
+            if self._default is _NO_DEFAULT:
+                raise TypeError(f"Context manager for {self.name.removeprefix('jax_')} config option requires an "
+                                "argument representing the new value for the config option.")
+            new_value = self._default
+        return _StateContext(self.name, _FLAGS[self.name][1](new_value))
+
+    def __repr__(self) -> str:
+        return f"State({self.name}={self.value!r})"
+
+
+class _StateContext:
+    def __init__(self, name: str, value: Any):
+        self.name, self.new_value, self.saved = name, value, []
+
+    def __enter__(self) -> None:
+        self.saved.append(config.read(self.name))
+        config.update(self.name, self.new_value)
+
+    def __exit__(self, *exc: Any) -> None:
+        config.update(self.name, self.saved.pop())
+
+    def __call__(self, function: Callable) -> Callable:
+        import functools
+
+        @functools.wraps(function)
+        def with_value(*args: Any, **kwargs: Any) -> Any:
+            with _StateContext(self.name, self.new_value):
+                return function(*args, **kwargs)
+
+        return with_value
+
+
+enable_x64 = State("jax_enable_x64", True)
+debug_nans = State("jax_debug_nans", True)
+debug_infs = State("jax_debug_infs", True)
+enable_checks = State("jax_enable_checks", True)
+threefry_partitionable = State("jax_threefry_partitionable", True)
+numpy_rank_promotion = State("jax_numpy_rank_promotion")
+default_matmul_precision = State("jax_default_matmul_precision")
+default_prng_impl = State("jax_default_prng_impl")

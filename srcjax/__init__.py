@@ -29,7 +29,17 @@ from srcjax.runtime.autodiff import (
     value_and_grad,
     vjp,
 )
-from srcjax.runtime.config import config
+from srcjax.runtime.config import (
+    config,
+    debug_infs,
+    debug_nans,
+    default_matmul_precision,
+    default_prng_impl,
+    enable_checks,
+    enable_x64,
+    numpy_rank_promotion,
+    threefry_partitionable,
+)
 from srcjax.runtime.devices import (
     block_until_ready,
     default_backend,
@@ -79,5 +89,6 @@ __all__ = [
     "eval_shape",
     "ShapeDtypeStruct", "Array", "config", "devices", "local_devices", "device_count", "local_device_count",
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
-    "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh",
+    "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
+    "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
 ]

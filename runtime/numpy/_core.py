@@ -14,6 +14,7 @@ import numpy as np
 
 from srcjax.runtime import dtypes
 from srcjax.runtime.array import Array
+from srcjax.runtime.config import config
 from srcjax.runtime.eager import to_array
 from srcjax.transpiler.primitives.elementwise import convert_element_type_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, reshape_p
@@ -282,19 +283,40 @@ def broadcast_to(x: Any, shape_: Sequence[int]) -> Any:
     return broadcast_in_dim_p.bind(x, shape=shape_, broadcast_dimensions=tuple(range(lead, len(shape_))))
 
 
-def promote_shapes(*args: Any) -> list[Any]:
+_RANK_PROMOTION_DOC = "https://docs.jax.dev/en/latest/rank_promotion_warning.html"
+
+
+def promote_shapes(*args: Any, name: str | None = None) -> list[Any]:
+    """The operands broadcast to one shape. Given the ``name`` of the operation, operands of different ranks
+    (scalars aside) are an error under ``jax_numpy_rank_promotion='raise'`` and a warning under 'warn', as JAX's
+    ufuncs do (``jnp.where`` and indexing broadcast without the check)."""
     if len(args) < 2:
         return list(args)
-    target = broadcast_shapes(*(aval(x).shape for x in args))
-    return [broadcast_to(x, target) if aval(x).shape != target else x for x in args]
+    shapes = [aval(x).shape for x in args]
+    target = broadcast_shapes(*shapes)
+    if name is not None and config.jax_numpy_rank_promotion != "allow" and len({len(s) for s in shapes if s}) > 1:
+        _rank_promotion(name, shapes)
+    return [broadcast_to(x, target) if shape != target else x for x, shape in zip(args, shapes)]
+
+
+def _rank_promotion(name: str, shapes: list[tuple[int, ...]]) -> None:
+    listed = " ".join(map(str, shapes))
+    if config.jax_numpy_rank_promotion == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes {listed} and with the config "
+                         f"option jax_numpy_rank_promotion='raise'. For more information, see {_RANK_PROMOTION_DOC}.")
+    import warnings
+
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {listed}. Set the "
+                  "jax_numpy_rank_promotion config option to 'allow' to disable this warning; for more information, "
+                  f"see {_RANK_PROMOTION_DOC}.", stacklevel=4)
 
 
 def promote_args(name: str, *args: Any) -> list[Any]:
     """Check, then promote dtypes and broadcast shapes: what a NumPy ufunc does with its operands."""
     check_arraylike(name, *args)
-    return promote_shapes(*promote_dtypes(*args))
+    return promote_shapes(*promote_dtypes(*args), name=name)
 
 
 def promote_args_inexact(name: str, *args: Any) -> list[Any]:
     check_arraylike(name, *args)
-    return promote_shapes(*promote_dtypes_inexact(*args))
+    return promote_shapes(*promote_dtypes_inexact(*args), name=name)

@@ -912,7 +912,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
         a = _clip(a, 0, n - 1)
     else:
         raise ValueError(f"choose: invalid mode {mode!r}; expected 'raise', 'wrap' or 'clip'")
-    operands = promote_shapes(a, *promote_dtypes(*choices))
+    operands = promote_shapes(a, *promote_dtypes(*choices), name="choose")
     which = convert(operands[0], np.int32)
     return ew.select_n_p.bind(which, *operands[1:])
 
@@ -929,7 +929,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
         if aval(cond).dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray, got {aval(cond).dtype.name}")
     values = promote_dtypes(default, *choicelist)
-    everything = promote_shapes(*condlist, *values)
+    everything = promote_shapes(*condlist, *values, name="select")
     conds, (result, *choices) = everything[:len(condlist)], everything[len(condlist):]
     for cond, choice in reversed(list(zip(conds, choices))):
         result = _where(cond, choice, result)

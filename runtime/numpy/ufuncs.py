@@ -25,6 +25,7 @@ from srcjax.runtime.numpy._core import (
     check_arraylike,
     convert,
     promote_args,
+    promote_dtypes,
     promote_args_inexact,
     promote_shapes,
 )
@@ -211,7 +212,7 @@ def power(x1: Any, x2: Any, /) -> Any:
     if _kind(base) in "fc" and _kind(exponent) in "iu":
         # a float base to an integer array keeps the integer exponent unpromoted (as JAX does): pow's
         # derivative in the base is then 0 where the exponent is 0, also at base 0, instead of 0 * 0^-1
-        return ew.pow_p.bind(*promote_shapes(base, exponent))
+        return ew.pow_p.bind(*promote_shapes(base, exponent, name="power"))
     x1, x2 = _bool_to_int(*promote_args("power", x1, x2))
     if _kind(x1) not in "iu":
         return ew.pow_p.bind(x1, x2)
@@ -544,7 +545,7 @@ def logical_not(x: Any, /) -> Any:
 def _logical(name: str, prim):
     def fn(x1: Any, x2: Any, /) -> Any:
         check_arraylike(name, x1, x2)
-        x1, x2 = promote_shapes(_to_bool(_array(name, x1)), _to_bool(_array(name, x2)))
+        x1, x2 = promote_shapes(_to_bool(_array(name, x1)), _to_bool(_array(name, x2)), name=name)
         return prim.bind(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
@@ -826,7 +827,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
     if size is not None or fill_value is not None:
         raise TypeError("jnp.where: size and fill_value apply only to the one-argument form")
     check_arraylike("where", condition, x, y)
-    x, y = promote_args("where", x, y)
+    x, y = promote_dtypes(x, y)
     condition, x, y = promote_shapes(_to_bool(_array("where", condition)), x, y)
     return _where(condition, x, y)
 

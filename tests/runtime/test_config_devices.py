@@ -42,6 +42,38 @@ def test_integer_settings_from_the_environment(monkeypatch):
         environ_int("SRCJAX_TEST_SETTING", 7, least=1)
 
 
+def test_option_context_managers(restore_config):
+    """jax.enable_x64, jax.debug_nans, ... as JAX exports them: ``with`` them (or as decorators) the option holds
+    the value, then its old one; boolean options default to True; others need a value, checked as JAX does."""
+    with srcjax.enable_x64():
+        assert jnp.ones(2).dtype == np.float64 and srcjax.enable_x64.value is True
+    assert jnp.ones(2).dtype == np.float32 and config.jax_enable_x64 is False
+
+    @srcjax.debug_nans(True)
+    def checked(x):
+        return srcjax.jit(jnp.log)(x)
+
+    with pytest.raises(FloatingPointError, match="nan"):
+        checked(np.float32(-1))
+    assert np.isnan(srcjax.jit(jnp.log)(np.float32(-1)))
+    with srcjax.default_matmul_precision("float32"):
+        assert config.jax_default_matmul_precision == "float32"
+        with srcjax.default_matmul_precision("highest"):
+            assert config.jax_default_matmul_precision == "highest"
+        assert config.jax_default_matmul_precision == "float32"
+    assert config.jax_default_matmul_precision is None
+    with pytest.raises(TypeError, match="requires an argument"):
+        srcjax.default_matmul_precision()
+    with pytest.raises(ValueError, match="jax_default_matmul_precision: the value must be None or one of"):
+        srcjax.default_matmul_precision("fastest")
+    with pytest.raises(ValueError, match="jax_numpy_rank_promotion: the value must be one of"):
+        srcjax.config.update("jax_numpy_rank_promotion", "loud")
+    with pytest.raises(KeyError), srcjax.threefry_partitionable(True):  # (restored when the block raises)
+        assert config.jax_threefry_partitionable is True
+        raise KeyError("out")
+    assert config.jax_threefry_partitionable is False
+
+
 def test_update_and_unknown_names(restore_config):
     srcjax.config.update("jax_debug_nans", True)
     assert config.jax_debug_nans is True

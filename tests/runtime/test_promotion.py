@@ -141,3 +141,31 @@ def test_python_ints_must_fit_the_default_int():
         jnp.add(jnp.asarray(np.ones(2, np.int32)), 2**31)
     wrapped = jnp.add(jnp.asarray(np.ones(1, np.uint8)), 300)  # fits int32, then wraps into uint8 as JAX's does
     assert wrapped.dtype == np.uint8 and int(wrapped[0]) == 45
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_rank_promotion_raise_and_warn(jitted):
+    """jax_numpy_rank_promotion: operands of different ranks (scalars aside) are an error under 'raise' and a
+    warning under 'warn' for ufuncs, with JAX's message; jnp.where broadcasts without the check, as in JAX."""
+    import warnings
+
+    import srcjax
+
+    call = (lambda f, *a: srcjax.jit(f)(*a)) if jitted else (lambda f, *a: f(*a))
+    v, m = np.ones(3, np.float32), np.ones((2, 3), np.float32)
+    with srcjax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match=r"Operands could not be broadcast together for add on shapes \(3,\) "
+                                             r"\(2, 3\) and with the config option jax_numpy_rank_promotion='raise'"):
+            call(lambda a, b: a + b, v, m)
+        with pytest.raises(ValueError, match="for logical_and on shapes"):
+            call(jnp.logical_and, v, m)
+        np.testing.assert_array_equal(call(lambda a, b: a * b, np.float32(2), m), 2 * m)  # a scalar is no rank
+        np.testing.assert_array_equal(call(lambda a, b: a * b, m[:1], m), m)  # same rank
+        np.testing.assert_array_equal(call(lambda c, a, b: jnp.where(c > 0, a, b), m, v, 0.0), m)
+    with srcjax.numpy_rank_promotion("warn"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_array_equal(call(jnp.maximum, v, m), m)
+    assert any("Following NumPy automatic rank promotion for maximum on shapes (3,) (2, 3)" in str(w.message)
+               for w in caught)
+    assert config.jax_numpy_rank_promotion == "allow"
+    np.testing.assert_array_equal(call(lambda a, b: a + b, v, m), 2 * m)
