@@ -152,14 +152,14 @@ def test_rank_promotion_raise_and_warn(jitted):
     import srcjax
 
     call = (lambda f, *a: srcjax.jit(f)(*a)) if jitted else (lambda f, *a: f(*a))
-    v, m = np.ones(3, np.float32), np.ones((2, 3), np.float32)
+    v, m = jnp.ones(3, np.float32), jnp.ones((2, 3), np.float32)
     with srcjax.numpy_rank_promotion("raise"):
         with pytest.raises(ValueError, match=r"Operands could not be broadcast together for add on shapes \(3,\) "
                                              r"\(2, 3\) and with the config option jax_numpy_rank_promotion='raise'"):
             call(lambda a, b: a + b, v, m)
         with pytest.raises(ValueError, match="for logical_and on shapes"):
             call(jnp.logical_and, v, m)
-        np.testing.assert_array_equal(call(lambda a, b: a * b, np.float32(2), m), 2 * m)  # a scalar is no rank
+        np.testing.assert_array_equal(call(lambda a, b: a * b, jnp.float32(2), m), 2 * m)  # a scalar is no rank
         np.testing.assert_array_equal(call(lambda a, b: a * b, m[:1], m), m)  # same rank
         np.testing.assert_array_equal(call(lambda c, a, b: jnp.where(c > 0, a, b), m, v, 0.0), m)
     with srcjax.numpy_rank_promotion("warn"), warnings.catch_warnings(record=True) as caught:
