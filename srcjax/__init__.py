@@ -10,6 +10,7 @@ from srcjax.runtime.api import (
     ShapeDtypeStruct, clear_caches, disable_jit, effects_barrier, eval_shape, jit, make_jaxpr,
 )
 from srcjax.runtime.array import Array
+from srcjax.runtime.callbacks import pure_callback
 from srcjax.runtime.pmap import pmap
 from srcjax.runtime.shard_map import shard_map
 from srcjax.runtime.vmap import vmap
@@ -91,4 +92,5 @@ __all__ = [
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
+    "pure_callback",
 ]

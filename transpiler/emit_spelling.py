@@ -342,6 +342,11 @@ def _debug_callback(e: Emitter, op: Op) -> Spelled:
     return Spelled(f"debug.{function}({arguments}{ordered})", statement=True)
 
 
+def _pure_callback(e: Emitter, op: Op) -> Spelled:
+    raise NotEmittable(f"cannot emit a 'pure_callback' op as Python: its callback {op.params['callback'].name} is a "
+                       "Python function the emitted module cannot name")
+
+
 SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     **{name: _collective(name) for name in ("psum", "pmean", "pmax", "pmin", "all_gather")},
     "psum_scatter": _collective("psum_scatter", "scatter_dimension", "tiled"),
@@ -365,6 +370,7 @@ SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     "name": _name,
     "stack_size": _stack_size,
     "debug_callback": _debug_callback,
+    "pure_callback": _pure_callback,
 }
 
 # Param classes of the primitive families that ``srcjax.lax`` exports under the same name (JAX's names):

@@ -135,6 +135,7 @@ CPU: dict[str, Row] = {
     **{name: _host(_COMPLEX) for name in ("complex", "conj", "real", "imag")},
     "polygamma": _host("rare; per order m, a recurrence and an asymptotic series in NumPy"),
     "debug_callback": _host("it calls the user's Python callback (srcjax.debug.print) with the operands' values"),
+    "pure_callback": _host("it calls the user's Python function (srcjax.pure_callback) for its results"),
     **{name: Row(Kind.COLLECTIVE)
        for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index", "ppermute",
                     "all_to_all")},

@@ -2,6 +2,7 @@
 control flow, which live in modules of their own beside ``control``)."""
 
 from srcjax.transpiler.primitives import (  # noqa: F401 - imported to register
+    callback,
     collectives,
     control,
     control_jvp,

@@ -1,0 +1,54 @@
+"""``srcjax.pure_callback`` (``jax.pure_callback``): a Python function's results, computed while the program runs,
+inside ``jit``, ``vmap`` and loops (the op: transpiler/primitives/callback.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from srcjax.runtime import tree_util
+from srcjax.runtime.array import Array
+from srcjax.runtime.eager import to_array
+from srcjax.transpiler import dtypes as ir_dtypes
+from srcjax.transpiler.ir import Value
+from srcjax.transpiler.primitives.callback import VMAP_METHODS, PureCallback, pure_callback_p
+from srcjax.transpiler.types import TensorType
+
+
+def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any, sharding: Any = None,
+                  vmap_method: str | None = None, **kwargs: Any) -> Any:
+    """``callback(*args, **kwargs)`` computed in Python on the arguments' values, its results of the shapes and
+    dtypes ``result_shape_dtypes`` gives (a pytree of ``ShapeDtypeStruct``s or arrays). It has no derivative, and
+    ``vmap_method`` says how ``vmap`` calls it (``"sequential"``, ``"expand_dims"``, ``"broadcast_all"``,
+    ``"legacy_vectorized"``; None: not under vmap). The callback gets the arrays as ``srcjax`` Arrays; it should
+    return the same values each time (it may be called more often or less than the program says, or not at all
+    if its results are not used)."""
+    del sharding  # (one device)
+    if not callable(callback):
+        raise TypeError(f"pure_callback: the callback must be callable, got {type(callback).__name__}")
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, but got: "
+                         f"{vmap_method}")
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    operands = [x if isinstance(x, (Array, Value)) else to_array(x, "pure_callback argument") for x in leaves]
+    specs, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    result_avals = tuple(_result_type(spec, i) for i, spec in enumerate(specs))
+    name = getattr(callback, "__name__", type(callback).__name__)
+
+    def call(*arrays: np.ndarray) -> list[Any]:
+        call_args, call_kwargs = tree_util.tree_unflatten(in_tree, [Array(a) for a in arrays])
+        return tree_util.tree_leaves(callback(*call_args, **call_kwargs))
+
+    outs = pure_callback_p.bind(*operands, callback=PureCallback(name, call), result_avals=result_avals,
+                                vmap_method=vmap_method)
+    return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _result_type(spec: Any, i: int) -> TensorType:
+    try:
+        shape, dtype = tuple(int(d) for d in spec.shape), ir_dtypes.canonicalize_dtype(spec.dtype)
+    except (AttributeError, TypeError) as e:
+        raise TypeError(f"pure_callback: result_shape_dtypes leaf #{i} must have a shape and a dtype (a "
+                        f"ShapeDtypeStruct), got {spec!r}") from e
+    return TensorType(dtype, shape)

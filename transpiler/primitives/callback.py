@@ -1,0 +1,139 @@
+"""The 'callback' family: ``pure_callback``, an op whose results a Python function computes from its operands'
+values while the program runs (``srcjax.pure_callback`` makes it: runtime/callbacks.py).
+
+It has no effect: the passes may drop it when nothing reads its results, or merge two equal ones, as XLA may
+JAX's. Its ``callback`` param is a ``PureCallback``, called with one NumPy array per operand (copies it may
+keep) and returning one array per result, of the result types the op declares (``result_avals``), checked. As
+JAX's ``pure_callback``:
+
+- eager, it runs at once; traced, it runs each time the program reaches it, from native code as a host call
+  (codegen/llvm/host.py);
+- it has no derivative: a nonzero tangent reaching it is an error that points to ``custom_jvp``;
+- batched, it does what its ``vmap_method`` says: "sequential" (or "sequential_unrolled") calls it once per
+  example and stacks the results; "expand_dims" calls it once with the batch axis first in every operand, of
+  size 1 where the operand is not batched; "broadcast_all" the same with every operand broadcast to the batch;
+  "legacy_vectorized" leaves the operands that are not batched as they are. None refuses to be batched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from srcjax.transpiler.primitives.batching import axis_size, move_batch_axis, moveaxis
+from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.types import TensorType
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized", None)
+# one sequential vmap around the op: per operand its batch axis (None: shared by the batch), and the batch size
+Level = tuple[tuple["int | None", ...], int]
+
+
+@dataclasses.dataclass(init=False, eq=False)
+class PureCallback:
+    """The ``callback`` param of a ``pure_callback`` op. ``call(*arrays)`` is the runtime's function of one array per
+    operand, returning the results' values (checked against the op's types, as JAX checks them); ``levels`` are the
+    sequential vmaps around the op, the latest last: its batch is the results' first axis. (A dataclass whose one
+    field is a name: the IR prints it as ``PureCallback(name='...')``.)"""
+
+    name: str
+
+    def __init__(self, name: str, call: Callable[..., list[np.ndarray]], levels: tuple[Level, ...] = ()):
+        self.name, self.call, self.levels = name, call, levels
+
+    def __call__(self, *arrays: np.ndarray, avals: Sequence[TensorType]) -> list[np.ndarray]:
+        """The results, of the types ``avals`` (the op's: under sequential vmaps, with the batches first)."""
+        each = [a.update(shape=a.shape[len(self.levels):]) for a in avals]
+        return _run(lambda *xs: _checked(self.call(*xs), each), list(arrays), list(self.levels))
+
+    def batched(self, dims: Sequence[int | None], size: int) -> PureCallback:
+        """This callback under one more sequential vmap (operand i batched along ``dims[i]``); the batch axes of
+        the levels already there move past the new axis."""
+        def moved(axis: int | None, new: int | None) -> int | None:
+            return axis if axis is None or new is None or axis < new else axis + 1
+
+        levels = tuple((tuple(map(moved, axes, dims)), n) for axes, n in self.levels)
+        return PureCallback(self.name, self.call, (*levels, (tuple(dims), size)))
+
+
+def _checked(values: Sequence[Any], avals: Sequence[TensorType]) -> list[np.ndarray]:
+    from srcjax.transpiler.dtypes import canonicalize_dtype
+
+    if len(values) != len(avals):
+        raise RuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, Actual: {len(values)}")
+    results = []
+    for i, (value, aval) in enumerate(zip(values, avals)):
+        value = np.asarray(value)
+        dtype = canonicalize_dtype(value.dtype) if value.dtype.kind in "biufc" else value.dtype
+        if dtype != aval.dtype:
+            raise RuntimeError(f"Incorrect output dtype for return value #{i}: Expected: {aval.dtype}, "
+                               f"Actual: {value.dtype}")
+        if value.shape != aval.shape:
+            raise RuntimeError(f"Incorrect output shape for return value #{i}: Expected: {aval.shape}, "
+                               f"Actual: {value.shape}")
+        results.append(np.asarray(value, aval.dtype))
+    return results
+
+
+def _run(call: Callable[..., list[np.ndarray]], arrays: list[np.ndarray], levels: list[Level]) -> list[np.ndarray]:
+    """``call`` on each example of the latest level, its results stacked along a new first axis; taking example i
+    drops that level's axes, so the axes of the other levels beyond them move down by one."""
+    if not levels:
+        return list(call(*arrays))
+    (axes, size), others = levels[-1], levels[:-1]
+    rest = [(tuple(b if a is None or b is None or b < a else b - 1 for a, b in zip(axes, bs)), n) for bs, n in others]
+    per_example = [_run(call, [x if a is None else np.take(x, i, axis=a) for x, a in zip(arrays, axes)], rest)
+                   for i in range(size)]
+    return [np.stack(results) for results in zip(*per_example)]
+
+
+pure_callback_p = Primitive("pure_callback", params=("callback", "result_avals", "vmap_method"), multiple_results=True)
+
+
+@pure_callback_p.def_shape
+def _pure_callback_shape(*operands: TensorType, callback: PureCallback, result_avals: tuple[TensorType, ...],
+                         vmap_method: str | None) -> list[TensorType]:
+    check(isinstance(callback, PureCallback), "pure_callback", f"callback must be a PureCallback, got {callback!r}")
+    check(all(isinstance(x, TensorType) for x in operands), "pure_callback", "expects arrays")
+    check(vmap_method in VMAP_METHODS, "pure_callback", f"unknown vmap_method {vmap_method!r}")
+    return list(result_avals)
+
+
+@pure_callback_p.def_impl
+def _pure_callback_impl(*operands: Any, callback: PureCallback, result_avals: tuple[TensorType, ...],
+                        vmap_method: str | None) -> list[Any]:
+    return callback(*(np.array(x) for x in operands), avals=result_avals)  # (copies: the callback may keep them)
+
+
+def _no_jvp(primals, tangents, **params):
+    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while taking "
+                     "gradients.")
+
+
+pure_callback_p.def_jvp(_no_jvp)
+pure_callback_p.def_unsupported("transpose", "not linear (a pure callback has no derivative)")
+
+
+def _pure_callback_vmap(args: list[Any], dims: list[int | None], *, callback: PureCallback,
+                        result_avals: tuple[TensorType, ...], vmap_method: str | None):
+    if vmap_method is None:
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one of 'sequential', "
+            "'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. Got vmap_method=None.")
+    size = axis_size(args, dims)
+    batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
+    if vmap_method.startswith("sequential"):
+        callback = callback.batched(dims, size)
+    else:  # one call on the whole batch, first in every operand (or of size 1, or left out)
+        args = [moveaxis(x, d, 0) if d is not None else x if vmap_method == "legacy_vectorized"
+                else move_batch_axis(x, None, size if vmap_method == "broadcast_all" else 1, 0)
+                for x, d in zip(args, dims)]
+    outs = pure_callback_p.bind(*args, callback=callback, result_avals=batched_avals, vmap_method=vmap_method)
+    return outs, [0] * len(outs)
+
+
+pure_callback_p.def_vmap(_pure_callback_vmap)
+
+register_module(globals())
