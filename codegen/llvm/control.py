@@ -195,6 +195,8 @@ class ControlEmitter:
         self.private: set[int] = set()
         self.window_reads: set[int] = set()  # dynamic_slice ops emitted so far (each copied its window out)
         self.direct: dict[int, ir.Value] = {}  # result id -> its output buffer, until a buffer is asked for it
+        # per loop being emitted, innermost last: its carried parameters' and yielded values' ids -> carried buffer
+        self.carries: list[tuple[dict[int, ir.Value], dict[int, ir.Value]]] = []
         self.segments = 0
         self.literals = 0
         self.interrupts_at_entry: ir.Value | None = None  # the interrupt count when the function began
@@ -376,12 +378,62 @@ class ControlEmitter:
         plan = plan_straight_line(sub, self.gemm_dtypes)
         name = f"{self.name}.seg{self.segments}"
         self.segments += 1
-        EntryEmitter(self.module, plan, name).emit()
-        pointers = [self.pointer(v) for v in sub.params] + [self.buffer(r) for r in results]
+        chosen = self.in_place(sub, plan, results, inside)
+        shared = frozenset(id(b) for i, j in chosen.items() for b in (plan.inputs[i], plan.outputs[j]))
+        EntryEmitter(self.module, plan, name, shared=shared).emit()
+        pointers = [self.pointer(v) for v in sub.params] + self.outputs(results, chosen, sub)
         array = self.head.alloca(PTR, ir.Constant(I64, max(len(pointers), 1)))
         for i, p in enumerate(pointers):
             self.head.store(p, self.head.gep(array, [ir.Constant(I64, i)]))
         self.b.call(self.module.globals[name], [array])
+
+    def in_place(self, sub: Function, plan: Plan, results: list[Value], inside: set[int]) -> dict[int, int]:
+        """Parameter index -> result index of the segment: a value the loop carries into the next trip, written over
+        the carried value it replaces, where that dies here and the segment may write over it
+        (``compile.find_aliases``: the map writing it reads the old value only where it writes). The trip's end
+        then copies nothing (``dW = dW + outer(g, h)`` in reverse mode's loop). The segment's nests do not tell
+        LLVM those two buffers are apart: inlined into the loop, a load of the carried value would otherwise be
+        hoisted out of it."""
+        from srcjax.codegen.llvm.compile import find_aliases
+
+        chosen: dict[int, int] = {}
+        if self.carries:
+            params, yields = self.carries[-1]
+            for i, j in find_aliases(plan, sub).items():
+                v, r = sub.params[i], results[j]
+                slot = params.get(id(v))
+                if (slot is not None and yields.get(id(r)) is slot and id(v) not in self.yielded
+                        and self.users.get(id(v), set()) <= inside and id(r) not in self.direct):
+                    chosen[i] = j
+        return chosen
+
+    def outputs(self, results: list[Value], chosen: dict[int, int], sub: Function) -> list[ir.Value]:
+        """The segment's output buffers: the carried buffer ``in_place`` chose, or one of its own."""
+        over = {j: self.pointer(sub.params[i]) for i, j in chosen.items()}
+        out = []
+        for j, r in enumerate(results):
+            if j in over:
+                self.ptrs[id(r)] = over[j]
+                self.private.add(id(r))
+                out.append(over[j])
+            else:
+                out.append(self.buffer(r))
+        return out
+
+    def carrying(self, params: list[Value], results: list[Value], carried: list[ir.Value]):
+        """While a loop's body is emitted: which values it carries in which buffers (see ``outputs``)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            self.carries.append(({id(p): c for p, c in zip(params, carried)},
+                                 {id(r): c for r, c in zip(results, carried)}))
+            try:
+                yield
+            finally:
+                self.carries.pop()
+
+        return scope()
 
     def yield_into(self, values: list[Value], targets: list[ir.Value], carried: list[ir.Value]) -> None:
         """Copy ``values`` into ``targets``; sources that are themselves carried buffers are staged first."""
@@ -420,7 +472,8 @@ class ControlEmitter:
         b.cbranch(b.and_(b.icmp_signed("<", k, n), self.not_interrupted()), loop, exit_)
         b.position_at_end(loop)
         b.store(b.trunc(k, ir.IntType(32)), b.bitcast(counter, ir.IntType(32).as_pointer()))
-        self.block(body)
+        with self.carrying(body.params[1:], body.results, carried):
+            self.block(body)
         self.yield_into(body.results, carried, carried)
         b = self.b
         k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
@@ -447,7 +500,8 @@ class ControlEmitter:
         go = b.icmp_unsigned("!=", self.load_int(cond_block.results[0]), ir.Constant(I64, 0))
         b.cbranch(b.and_(go, self.not_interrupted()), loop, exit_)
         b.position_at_end(loop)
-        self.block(body)
+        with self.carrying(body.params, body.results, carried):
+            self.block(body)
         self.yield_into(body.results, carried, carried)
         b.branch(header)
         b.position_at_end(exit_)
@@ -492,7 +546,8 @@ class ControlEmitter:
             i = b.sub(ir.Constant(I64, length - 1), k) if reverse else k
             for x, p, dst in zip(op.operands[n:], body.params[n:], slices):  # xs[i] -> the body's parameter
                 self.copy(dst, self.b.gep(self.pointer(x), [b.mul(i, ir.Constant(I64, _nbytes(p)))]), _nbytes(p))
-            self.block(body)
+            with self.carrying(body.params[:n], body.results[:n], carried):
+                self.block(body)
             for y, out in zip(body.results[n:], stacked):  # ys[i] = y, before the carry moves on
                 self.copy(self.b.gep(out, [b.mul(i, ir.Constant(I64, _nbytes(y)))]), self.pointer(y), _nbytes(y))
             self.yield_into(body.results[:n], carried, carried)

@@ -51,8 +51,10 @@ def object_offsets() -> tuple[int, int] | None:
 class EntryEmitter:
     """Emits the entry function of a plan: temporaries, then each step, then freeing the temporaries."""
 
-    def __init__(self, module: ir.Module, plan: Plan, name: str, split_blas: bool = True):
+    def __init__(self, module: ir.Module, plan: Plan, name: str, split_blas: bool = True,
+                 shared: frozenset[int] = frozenset()):
         self.module, self.plan, self.name = module, plan, name
+        self.shared = shared  # ids of buffers the caller may pass as one memory (its nests do not say noalias)
         self.split_blas = split_blas  # products may be split across the pool (ahead-of-time libraries: not)
         self.threads = num_threads()
 
@@ -132,7 +134,7 @@ class EntryEmitter:
             threads = min(self.threads * kernels.CHUNKS_PER_THREAD, body.shape[0])
         count = threads + (pool.PARALLEL_SMALL if work < kernels.WAKE_MIN_WORK else 0)
         partial = red is not None and threads > 1 and body.reduced[0]
-        emitter = NestEmitter(self.module, body, name, partial_slots=partial)
+        emitter = NestEmitter(self.module, body, name, partial_slots=partial, shared=self.shared)
         info = emitter.emit()
         pointers = {id(buf): self.pointer(buf) for buf in info.buffers}
         if red is not None:

@@ -155,8 +155,10 @@ class NestFunction:
 class NestEmitter:
     """Emits one nest's function into a module."""
 
-    def __init__(self, module: ir.Module, body: NestBody, name: str, partial_slots: bool):
+    def __init__(self, module: ir.Module, body: NestBody, name: str, partial_slots: bool,
+                 shared: frozenset[int] = frozenset()):
         self.module, self.body, self.name = module, body, name
+        self.shared = shared  # ids of buffers that may be one memory (one written over another): not noalias
         self.partial_slots = partial_slots  # the outermost axis is reduced and split across threads
         self.buffers = body.buffers()
         self.acc: tuple[ir.Value, np.dtype] | None = None  # the register accumulator while inside its loops
@@ -166,8 +168,9 @@ class NestEmitter:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
-        for arg in fn.args[: len(self.buffers)]:
-            arg.add_attribute("noalias")
+        for buf, arg in zip(self.buffers, fn.args):
+            if id(buf) not in self.shared:
+                arg.add_attribute("noalias")
         self.fn = fn
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.cx = Lowering(b)

@@ -9,7 +9,7 @@ import numpy as np
 
 from srcjax.codegen.llvm.fusion import Planner
 from srcjax.codegen.llvm.layout import View, contiguous_strides, matrix_layout, reshape_view
-from srcjax.codegen.llvm.plan import Expr, Gemm, Nest, Unsupported, Windowed
+from srcjax.codegen.llvm.plan import Expr, Gemm, Nest, ResultOf, Unsupported, Windowed
 from srcjax.transpiler.ir import Op, Value
 from srcjax.transpiler.types import TensorType
 
@@ -34,9 +34,12 @@ def _contract(planner: Planner, lhs: Value, rhs: Value, lc, rc, lb, rb, result: 
     lf = tuple(a for a in range(lhs.aval.ndim) if a not in lc + lb)
     rf = tuple(a for a in range(rhs.aval.ndim) if a not in rc + rb)
     out_dtype = result.aval.dtype
+    same = lhs.aval.dtype == rhs.aval.dtype == out_dtype
+    if not lc and same and out_dtype.kind != "b":
+        _outer(planner, lhs, rhs, lb, rb, lf, rf, result)
+        return
     order = planner.position[id(result)]
     buffer = planner._temp(result)
-    same = lhs.aval.dtype == rhs.aval.dtype == out_dtype
     if same and out_dtype in planner.gemm_dtypes and lhs.aval.size and rhs.aval.size:
         if _read_transposed(planner, result, len(lb), len(lf), len(rf)):
             # out^T = rhs^T @ lhs^T: the buffer holds (batch, rhs free, lhs free), which its readers want
@@ -89,6 +92,24 @@ def _contract(planner: Planner, lhs: Value, rhs: Value, lc, rc, lb, rb, result: 
         )
     )
     planner._root(result, buffer)
+
+
+def _outer(planner: Planner, lhs: Value, rhs: Value, lb, rb, lf, rf, result: Value) -> None:
+    """A product that contracts nothing (an outer product: reverse mode's weight gradient of a matrix-vector
+    product) is the elementwise product of the operands broadcast to the result, an expression: the nests that
+    read it compute it where they need it (``dW + outer(g, h)`` in a loop is one pass), where a BLAS call of
+    k = 1 would write it out first. The values are the same: each element is one product."""
+    nb, nlf = len(lb), len(lf)
+    lmap, rmap = [0] * lhs.aval.ndim, [0] * rhs.aval.ndim
+    for i, (a, b) in enumerate(zip(lb, rb)):
+        lmap[a] = rmap[b] = i
+    for i, a in enumerate(lf):
+        lmap[a] = nb + i
+    for i, a in enumerate(rf):
+        rmap[a] = nb + nlf + i
+    spread = [planner._new(result.aval, Expr(operand=x, index_map=tuple(m)), "outer")
+              for x, m in ((lhs, lmap), (rhs, rmap))]
+    planner.sources[id(result)] = Expr(op=ResultOf("mul", spread, {}))
 
 
 def _read_transposed(planner: Planner, result: Value, nb: int, nlf: int, nrf: int) -> bool:

@@ -182,6 +182,36 @@ def batched_grad_of_while(xs):  # vmap: each example runs its own trip count, re
     return srcjax.vmap(srcjax.grad(f))(xs)
 
 
+def carried_in_place(w, u, x):  # carries updated by maps reading their old value where they write: in place
+    def body(i, c):
+        a, b, k = c
+        return a + jnp.outer(x[i], u), b * 0.5 + a.sum(), k + 1
+    return lax.fori_loop(0, x.shape[0], body, (w, jnp.float32(0), 0))
+
+
+def carried_read_after(w, x):  # the old carry is read after the update, transposed, or yielded elsewhere
+    def body(i, c):
+        a, b = c
+        new = a * 0.5 + x[i]
+        return new + a.T, a
+
+    def scanned(c, xi):
+        return c + jnp.outer(xi, xi) + c[::-1], c.sum()
+
+    return lax.fori_loop(0, x.shape[0], body, (w, w)), lax.scan(scanned, w, x)
+
+
+def carried_in_while(w, x):
+    def cond(c):
+        return c[1] < x.shape[0]
+
+    def body(c):
+        a, i = c
+        return a * 0.9 + jnp.outer(x[i], x[i]), i + 1
+
+    return lax.while_loop(cond, body, (w, 0))
+
+
 CASES = [
     (fori_dynamic, lambda: (RNG.standard_normal(5).astype(np.float32), np.int32(7))),
     (fori_dynamic, lambda: (RNG.standard_normal(5).astype(np.float32), np.int32(0))),
@@ -215,6 +245,9 @@ CASES = [
     (grad_of_while, lambda: (np.float32([0.3, -0.2, 0.1]),)),
     (batched_grad_of_while, lambda: (np.float32([[0.3, -0.2, 0.1], [2.0, 1.0, 3.0], [0.01, 0.02, 0.0]]),)),
     (while_loop_closure, lambda: (RNG.standard_normal(()).astype(np.float32), np.int32(5))),
+    (carried_in_place, lambda: (_f32(3, 4), _f32(4), _f32(6, 3))),
+    (carried_read_after, lambda: (_f32(3, 3), _f32(5, 3))),
+    (carried_in_while, lambda: (_f32(3, 3), _f32(4, 3))),
 ]
 
 
@@ -228,6 +261,21 @@ def test_known_values():
     x, i = _check(while_until, np.arange(3, dtype=np.float32))
     assert int(i) == 5 and x.tolist() == [31.0, 63.0, 95.0]
     assert _check(switch_index, np.int32(2), np.float32([1.0, -2.0, 3.0]))[0].tolist() == [-1.0, 2.0, -3.0]
+
+
+def test_a_carry_updated_where_it_is_read_is_written_in_place():
+    """The trip's end copies nothing for a carry a map rewrites element by element (reverse mode's weight
+    gradient, accumulated over a loop), and the outer product in it is computed where the map needs it."""
+    w, u, x = _f32(64, 48), _f32(48), _f32(6, 64)  # (large enough that a copy stays a call of memmove)
+    f = srcjax.jit(carried_in_place)
+    llvm_ir = f.lower(w, u, x).compile().native.llvm_ir
+    assert "gemm" not in llvm_ir
+    body = llvm_ir[llvm_ir.index("\nfor.body:"):]
+    body = body[:body.index("\nfor.exit")]
+    assert "memmove" in body and f"i64 {w.nbytes}, i1" not in body  # (x[i] is copied out; w is not copied back)
+    a, b, k = f(w, u, x)
+    np.testing.assert_allclose(a, w + sum(np.outer(r, u) for r in x.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    assert int(k) == 6
 
 
 def test_slices_known_values():

@@ -276,6 +276,12 @@ def test_fusion_plans():
         return p - 0.001 * (m / 0.1) / (jnp.sqrt(v / 0.001) + 1e-8), m, v
 
     assert _plan(adam, *[_f32(8, 5)] * 4) == "map (8, 5) -> output, output, output"
+    # an outer product (nothing contracted) is an elementwise product, fused into what reads it
+    assert _plan(lambda w, a, b: w + jnp.outer(a, b), _f32(5, 7), _f32(5), _f32(7)) == "map (5, 7) -> output"
+    batched_outer = lambda x, y: lax.dot_general(x, y, (((), ()), ((0,), (0,))))  # noqa: E731
+    assert _plan(batched_outer, _f32(3, 4), _f32(3, 2)) == "map (3, 4, 2) -> output"
+    x, y = _f32(3, 4), _f32(3, 2)
+    np.testing.assert_array_equal(np.asarray(srcjax.jit(batched_outer)(x, y)), np.einsum("ij,ik->ijk", x, y))
     # a transposed operand is read by BLAS in place; an expression operand is computed first
     assert _plan(lambda a: a @ a.T, _f32(6, 4)) == "syrk 1x[6,4]@[4,6] -> output"  # half the work of gemm
     assert _plan(lambda a, b: jnp.exp(a) @ b, _f32(6, 4), _f32(4, 2)).splitlines() == [
