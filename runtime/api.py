@@ -20,7 +20,7 @@ import numpy as np
 
 from srcjax.runtime import dispatch, gpu, tree_util
 from srcjax.runtime.array import DELETED, Array, _pending_of
-from srcjax.runtime.config import config
+from srcjax.runtime.config import TRACE_FLAGS, config
 from srcjax.runtime.eager import to_array
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
@@ -68,7 +68,7 @@ class Signature:
         statics = tuple((type(leaf), repr(leaf), leaf) if k and np.isscalar(leaf) else leaf
                         for leaf, d, k in zip(leaves, self.dynamic, kept) if not d)
         try:
-            self.key = (self.treedef, types, statics, static_args, static_kwargs)
+            self.key = (self.treedef, types, statics, static_args, static_kwargs, config.trace_state())
             hash(self.key)
         except TypeError as e:
             if require_hashable:
@@ -223,6 +223,18 @@ _CACHE_FLAGS = ("jax_compilation_cache_max_size", "srcjax_code_cache_max_entries
 _cache_flags_changed = [True]
 _process_set_up: list[bool] = []  # (runtime/process.py: once, before the first native compilation)
 config.on_update(lambda name: _cache_flags_changed.__setitem__(0, True) if name in _CACHE_FLAGS else None)
+
+
+def _trace_flag_updated(name: str) -> None:
+    """An option traces read changed: the jitted functions' quick maps (keyed by the arguments alone) start again;
+    their compiled specialisations stay, keyed by the options' values too (``Signature.key``)."""
+    if name in TRACE_FLAGS:
+        for jitted in list(_jitted):
+            jitted._fast.clear()
+            jitted._quick.clear()
+
+
+config.on_update(_trace_flag_updated)
 
 
 def _compile_native(ir: Function) -> Any:
@@ -691,7 +703,7 @@ def compiled_when_hot(*static_argnums: int, flags: Callable[[], Any] = lambda: N
                 return fn(*args)
             try:
                 flag = flags()
-                key = (flag, _flags["jax_enable_x64"],
+                key = (flag, config.trace_state(),
                        tuple((type(a), a) if i in static_argnums else spec(a) for i, a in enumerate(args)))
                 compiled = specialised.get(key)
             except TypeError:  # an unhashable static argument or an argument of no known type

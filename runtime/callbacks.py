@@ -47,8 +47,10 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
 
 def _result_type(spec: Any, i: int) -> TensorType:
     try:
-        shape, dtype = tuple(int(d) for d in spec.shape), ir_dtypes.canonicalize_dtype(spec.dtype)
+        shape, dtype = tuple(int(d) for d in spec.shape), np.dtype(spec.dtype)
     except (AttributeError, TypeError) as e:
         raise TypeError(f"pure_callback: result_shape_dtypes leaf #{i} must have a shape and a dtype (a "
                         f"ShapeDtypeStruct), got {spec!r}") from e
+    if ir_dtypes.canonicalize_dtype(dtype) != dtype:
+        raise ValueError("result_shape_dtypes cannot specify 64-bit types when `jax_enable_x64` is disabled")
     return TensorType(dtype, shape)

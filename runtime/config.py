@@ -46,6 +46,15 @@ MATMUL_PRECISIONS = (
 )
 
 
+def _prng_impl(value: Any) -> str:
+    if value not in ("threefry2x32", "rbg", "unsafe_rbg"):
+        raise ValueError(f"jax_default_prng_impl: the value must be one of ['threefry2x32', 'rbg', 'unsafe_rbg'], "
+                         f"got {value!r}")
+    if value != "threefry2x32":
+        raise NotImplementedError(f"jax_default_prng_impl={value!r}: srcjax implements the threefry2x32 keys only")
+    return value
+
+
 def _size(value: Any) -> int:
     """A size in bytes or a count: -1 (no limit) or more."""
     n = int(value)
@@ -75,7 +84,7 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_default_matmul_precision": (None, _one_of("jax_default_matmul_precision", MATMUL_PRECISIONS, True)),
     "jax_numpy_rank_promotion": ("allow", _one_of("jax_numpy_rank_promotion", ("allow", "warn", "raise"))),
     "jax_random_seed_offset": (0, int),
-    "jax_default_prng_impl": ("threefry2x32", str),
+    "jax_default_prng_impl": ("threefry2x32", _prng_impl),
     "jax_compilation_cache_dir": (None, lambda v: v),
     # the disk cache's size in bytes, least recently used entries deleted beyond it (JAX's option; -1: no
     # limit, 0: nothing written). JAX's default is -1; ours is bounded, since every jit is cached.
@@ -86,6 +95,12 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "srcjax_code_cache_max_entries": (512, _size),
     "srcjax_code_cache_max_size": (256 << 20, _size),
 }
+
+
+# the options a trace reads (dtypes, the random bits' program, rank promotion's errors, ...): compiled code and
+# traces are kept per value of them, as JAX keys its caches on them
+TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_threefry_partitionable", "jax_default_prng_impl",
+               "jax_default_matmul_precision")
 
 
 class Config:
@@ -121,6 +136,11 @@ class Config:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("use config.update(name, value) to change an option")
+
+    def trace_state(self) -> tuple:
+        """The values of ``TRACE_FLAGS``: part of every compilation cache's key."""
+        values = self._values
+        return tuple(values[name] for name in TRACE_FLAGS)
 
     @property
     def x64_enabled(self) -> bool:

@@ -89,7 +89,7 @@ class Pmapped:
     def _mapped(self, n_args: int, size: int | None) -> Callable:
         # (with several processes, this process's devices are its share of the axis: distributed.py)
         return vmap(self.fun, in_axes=self._axes(n_args), out_axes=self.out_axes, axis_name=self.axis_name,
-                    axis_size=size, _processes=device_api.process_count())
+                    axis_size=size, _processes=device_api.process_count(), _devices=True)
 
     def __call__(self, *args: Any) -> Any:
         if core.current_interpreter() is not core.base_interpreter():

@@ -662,7 +662,8 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     else:
         factor = jnp.linalg.cholesky(cov)
     z = _normal(data, (*shape, n), dtype)
-    return mean + jnp.matmul(factor, z[..., None])[..., 0]
+    spread = jnp.matmul(factor, z[..., None])[..., 0]
+    return jnp.broadcast_to(mean, aval(spread).shape) + spread  # (not rank promotion: jax_numpy_rank_promotion)
 
 
 def _promote_inexact(*args: Any) -> list[Any]:

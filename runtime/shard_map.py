@@ -99,7 +99,7 @@ def _mapped_over(fn: Callable, name: str, size: int, in_axes: tuple, out_specs: 
     """``fn`` vmapped over mesh axis ``name``; the results the out-specs do not split over it stay unbatched."""
     out_axes = tree_util.tree_map(lambda spec: 0 if any(name in _names(e) for e in (spec or ())) else None,
                                   out_specs, is_leaf=_is_spec)
-    return vmap(fn, in_axes=in_axes, out_axes=out_axes, axis_name=name, axis_size=size)
+    return vmap(fn, in_axes=in_axes, out_axes=out_axes, axis_name=name, axis_size=size, _devices=True)
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> list[Any]:

@@ -294,12 +294,16 @@ def promote_shapes(*args: Any, name: str | None = None) -> list[Any]:
         return list(args)
     shapes = [aval(x).shape for x in args]
     target = broadcast_shapes(*shapes)
-    if name is not None and config.jax_numpy_rank_promotion != "allow" and len({len(s) for s in shapes if s}) > 1:
-        _rank_promotion(name, shapes)
+    if name is not None:
+        check_rank_promotion(name, shapes)
     return [broadcast_to(x, target) if shape != target else x for x, shape in zip(args, shapes)]
 
 
-def _rank_promotion(name: str, shapes: list[tuple[int, ...]]) -> None:
+def check_rank_promotion(name: str, shapes: list[tuple[int, ...]]) -> None:
+    """Under ``jax_numpy_rank_promotion`` 'raise' or 'warn', operands of ``name`` of different ranks (scalars
+    aside) are an error or a warning."""
+    if config.jax_numpy_rank_promotion == "allow" or len({len(s) for s in shapes if s}) <= 1:
+        return
     listed = " ".join(map(str, shapes))
     if config.jax_numpy_rank_promotion == "raise":
         raise ValueError(f"Operands could not be broadcast together for {name} on shapes {listed} and with the config "

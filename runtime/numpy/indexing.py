@@ -929,7 +929,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
         if aval(cond).dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray, got {aval(cond).dtype.name}")
     values = promote_dtypes(default, *choicelist)
-    everything = promote_shapes(*condlist, *values, name="select")
+    everything = promote_shapes(*condlist, *values)
     conds, (result, *choices) = everything[:len(condlist)], everything[len(condlist):]
     for cond, choice in reversed(list(zip(conds, choices))):
         result = _where(cond, choice, result)

@@ -21,6 +21,7 @@ from srcjax.runtime.numpy._core import (
     aval,
     broadcast_to,
     check_arraylike,
+    check_rank_promotion,
     convert,
     is_arraylike,
     is_concrete,
@@ -151,6 +152,7 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     else:
         x = _array("trapezoid", x)
         y, x = promote_dtypes_inexact(y, x)
+        check_rank_promotion("trapezoid", [_shape(y), _shape(x)])
     ndim = len(_shape(y))
     axis = normalize_axis(axis, ndim, "trapezoid")
     if x is not None:
@@ -406,13 +408,15 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
         lhs = lhs * jnp.expand_dims(w, 1)
         rhs = rhs * (w if len(_shape(rhs)) == 1 else jnp.expand_dims(w, 1))
     # Scaling the columns to unit length makes the least-squares problem better conditioned.
+    # (broadcasts written out: library code must not trip jax_numpy_rank_promotion='raise')
     scale = jnp.sqrt(jnp.sum(lhs * lhs, axis=0))
-    coefficients, residuals, rank, singular = jnp.linalg.lstsq(lhs / scale, rhs, rcond=rcond)
-    coefficients = (coefficients.T / scale).T
+    coefficients, residuals, rank, singular = jnp.linalg.lstsq(lhs / scale[None, :], rhs, rcond=rcond)
+    coefficients = coefficients / (scale if len(_shape(coefficients)) == 1 else scale[:, None])
     if full:
         return coefficients, residuals, rank, singular, jnp.asarray(rcond)
     if cov:
-        base = jnp.linalg.inv(jnp.matmul((lhs / scale).T, lhs / scale)) / jnp.outer(scale, scale)
+        scaled = lhs / scale[None, :]
+        base = jnp.linalg.inv(jnp.matmul(scaled.T, scaled)) / jnp.outer(scale, scale)
         if cov == "unscaled":
             factor = 1
         else:
@@ -421,7 +425,7 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
             factor = residuals / (_shape(x)[0] - order)
         if len(_shape(y)) == 1:
             return coefficients, base * factor
-        return coefficients, base[:, :, None] * factor
+        return coefficients, base[:, :, None] * factor[None, None, :]
     return coefficients
 
 

@@ -26,6 +26,7 @@ from srcjax.runtime.numpy._core import (
     convert,
     promote_args,
     promote_dtypes,
+    promote_dtypes_inexact,
     promote_args_inexact,
     promote_shapes,
 )
@@ -594,7 +595,8 @@ def bitwise_count(x: Any, /) -> Any:
 def gcd(x1: Any, x2: Any) -> Any:
     """Greatest common divisor, by Euclid's algorithm unrolled for the dtype's worst case."""
     weak = all(aval(_array("gcd", x)).weak_type for x in (x1, x2))
-    x1, x2 = promote_args("gcd", x1, x2)
+    check_arraylike("gcd", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes(x1, x2))  # (JAX's broadcasts without the rank check)
     _reject("gcd", x1, "bfc", "gcd is defined for integers")
     a, b = abs(x1), abs(x2)
     zero = _const(b, 0)
@@ -728,7 +730,7 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
         raise TypeError(f"jnp.ldexp: the exponent must be an integer, got {aval(x2).dtype.name}")
     (x1,) = promote_args_inexact("ldexp", x1)
     _reject("ldexp", x1, "c", "use x * 2**n for complex numbers")
-    x1, x2 = promote_shapes(x1, _bool_to_int(x2)[0])
+    x1, x2 = promote_shapes(x1, _bool_to_int(x2)[0], name="ldexp")
     dtype = aval(x1).dtype
     # two half steps, so that 2**x2 itself may overflow or underflow while the product does not
     half = ew.shift_right_arithmetic_p.bind(x2, _const(x2, 1)) if _kind(x2) == "i" else \
@@ -751,7 +753,8 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
 def heaviside(x1: Any, x2: Any, /) -> Any:
     """0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0."""
     args = (x1, x2)
-    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    check_arraylike("heaviside", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes_inexact(x1, x2))  # (JAX's broadcasts without the rank check)
     _reject("heaviside", x1, "c", "complex numbers have no sign")
     zero = _const(x1, 0)
     step = _where(ew.gt_p.bind(x1, zero), _const(x1, 1), x2)

@@ -74,6 +74,40 @@ def test_option_context_managers(restore_config):
     assert config.jax_threefry_partitionable is False
 
 
+def test_compiled_code_follows_the_options_traces_read(restore_config):
+    """A jitted function called with the same arguments under other option values (x64, rank promotion, the
+    random bits' stream) runs the program those values give, as JAX keys its caches on them."""
+    f = srcjax.jit(lambda x: x.astype(float) + jnp.arange(2))
+    x = jnp.ones(2, np.float32)
+    outside = f(x)
+    with srcjax.enable_x64():
+        inside = f(x)
+    assert (outside.dtype, inside.dtype, f(x).dtype) == (np.float32, np.float64, np.float32)
+    add = srcjax.jit(lambda a, b: a + b)
+    m, v = jnp.ones((2, 3)), jnp.ones(3)
+    add(m, v)
+    with srcjax.numpy_rank_promotion("raise"), pytest.raises(ValueError, match="rank_promotion"):
+        add(m, v)
+    bits = srcjax.jit(lambda key: srcjax.random.bits(key, (3,)))
+    key = srcjax.random.PRNGKey(0)
+    before = np.asarray(bits(key))
+    with srcjax.threefry_partitionable(True):
+        partitionable = np.asarray(bits(key))
+    np.testing.assert_array_equal(np.asarray(bits(key)), before)
+    # (JAX 0.10.2's bits for PRNGKey(0), both ways)
+    assert partitionable.tolist() == [4070199207, 4202968722, 1427181096]
+    assert before.tolist() == [4146024105, 1351547692, 2718843009]
+
+
+def test_prng_implementations(restore_config):
+    with pytest.raises(NotImplementedError, match="threefry2x32 keys only"):
+        srcjax.config.update("jax_default_prng_impl", "rbg")
+    with pytest.raises(ValueError, match="jax_default_prng_impl: the value must be one of"):
+        srcjax.default_prng_impl("philox")
+    with srcjax.default_prng_impl("threefry2x32"):
+        assert config.jax_default_prng_impl == "threefry2x32"
+
+
 def test_update_and_unknown_names(restore_config):
     srcjax.config.update("jax_debug_nans", True)
     assert config.jax_debug_nans is True

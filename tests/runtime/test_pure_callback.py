@@ -137,3 +137,36 @@ def test_in_loops_and_branches_each_time_the_program_reaches_it():
                                            lambda b: b * 0, x))
     np.testing.assert_array_equal(branch(x), [0.0, 0.0, 0.0])
     np.testing.assert_array_equal(branch(x + 1), [2.0, 3.0, 4.0])
+
+
+@pytest.fixture
+def four_devices():
+    saved = srcjax.config.jax_num_cpu_devices
+    srcjax.config.update("jax_num_cpu_devices", 4)
+    yield
+    srcjax.config.update("jax_num_cpu_devices", saved)
+
+
+def test_over_pmap_devices_each_calls_it(four_devices):
+    """Over pmap's devices (run batched here) the callback runs once per device, whatever vmap_method says; a vmap
+    inside the pmap keeps its own method (JAX: 4 calls of shape (2,), then 4 of shape (1, 2))."""
+    seen = []
+
+    def double(a):
+        seen.append(a.shape)
+        return np.asarray(a) * 2
+
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    out = srcjax.pmap(lambda v: srcjax.pure_callback(double, _like(v), v) + 1)(x)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    assert seen == [(2,)] * 4
+    seen.clear()
+    inner = srcjax.vmap(lambda v: srcjax.pure_callback(double, _like(v), v, vmap_method="expand_dims"))
+    np.testing.assert_array_equal(srcjax.pmap(inner)(x[:, None, :]), 2 * x[:, None, :])
+    assert seen == [(1, 2)] * 4
+
+
+def test_64_bit_results_need_x64():
+    with pytest.raises(ValueError, match="result_shape_dtypes cannot specify 64-bit types when `jax_enable_x64` is "
+                                         "disabled"):
+        srcjax.pure_callback(lambda a: a, srcjax.ShapeDtypeStruct((2,), np.float64), jnp.ones(2))

@@ -10,7 +10,9 @@ matrix-matrix product.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+import threading
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -19,6 +21,28 @@ from srcjax.transpiler.primitives.core import Primitive, registered
 from srcjax.transpiler.types import StackType, TensorType
 
 NOT_MAPPED = None
+
+
+class _Level(threading.local):
+    devices = False  # the batch a rule is applied for is pmap's devices (each runs the op on its own example)
+
+
+_level = _Level()
+
+
+def over_devices() -> bool:
+    """Whether the batching rule being applied batches over pmap's devices rather than a vmap: an op with an
+    effect on the host (a pure callback) then runs once per device, as each device runs it for itself."""
+    return _level.devices
+
+
+@contextlib.contextmanager
+def batching_devices(devices: bool) -> Iterator[None]:
+    saved, _level.devices = _level.devices, devices
+    try:
+        yield
+    finally:
+        _level.devices = saved
 
 
 def batched_aval(aval: Any, dim: int | None, size: int) -> Any:

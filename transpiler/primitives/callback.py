@@ -12,7 +12,8 @@ JAX's ``pure_callback``:
 - batched, it does what its ``vmap_method`` says: "sequential" (or "sequential_unrolled") calls it once per
   example and stacks the results; "expand_dims" calls it once with the batch axis first in every operand, of
   size 1 where the operand is not batched; "broadcast_all" the same with every operand broadcast to the batch;
-  "legacy_vectorized" leaves the operands that are not batched as they are. None refuses to be batched.
+  "legacy_vectorized" leaves the operands that are not batched as they are. None refuses to be batched. Over
+  pmap's (or shard_map's) devices it is called once per device, whatever the method, as each device runs it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from srcjax.transpiler.primitives.batching import axis_size, move_batch_axis, moveaxis
+from srcjax.transpiler.primitives.batching import axis_size, move_batch_axis, moveaxis, over_devices
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
 from srcjax.transpiler.types import TensorType
 
@@ -69,7 +70,7 @@ def _checked(values: Sequence[Any], avals: Sequence[TensorType]) -> list[np.ndar
         dtype = canonicalize_dtype(value.dtype) if value.dtype.kind in "biufc" else value.dtype
         if dtype != aval.dtype:
             raise RuntimeError(f"Incorrect output dtype for return value #{i}: Expected: {aval.dtype}, "
-                               f"Actual: {value.dtype}")
+                               f"Actual: {dtype}")
         if value.shape != aval.shape:
             raise RuntimeError(f"Incorrect output shape for return value #{i}: Expected: {aval.shape}, "
                                f"Actual: {value.shape}")
@@ -118,17 +119,18 @@ pure_callback_p.def_unsupported("transpose", "not linear (a pure callback has no
 
 def _pure_callback_vmap(args: list[Any], dims: list[int | None], *, callback: PureCallback,
                         result_avals: tuple[TensorType, ...], vmap_method: str | None):
-    if vmap_method is None:
+    method = "sequential" if over_devices() else vmap_method  # (pmap's devices each call it for themselves)
+    if method is None:
         raise NotImplementedError(
             "vmap is only supported for the pure_callback primitive when vmap_method is one of 'sequential', "
             "'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. Got vmap_method=None.")
     size = axis_size(args, dims)
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
-    if vmap_method.startswith("sequential"):
+    if method.startswith("sequential"):
         callback = callback.batched(dims, size)
     else:  # one call on the whole batch, first in every operand (or of size 1, or left out)
-        args = [moveaxis(x, d, 0) if d is not None else x if vmap_method == "legacy_vectorized"
-                else move_batch_axis(x, None, size if vmap_method == "broadcast_all" else 1, 0)
+        args = [moveaxis(x, d, 0) if d is not None else x if method == "legacy_vectorized"
+                else move_batch_axis(x, None, size if method == "broadcast_all" else 1, 0)
                 for x, d in zip(args, dims)]
     outs = pure_callback_p.bind(*args, callback=callback, result_avals=batched_avals, vmap_method=vmap_method)
     return outs, [0] * len(outs)

@@ -16,15 +16,16 @@ from srcjax.transpiler.ir import Block, Function, Literal, Op, Value
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import aval_of
-from srcjax.transpiler.primitives.batching import batched_aval, bdim_at_front, moveaxis
+from srcjax.transpiler.primitives.batching import batched_aval, batching_devices, bdim_at_front, moveaxis
 from srcjax.transpiler.primitives.core import registered
 
 
 class Batcher:
     """The engine (``primitives/engine.py``'s ``BatchEngine``)."""
 
-    def __init__(self, builder: Builder, size: int, axis_name: Any):
+    def __init__(self, builder: Builder, size: int, axis_name: Any, devices: bool = False):
         self.builder, self.size, self.axis_name = builder, size, axis_name
+        self.devices = devices  # the batch is pmap's devices (``batching.over_devices``)
         self.env: dict[int, tuple[Any, int | None]] = {}
         self.masks: list[Any] = []  # per example (bool, (size,)): whether the code being batched runs for it
 
@@ -61,7 +62,8 @@ class Batcher:
             return
         if prim.vmap_rule is None:
             raise prim.rule_error("vmap")
-        out, out_dim = prim.vmap_rule(list(args), list(dims), **op.params)
+        with batching_devices(self.devices):
+            out, out_dim = prim.vmap_rule(list(args), list(dims), **op.params)
         if prim.multiple_results:
             for r, o, d in zip(op.results, out, out_dim):
                 self.write(r, o, d)
@@ -78,11 +80,12 @@ class Batcher:
 
 
 def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_name: Any = None,
-                  out_dims: Sequence[int | None] | None = None) -> Function:
+                  out_dims: Sequence[int | None] | None = None, devices: bool = False) -> Function:
     """``fn`` over a batch of ``size``: param i is batched along ``in_dims[i]`` (``None``: shared). Each
-    result is batched along ``out_dims[i]`` (default 0; ``None`` only for results that are not batched)."""
+    result is batched along ``out_dims[i]`` (default 0; ``None`` only for results that are not batched).
+    ``devices``: the batch is pmap's devices."""
     builder = Builder(f"vmap_{fn.name}", fn.source)
-    batcher = Batcher(builder, size, axis_name)
+    batcher = Batcher(builder, size, axis_name, devices)
     for p, d in zip(fn.params, in_dims):
         new = builder.param(batched_aval(p.aval, d, size), p.name)
         batcher.write(p, new, d)
