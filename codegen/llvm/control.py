@@ -44,6 +44,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from srcjax.codegen.llvm import interrupt, replicas
+from srcjax.codegen.llvm.aliases import find_aliases
 from srcjax.codegen.llvm.entry import EntryEmitter
 from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 from srcjax.codegen.llvm.layout import Buffer
@@ -390,12 +391,10 @@ class ControlEmitter:
     def in_place(self, sub: Function, plan: Plan, results: list[Value], inside: set[int]) -> dict[int, int]:
         """Parameter index -> result index of the segment: a value the loop carries into the next trip, written over
         the carried value it replaces, where that dies here and the segment may write over it
-        (``compile.find_aliases``: the map writing it reads the old value only where it writes). The trip's end
+        (``aliases.find_aliases``: the map writing it reads the old value only where it writes). The trip's end
         then copies nothing (``dW = dW + outer(g, h)`` in reverse mode's loop). The segment's nests do not tell
         LLVM those two buffers are apart: inlined into the loop, a load of the carried value would otherwise be
         hoisted out of it."""
-        from srcjax.codegen.llvm.compile import find_aliases
-
         chosen: dict[int, int] = {}
         if self.carries:
             params, yields = self.carries[-1]

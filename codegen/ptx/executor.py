@@ -63,10 +63,10 @@ class GpuExecutable:
 
     def aliases(self) -> dict[int, int]:
         """Input index -> output index where a call may write that output over that input's buffer (a donated
-        argument's): the CPU's rule (``compile.find_aliases``) on this program's plan, whose map kernels, like
+        argument's): the CPU's rule (``aliases.find_aliases``) on this program's plan, whose map kernels, like
         the CPU's nests, read an element before they write it."""
         if self._aliases is None:
-            from srcjax.codegen.llvm.compile import find_aliases
+            from srcjax.codegen.llvm.aliases import find_aliases
 
             self._aliases = find_aliases(self.program.plan, self.fn)
         return self._aliases
