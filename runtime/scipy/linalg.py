@@ -18,8 +18,8 @@ from srcjax.runtime.numpy import linalg as jnp_linalg
 from srcjax.runtime.numpy._core import aval, check_arraylike, promote_dtypes, promote_dtypes_inexact
 
 __all__ = [
-    "block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "qr",
-    "solve", "solve_triangular", "svd",
+    "block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
+    "qr", "solve", "solve_triangular", "svd",
 ]
 
 
@@ -228,3 +228,71 @@ def block_diag(*arrs: Any) -> Any:
         left += cols
     return lax.concatenate(rows, 0)
 
+
+
+# -- the matrix exponential ------------------------------------------------------------------------------------
+# Scaling and squaring with a diagonal Pade approximant (Higham, "The scaling and squaring method for the matrix
+# exponential revisited", 2005), as JAX chooses it: the degree by the 1-norm of a, from the thresholds below
+# for the dtype's precision, the largest degree after scaling a by 2**-s so that its norm is at most the last one.
+_PADE = {
+    3: (120.0, 60.0, 12.0, 1.0),
+    5: (30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0),
+    7: (17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0),
+    9: (17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0, 90.0,
+        1.0),
+    13: (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+         10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0),
+}
+# (degrees in order, the norms below which each applies but the last, the norm the last is scaled to)
+_PADE_CHOICE = {
+    8: ((3, 5, 7, 9, 13), (1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1, 2.097847961257068),
+        5.371920351148152),
+    4: ((3, 5, 7), (4.258730016922831e-1, 1.880152677804762), 3.925724783138660),
+}
+
+
+def _pade(degree: int, a: Any) -> tuple[Any, Any]:
+    """(U, V): the odd and even parts of the degree's Pade numerator, exp(a) ~ (V - U)^-1 (V + U)."""
+    b = _PADE[degree]
+    eye = jnp.eye(aval(a).shape[-1], dtype=aval(a).dtype)
+    powers = [eye, a @ a]  # a^0, a^2, a^4, ...
+    if degree == 13:
+        a4 = powers[1] @ powers[1]
+        a6 = a4 @ powers[1]
+        u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * powers[1]) + b[7] * a6 + b[5] * a4 + b[3] * powers[1]
+                 + b[1] * eye)
+        v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * powers[1]) + b[6] * a6 + b[4] * a4 + b[2] * powers[1] + b[0] * eye
+        return u, v
+    while len(powers) <= degree // 2:
+        powers.append(powers[-1] @ powers[1])
+    u = a @ sum(b[2 * k + 1] * p for k, p in enumerate(powers))
+    v = sum(b[2 * k] * p for k, p in enumerate(powers))
+    return u, v
+
+
+def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
+    """The matrix exponential of A [..., n, n]; NaN where it would need more than ``max_squarings`` squarings.
+    ``upper_triangular``: A is, and the Pade quotient is solved by back substitution."""
+    (a,) = _inexact("expm", A)
+    shape = aval(a).shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={shape}.")
+    if len(shape) > 2:
+        return jnp.vectorize(lambda m: expm(m, upper_triangular=upper_triangular, max_squarings=max_squarings),
+                             signature="(n,n)->(n,n)")(a)
+    degrees, bounds, largest = _PADE_CHOICE[8 if np.dtype(aval(a).dtype).itemsize >= 8 and
+                                            np.dtype(aval(a).dtype).kind == "f" or aval(a).dtype == np.complex128
+                                            else 4]
+    norm = jnp.max(jnp.sum(jnp.abs(a), axis=0))
+    squarings = jnp.maximum(0, jnp.floor(jnp.log2(norm / largest)))
+    scaled = a / (2.0 ** squarings).astype(aval(a).dtype)
+    which = sum((norm >= bound).astype(np.int32) for bound in bounds)
+    u, v = lax.switch(which, [lambda m, d=d: _pade(d, m) for d in degrees], scaled)
+    p, q = u + v, v - u
+    r = solve_triangular(q, p) if upper_triangular else jnp_linalg.solve(q, p)
+
+    def square(i, m):
+        return jnp.where(i < squarings, jnp.matmul(m, m, precision=lax.Precision.HIGHEST), m)
+
+    r = lax.fori_loop(0, max_squarings, square, r)
+    return jnp.where(squarings > max_squarings, jnp.full_like(r, np.nan), r)

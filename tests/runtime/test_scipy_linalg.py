@@ -4,6 +4,7 @@ one axis fewer than a) checked with float64 NumPy and the identities each result
 import numpy as np
 import pytest
 
+import srcjax
 import srcjax.numpy as jnp
 from srcjax.runtime.scipy import linalg as sl
 
@@ -173,3 +174,36 @@ def test_block_diag():
     assert empty.shape == (1, 0) and empty.dtype == jnp.float32
     with pytest.raises(ValueError, match="at most 2 dimensions"):
         sl.block_diag(jnp.ones((1, 1, 1)))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.2, 1.0, 3.0, 40.0])
+def test_expm_against_exact_exponentials(scale):
+    """expm by Pade degree and squarings chosen by the norm: exact oracles for symmetric matrices (through the
+    eigendecomposition), rotations and nilpotent matrices, in float32 and, batched, under jit."""
+    from srcjax.scipy.linalg import expm
+
+    rng = np.random.default_rng(int(scale * 1000))
+    s = rng.normal(size=(4, 4)) * scale / 4
+    s = s + s.T
+    w, v = np.linalg.eigh(s)
+    exact = (v * np.exp(w)) @ v.T
+    got = np.asarray(expm(s.astype(np.float32)))
+    np.testing.assert_allclose(got, exact, rtol=2e-5 * max(1.0, scale), atol=1e-6 * np.abs(exact).max())
+    t = scale
+    rotation = np.array([[0.0, -t], [t, 0.0]])
+    want = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+    batched = srcjax.jit(expm)(np.stack([rotation, np.triu(np.ones((2, 2)), 1) * t]).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(batched[0]), want, atol=2e-5 * max(1.0, t))
+    np.testing.assert_allclose(np.asarray(batched[1]), [[1.0, t], [0.0, 1.0]], rtol=1e-6)
+
+
+def test_expm_upper_triangular_too_many_squarings_and_gradient():
+    from srcjax.scipy.linalg import expm
+    from srcjax.test_util import check_grads
+
+    t = np.triu(np.arange(1.0, 10.0).reshape(3, 3) / 10).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(expm(t, upper_triangular=True)), np.asarray(expm(t)), rtol=1e-6)
+    assert np.isnan(np.asarray(expm(np.eye(2, dtype=np.float32) * 1e6, max_squarings=4))).all()
+    with pytest.raises(ValueError, match="Expected A to be a"):
+        expm(np.ones((2, 3), np.float32))
+    check_grads(lambda m: expm(m), (np.array([[0.3, -0.2], [0.1, 0.4]]),), order=1, modes=("rev",))
