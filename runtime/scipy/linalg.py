@@ -280,9 +280,8 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     if len(shape) > 2:
         return jnp.vectorize(lambda m: expm(m, upper_triangular=upper_triangular, max_squarings=max_squarings),
                              signature="(n,n)->(n,n)")(a)
-    degrees, bounds, largest = _PADE_CHOICE[8 if np.dtype(aval(a).dtype).itemsize >= 8 and
-                                            np.dtype(aval(a).dtype).kind == "f" or aval(a).dtype == np.complex128
-                                            else 4]
+    double = np.dtype(aval(a).dtype) in (np.dtype(np.float64), np.dtype(np.complex128))
+    degrees, bounds, largest = _PADE_CHOICE[8 if double else 4]
     norm = jnp.max(jnp.sum(jnp.abs(a), axis=0))
     squarings = jnp.maximum(0, jnp.floor(jnp.log2(norm / largest)))
     scaled = a / (2.0 ** squarings).astype(aval(a).dtype)
