@@ -76,6 +76,58 @@ def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
     return Mesh(_np.array(chosen[:size], dtype=object).reshape(axis_shapes), axis_names)
 
 
+def named_call(fun, *, name=None):
+    """``fun`` itself (JAX's ``named_call`` names the call in staged-out programs, for profiles; here programs are
+    named after the functions they are traced from already)."""
+    if not callable(fun):
+        raise TypeError(f"named_call expects a callable, got {type(fun).__name__}")
+    return fun
+
+
+class named_scope:  # noqa: N801 - JAX's name
+    """``with named_scope("layer1"):`` (or as a decorator): JAX names the ops inside in profiles; the values are
+    unchanged, and here nothing else is either."""
+
+    def __init__(self, name):
+        if not isinstance(name, str):
+            raise TypeError("named_scope name argument must be a string.")
+        self.name = name
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, function):
+        import functools
+
+        @functools.wraps(function)
+        def scoped(*args, **kwargs):
+            with self:
+                return function(*args, **kwargs)
+
+        return scoped
+
+
+def print_environment_info(return_string: bool = False):
+    """The versions of srcjax, its dependencies and Python, and the devices (JAX's ``print_environment_info``)."""
+    import platform
+    import sys
+
+    import llvmlite
+    import numpy as _np
+
+    lines = [f"srcjax:  {__version__}", f"numpy:   {_np.__version__}", f"llvmlite: {llvmlite.__version__}",
+             f"python:  {sys.version.splitlines()[0]}", f"system:  {platform.platform()}",
+             f"devices: {globals()['devices']()}"]
+    text = "\n".join(lines)
+    if return_string:
+        return text
+    print(text)
+    return None
+
+
 def __getattr__(name: str):
     if name in _SUBMODULES:
         import importlib
@@ -92,5 +144,5 @@ __all__ = [
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
-    "pure_callback",
+    "pure_callback", "named_call", "named_scope", "print_environment_info",
 ]

@@ -369,6 +369,51 @@ class Frame:
             if stmt.finalbody is not None:
                 self.run_finally(flatten_statements(stmt.finalbody.body))
 
+    def stmt_With(self, stmt: cst.With) -> None:
+        """``with`` runs as written while the function is read: each manager's ``__enter__`` before the body, its
+        ``__exit__`` after it, also when the body returns, breaks or raises (an option's context manager, a named
+        scope, a lock: Python objects, as under JAX's tracing). A manager may swallow the program's own exception
+        where catching it is allowed (see ``stmt_Try``), never srcjax's refusals."""
+        if stmt.asynchronous is not None:
+            raise self.error(stmt, "`async with` cannot be compiled")
+        where = (self.trace.builder, self.trace.builder.block)
+        exits: list[tuple[Any, Any]] = []
+        try:
+            for item in stmt.items:
+                manager = self.eval(item.item)
+                if is_symbolic(manager):
+                    raise self.error(item.item, "a traced value is not a context manager")
+                try:
+                    enter, leave = type(manager).__enter__, type(manager).__exit__
+                except AttributeError:
+                    raise self.error(item.item, f"'{type(manager).__name__}' object does not support the context "
+                                                "manager protocol") from None
+                value = enter(manager)
+                exits.append((manager, leave))
+                if item.asname is not None:
+                    self.assign(item.asname.name, value)
+            self.exec_block(flatten_statements(stmt.body))
+        except Exit:
+            for manager, leave in reversed(exits):
+                leave(manager, None, None, None)
+            raise
+        except Exception as error:  # noqa: BLE001 - offered to the managers' __exit__, innermost first
+            caught = _user_exception(error)
+            swallowed = False
+            for manager, leave in reversed(exits):
+                if swallowed:
+                    leave(manager, None, None, None)
+                    continue
+                shown = caught if caught is not None else error
+                if leave(manager, type(shown), shown, shown.__traceback__) and caught is not None \
+                        and _unconditional(error, where):
+                    swallowed = True
+            if not swallowed:
+                raise
+        else:
+            for manager, leave in reversed(exits):
+                leave(manager, None, None, None)
+
     def handler_for(self, stmt: cst.Try, error: Exception, where: tuple[Any, Any]) -> tuple[Any, Any]:
         """The ``except`` clause of ``stmt`` that catches ``error``, and the exception it binds; (None, None)."""
         caught = _user_exception(error)
@@ -790,7 +835,6 @@ class Frame:
 
 _UNSUPPORTED_HINTS = {
     "TryStar": "use `except` instead of `except*` inside a compiled function",
-    "With": "context managers are not supported inside a compiled function",
     "ClassDef": "define classes outside the compiled function",
     "Match": "use if/elif instead of match inside a compiled function",
     "Yield": "build a list and return it instead",
