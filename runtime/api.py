@@ -527,12 +527,11 @@ class Jitted:
                 compiled, sig = self._specialise(args, kwargs)
                 self._fast[tuple([a.aval for a in args])] = compiled.call_arrays
                 return compiled(*sig.dynamic_leaves())
-            # pytrees of Arrays, NumPy arrays and Python scalars: keyed without building a Signature (the x64
-            # flag sets the canonical dtypes of NumPy arrays and scalars)
+            # pytrees of Arrays, NumPy arrays and Python scalars: keyed without building a Signature (the map
+            # starts again when an option traces read changes: x64 sets the dtypes of NumPy arrays and scalars)
             leaves: list[Any] = []
             key = _quick_flatten(args, leaves)
             if key is not _NOT_QUICK:
-                key = (key, _flags["jax_enable_x64"])
                 compiled = self._quick.get(key)
                 if compiled is not None:
                     return compiled._call_leaves(leaves)

@@ -29,7 +29,6 @@ import numpy as np
 from srcjax.runtime import dtypes, tree_util
 from srcjax.runtime.api import Signature, _is_dynamic
 from srcjax.runtime.array import Array
-from srcjax.runtime.config import config
 from srcjax.transpiler.builder import Builder, differentiation_depths
 from srcjax.transpiler.frontend import trace_function
 from srcjax.transpiler.frontend.calls import (
@@ -174,7 +173,7 @@ def _trace_once(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Seque
     owners = [i for i, arg in enumerate(args) for _ in tree_util.tree_leaves(arg)]
     owners = [o for o, d in zip(owners + [-1] * (len(signature.leaves) - len(owners)), signature.dynamic) if d]
     depths = tuple(int(o in argnums) + d for o, d in zip(owners, differentiation_depths(leaves)))
-    key = (signature.key, config.x64_enabled)  # library code reads the default dtypes while tracing
+    key = signature.key  # (with the options traces read: library code reads the default dtypes while tracing)
     try:
         # a function defined inside traced code reads its enclosing frame, which can change unseen: not cached
         cacheable = signature.key is not None and not isinstance(fun, InterpretedFunction)

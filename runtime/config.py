@@ -5,6 +5,7 @@ Each flag may also be set from the environment (``JAX_ENABLE_X64=1``) before the
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable
 
@@ -191,8 +192,6 @@ class _StateContext:
         config.update(self.name, self.saved.pop())
 
     def __call__(self, function: Callable) -> Callable:
-        import functools
-
         @functools.wraps(function)
         def with_value(*args: Any, **kwargs: Any) -> Any:
             with _StateContext(self.name, self.new_value):

@@ -100,14 +100,7 @@ class named_scope:  # noqa: N801 - JAX's name
         return False
 
     def __call__(self, function):
-        import functools
-
-        @functools.wraps(function)
-        def scoped(*args, **kwargs):
-            with self:
-                return function(*args, **kwargs)
-
-        return scoped
+        return function  # (as a decorator: the scope would change nothing around its calls)
 
 
 def print_environment_info(return_string: bool = False):

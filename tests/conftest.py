@@ -17,6 +17,15 @@ def x64():
 
 
 @pytest.fixture
+def four_devices():
+    """Four virtual CPU devices (``jax_num_cpu_devices``) for the test, and the setting restored after it."""
+    saved = srcjax.config.jax_num_cpu_devices
+    srcjax.config.update("jax_num_cpu_devices", 4)
+    yield
+    srcjax.config.update("jax_num_cpu_devices", saved)
+
+
+@pytest.fixture
 def cpu_backend(monkeypatch):
     """The CPU as the default backend for the test, and for the processes it starts: for tests of the virtual
     CPU devices (pmap over eight of them), the native CPU code and its dispatch, which a GPU (present, or

@@ -40,6 +40,9 @@ to its next trip, a stack read from a stack and carried, a pushed stack used aga
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import llvmlite.ir as ir
 import numpy as np
 
@@ -419,20 +422,14 @@ class ControlEmitter:
                 out.append(self.buffer(r))
         return out
 
-    def carrying(self, params: list[Value], results: list[Value], carried: list[ir.Value]):
-        """While a loop's body is emitted: which values it carries in which buffers (see ``outputs``)."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def scope():
-            self.carries.append(({id(p): c for p, c in zip(params, carried)},
-                                 {id(r): c for r, c in zip(results, carried)}))
-            try:
-                yield
-            finally:
-                self.carries.pop()
-
-        return scope()
+    @contextlib.contextmanager
+    def carrying(self, params: list[Value], results: list[Value], carried: list[ir.Value]) -> Iterator[None]:
+        """While a loop's body is emitted: which values it carries in which buffers (see ``in_place``)."""
+        self.carries.append(({id(p): c for p, c in zip(params, carried)}, {id(r): c for r, c in zip(results, carried)}))
+        try:
+            yield
+        finally:
+            self.carries.pop()
 
     def yield_into(self, values: list[Value], targets: list[ir.Value], carried: list[ir.Value]) -> None:
         """Copy ``values`` into ``targets``; sources that are themselves carried buffers are staged first."""

@@ -284,6 +284,7 @@ def broadcast_to(x: Any, shape_: Sequence[int]) -> Any:
 
 
 _RANK_PROMOTION_DOC = "https://docs.jax.dev/en/latest/rank_promotion_warning.html"
+_flags = config._values
 
 
 def promote_shapes(*args: Any, name: str | None = None) -> list[Any]:
@@ -302,10 +303,11 @@ def promote_shapes(*args: Any, name: str | None = None) -> list[Any]:
 def check_rank_promotion(name: str, shapes: list[tuple[int, ...]]) -> None:
     """Under ``jax_numpy_rank_promotion`` 'raise' or 'warn', operands of ``name`` of different ranks (scalars
     aside) are an error or a warning."""
-    if config.jax_numpy_rank_promotion == "allow" or len({len(s) for s in shapes if s}) <= 1:
+    mode = _flags["jax_numpy_rank_promotion"]  # (every ufunc reads it: the table, not config's attribute lookup)
+    if mode == "allow" or len({len(s) for s in shapes if s}) <= 1:
         return
     listed = " ".join(map(str, shapes))
-    if config.jax_numpy_rank_promotion == "raise":
+    if mode == "raise":
         raise ValueError(f"Operands could not be broadcast together for {name} on shapes {listed} and with the config "
                          f"option jax_numpy_rank_promotion='raise'. For more information, see {_RANK_PROMOTION_DOC}.")
     import warnings

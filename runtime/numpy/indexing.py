@@ -912,7 +912,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
         a = _clip(a, 0, n - 1)
     else:
         raise ValueError(f"choose: invalid mode {mode!r}; expected 'raise', 'wrap' or 'clip'")
-    operands = promote_shapes(a, *promote_dtypes(*choices), name="choose")
+    operands = promote_shapes(a, *promote_dtypes(*choices))
     which = convert(operands[0], np.int32)
     return ew.select_n_p.bind(which, *operands[1:])
 

@@ -437,12 +437,10 @@ def test_native_can_be_turned_off(monkeypatch):
 
 
 
-@pytest.mark.parametrize("shape", [(40, 130, 70), (90, 130, 33)], ids=["columns", "rows"])
-@pytest.mark.parametrize("transposed", ["", "lhs", "rhs", "both"])
-def test_products_split_across_the_pool(monkeypatch, shape, transposed):
-    """Large products run as blocks on the thread pool, each a single-threaded BLAS call (batched products
-    too): blocks of columns where the product is wider than tall, of rows otherwise, with the same results
-    whichever operand is stored transposed."""
+@pytest.fixture
+def split_products(monkeypatch):
+    """Every product split across the pool (its thresholds at 1), the compile cache off; skipped without
+    OpenBLAS's thread controls or a second thread."""
     from srcjax.codegen.llvm import blas, gemm
 
     found = blas.find_gemm()
@@ -451,6 +449,14 @@ def test_products_split_across_the_pool(monkeypatch, shape, transposed):
     monkeypatch.setenv("SRCJAX_CACHE", "0")
     monkeypatch.setattr(gemm, "GEMM_SPLIT_MIN_WORK", 1)
     monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1)
+
+
+@pytest.mark.parametrize("shape", [(40, 130, 70), (90, 130, 33)], ids=["columns", "rows"])
+@pytest.mark.parametrize("transposed", ["", "lhs", "rhs", "both"])
+def test_products_split_across_the_pool(split_products, shape, transposed):
+    """Large products run as blocks on the thread pool, each a single-threaded BLAS call (batched products
+    too): blocks of columns where the product is wider than tall, of rows otherwise, with the same results
+    whichever operand is stored transposed."""
     m, k, n = shape
     a, b = _f32(m, k), _f32(k, n)
     lhs = a.T.copy() if transposed in ("lhs", "both") else a
@@ -495,20 +501,14 @@ def test_matrix_vector_products_are_gemv(dtype):
     np.testing.assert_array_equal(np.asarray(empty(np.ones((5, 0), dtype), np.ones(0, dtype))), np.zeros(5, dtype))
 
 
-def test_split_products_from_two_threads_give_blas_its_threads_back(monkeypatch):
+def test_split_products_from_two_threads_give_blas_its_threads_back(split_products):
     """A split product sets BLAS to one thread and then back to the count the host wants: two threads of the
     process splitting products at once must not leave BLAS on one thread for good (as restoring the count
     each read before setting 1 would)."""
     import threading
 
-    from srcjax.codegen.llvm import blas, gemm
+    from srcjax.codegen.llvm import blas
 
-    found = blas.find_gemm()
-    if found is None or not found.thread_control or num_threads() < 2:
-        pytest.skip("needs OpenBLAS's thread controls and two threads")
-    monkeypatch.setenv("SRCJAX_CACHE", "0")
-    monkeypatch.setattr(gemm, "GEMM_SPLIT_MIN_WORK", 1)
-    monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1)
     a, b = _f32(64, 64), _f32(64, 64)
     f = srcjax.jit(lambda x, y: x @ y)
     want = np.asarray(f(a, b))

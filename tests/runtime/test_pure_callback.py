@@ -139,14 +139,6 @@ def test_in_loops_and_branches_each_time_the_program_reaches_it():
     np.testing.assert_array_equal(branch(x + 1), [2.0, 3.0, 4.0])
 
 
-@pytest.fixture
-def four_devices():
-    saved = srcjax.config.jax_num_cpu_devices
-    srcjax.config.update("jax_num_cpu_devices", 4)
-    yield
-    srcjax.config.update("jax_num_cpu_devices", saved)
-
-
 def test_over_pmap_devices_each_calls_it(four_devices):
     """Over pmap's devices (run batched here) the callback runs once per device, whatever vmap_method says; a vmap
     inside the pmap keeps its own method (JAX: 4 calls of shape (2,), then 4 of shape (1, 2))."""

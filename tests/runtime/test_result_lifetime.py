@@ -24,14 +24,6 @@ def no_collector():
     gc.enable()
 
 
-@pytest.fixture
-def four_devices():
-    saved = srcjax.config.jax_num_cpu_devices
-    srcjax.config.update("jax_num_cpu_devices", 4)
-    yield
-    srcjax.config.update("jax_num_cpu_devices", saved)
-
-
 def _freed(make):
     result = make()
     leaves = srcjax.tree_util.tree_leaves(result)

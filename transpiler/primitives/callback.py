@@ -25,11 +25,10 @@ import numpy as np
 
 from srcjax.transpiler.primitives.batching import axis_size, move_batch_axis, moveaxis, over_devices
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
+from srcjax.transpiler.primitives.debug import Level, example, with_level, without_level
 from srcjax.transpiler.types import TensorType
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized", None)
-# one sequential vmap around the op: per operand its batch axis (None: shared by the batch), and the batch size
-Level = tuple[tuple["int | None", ...], int]
 
 
 @dataclasses.dataclass(init=False, eq=False)
@@ -50,13 +49,8 @@ class PureCallback:
         return _run(lambda *xs: _checked(self.call(*xs), each), list(arrays), list(self.levels))
 
     def batched(self, dims: Sequence[int | None], size: int) -> PureCallback:
-        """This callback under one more sequential vmap (operand i batched along ``dims[i]``); the batch axes of
-        the levels already there move past the new axis."""
-        def moved(axis: int | None, new: int | None) -> int | None:
-            return axis if axis is None or new is None or axis < new else axis + 1
-
-        levels = tuple((tuple(map(moved, axes, dims)), n) for axes, n in self.levels)
-        return PureCallback(self.name, self.call, (*levels, (tuple(dims), size)))
+        """This callback under one more sequential vmap (operand i batched along ``dims[i]``)."""
+        return PureCallback(self.name, self.call, with_level(self.levels, dims, size))
 
 
 def _checked(values: Sequence[Any], avals: Sequence[TensorType]) -> list[np.ndarray]:
@@ -79,14 +73,12 @@ def _checked(values: Sequence[Any], avals: Sequence[TensorType]) -> list[np.ndar
 
 
 def _run(call: Callable[..., list[np.ndarray]], arrays: list[np.ndarray], levels: list[Level]) -> list[np.ndarray]:
-    """``call`` on each example of the latest level, its results stacked along a new first axis; taking example i
-    drops that level's axes, so the axes of the other levels beyond them move down by one."""
+    """``call`` on each example of the latest level, its results stacked along a new first axis."""
     if not levels:
         return list(call(*arrays))
     (axes, size), others = levels[-1], levels[:-1]
-    rest = [(tuple(b if a is None or b is None or b < a else b - 1 for a, b in zip(axes, bs)), n) for bs, n in others]
-    per_example = [_run(call, [x if a is None else np.take(x, i, axis=a) for x, a in zip(arrays, axes)], rest)
-                   for i in range(size)]
+    rest = without_level(others, axes)
+    per_example = [_run(call, example(arrays, axes, i), rest) for i in range(size)]
     return [np.stack(results) for results in zip(*per_example)]
 
 

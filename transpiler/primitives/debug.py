@@ -47,31 +47,41 @@ class Callback:
         _run(self.call, list(arrays), list(self.levels))
 
     def batched(self, dims: Sequence[int | None], size: int) -> Callback:
-        """This callback under one more vmap (operand i batched along ``dims[i]``): the new loop is the innermost,
-        and the batch axes of the loops already there move past the new axis."""
-        def moved(axis: int | None, new: int | None) -> int | None:
-            return axis if axis is None or new is None or axis < new else axis + 1
-
-        levels = tuple((tuple(map(moved, axes, dims)), n) for axes, n in self.levels)
-        return Callback(f"batched({self.name})", self.call, None, (*levels, (tuple(dims), size)))
+        """This callback under one more vmap (operand i batched along ``dims[i]``): the new loop is the innermost."""
+        return Callback(f"batched({self.name})", self.call, None, with_level(self.levels, dims, size))
 
     def source(self, texts: list[str]) -> tuple[str, str] | None:
         """``spell(texts)``; None under a vmap, whose loop over the examples has no spelling."""
         return self.spell(texts) if self.spell is not None and not self.levels else None
 
 
+def with_level(levels: tuple[Level, ...], dims: Sequence[int | None], size: int) -> tuple[Level, ...]:
+    """``levels`` and, last, one more vmap (operand i batched along ``dims[i]``); the batch axes of the levels already
+    there move past the new one's."""
+    def moved(axis: int | None, new: int | None) -> int | None:
+        return axis if axis is None or new is None or axis < new else axis + 1
+
+    return (*((tuple(map(moved, axes, dims)), n) for axes, n in levels), (tuple(dims), size))
+
+
+def without_level(levels: Sequence[Level], axes: tuple[int | None, ...]) -> list[Level]:
+    """``levels`` once an example of the level batched along ``axes`` is taken: their axes beyond it move down."""
+    return [(tuple(b if a is None or b is None or b < a else b - 1 for a, b in zip(axes, bs)), n) for bs, n in levels]
+
+
+def example(arrays: Sequence[np.ndarray], axes: tuple[int | None, ...], i: int) -> list[np.ndarray]:
+    """Example ``i`` of a level: each operand batched along its axis, indexed there."""
+    return [x if a is None else np.take(x, i, axis=a) for x, a in zip(arrays, axes)]
+
+
 def _run(call: Callable[..., None], arrays: list[np.ndarray], levels: list[Level]) -> None:
-    """``call`` on each example of the outermost level, in order; taking example i drops that level's axes, so the
-    axes of the inner levels beyond them move down by one."""
+    """``call`` on each example of the outermost level, in order."""
     if not levels:
         call(*arrays)
         return
     (axes, size), inner = levels[0], levels[1:]
     for i in range(size):
-        examples = [x if a is None else np.take(x, i, axis=a) for x, a in zip(arrays, axes)]
-        rest = [(tuple(b if a is None or b is None or b < a else b - 1 for a, b in zip(axes, bs)), n)
-                for bs, n in inner]
-        _run(call, examples, rest)
+        _run(call, example(arrays, axes, i), without_level(inner, axes))
 
 
 debug_callback_p = Primitive("debug_callback", params=("callback", "ordered"), multiple_results=True)
