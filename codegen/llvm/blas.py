@@ -126,8 +126,9 @@ LOAD_CHECK_SECONDS = 0.05
 
 
 def fit_threads_to_load() -> None:
-    """Give OpenBLAS only the cores other processes leave free, and have the thread pool run its nests in the
-    caller alone while at most one is (checked at most every ``LOAD_CHECK_SECONDS``).
+    """Give OpenBLAS only the cores other processes leave free, and tell the thread pool when at most one is
+    (it then keeps sharing its nests however slow a call was: see ``pool.CROWDED``), checked at most every
+    ``LOAD_CHECK_SECONDS``.
 
     OpenBLAS's threads wait for each other spinning: where another process keeps a core busy, the thread that
     shares it is descheduled and every product stalls on it (one MLP step on 2 cores with one process
@@ -144,7 +145,7 @@ def fit_threads_to_load() -> None:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     free = cpus - others
     crowded = free <= 1 and cpus > 1
-    if crowded != _load.crowded:  # (the pool's nests: in the caller alone while at most one core is free)
+    if crowded != _load.crowded:
         from srcjax.codegen.llvm import pool
 
         pool.set_crowded(crowded)

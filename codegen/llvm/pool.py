@@ -32,8 +32,11 @@ def parallel_function(module: ir.Module) -> ir.Function:
 
 
 # an i32 of the host's that says the machine is crowded: at most one core is free of other processes' threads
-# (``blas.fit_threads_to_load`` sets it), so ``srcjax_parallel`` runs the chunks in the caller, one after another,
-# rather than wait for workers that share the caller's core with other processes
+# (``blas.fit_threads_to_load`` sets it). A parallel call that is slow there is slow because other processes
+# took a core for a while, not because sharing does not pay: ``srcjax_parallel`` then does not back off to
+# running chunks serially. (The scheduler shares the cores per thread, so one thread of ours beside two
+# spinning processes on 2 cores gets half a core and two get one: an MLP step took 7.2-8.0 ms on average
+# serially and 6.6 in the pool, JAX 6.5-7.0.)
 CROWDED = "srcjax_pool_crowded"
 _crowded = ctypes.c_int32(0)
 
@@ -109,7 +112,8 @@ class PoolEmitter:
     after the other: the same chunks and slots, so results do not depend on the path. A lock holding
     another pid was inherited through fork from a thread that does not exist in this process: it is taken.
     When the pool made a call slower than running it alone (no idle core: see ``judge``), the next calls
-    run serially for a while; and while the host says the machine is crowded (``CROWDED``), every call does.
+    run serially for a while, unless the host says the machine is crowded (``CROWDED``): other processes
+    then keep the cores busy, and serial calls would only get this process a smaller share of them.
     """
 
     def __init__(self, module: ir.Module, host_flag: bool = True):
@@ -300,8 +304,6 @@ class PoolEmitter:
         serial, pooled, locked = self.block("serial"), self.block("pooled"), self.block("locked")
         chunks = b.and_(argument, ir.Constant(I64, PARALLEL_SMALL - 1))
         usable = b.and_(b.icmp_signed(">", chunks, ir.Constant(I64, 1)), b.icmp_signed(">", n, ir.Constant(I64, 1)))
-        uncrowded = b.icmp_signed("==", b.load_atomic(self.crowded, "monotonic", 4), ir.Constant(I32, 0))
-        usable = b.and_(usable, uncrowded)
         b.cbranch(usable, pooled, serial)
         b.position_at_end(pooled)
         self.take_pool(b.icmp_unsigned(">=", argument, ir.Constant(I64, PARALLEL_SMALL)), locked, serial)
@@ -429,10 +431,13 @@ class PoolEmitter:
         """Back off when sharing did not pay: when the workers took part (``theirs`` chunks) and the task took
         longer than its chunks one after the other would have (estimated by the fastest chunk, one that ran
         undisturbed). That happens when the machine has no idle core: a worker that holds a chunk, or the
-        caller, loses its core for a time slice. The next 1, 3, 7, ... 2**MAX_STRIKES - 1 calls then run serially."""
+        caller, loses its core for a time slice. The next 1, 3, 7, ... 2**MAX_STRIKES - 1 calls then run serially.
+        Not while the machine is crowded with other processes' threads: there a slow call is their doing."""
         b = self.b
         alone = b.mul(b.load_atomic(self.fastest, "monotonic", 8), chunks)
         slower = b.and_(b.icmp_unsigned(">", took, alone), b.icmp_signed(">", theirs, ir.Constant(I64, 0)))
+        uncrowded = b.icmp_signed("==", b.load_atomic(self.crowded, "monotonic", 4), ir.Constant(I32, 0))
+        slower = b.and_(slower, uncrowded)
         strikes = b.load(self.strikes)
         more = b.add(strikes, ir.Constant(I32, 1))
         more = b.select(b.icmp_signed("<", more, ir.Constant(I32, MAX_STRIKES)), more, ir.Constant(I32, MAX_STRIKES))

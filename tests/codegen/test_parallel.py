@@ -271,10 +271,10 @@ def test_blas_gets_only_the_cores_other_processes_leave(monkeypatch):
     assert blas._others_running() >= 0  # (the real reading works here)
 
 
-def test_a_crowded_machine_runs_nests_in_the_caller(monkeypatch):
+def test_the_pool_is_told_when_the_machine_is_crowded(monkeypatch):
     """With at most one core free of other processes' threads, ``fit_threads_to_load`` tells the pool the
-    machine is crowded: a native call then runs its nests' chunks in the caller, one after another (the same
-    chunks: the same results), and the pool is used again once cores come free."""
+    machine is crowded (it then does not back off to serial calls when a call was slow), and that it is not
+    once cores come free; the results are the same either way."""
     from srcjax.codegen.llvm import blas
 
     monkeypatch.setenv("SRCJAX_NUM_THREADS", THREADS)
