@@ -1,7 +1,7 @@
 """Benchmarks: srcjax beside NumPy (and JAX, where it is importable), as ratios measured in one run.
 
-Each workload is timed as the median of repeated calls after a warm-up. A ratio below 1 means srcjax is
-faster. Run: python examples/bench.py [--small] [-k NAME]
+Each workload is timed as the median of repeated calls after a warm-up (the MLP step: the time per step over
+3 s of steps, the rate a training loop gets). A ratio below 1 means srcjax is faster. Run: python examples/bench.py [--small] [-k NAME]
 """
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ def median_time(fn, repeat: int, number: int = 1) -> float:
             fn()
         times.append((time.perf_counter() - start) / number)
     return statistics.median(times)
+
+
+def steady_time(fn, seconds: float) -> float:
+    """The time per call over ``seconds`` of calls in a row after a warm-up: the rate a training loop gets,
+    stalls included (on a loaded machine a median of a few calls hides them, and varies from run to run)."""
+    for _ in range(3):
+        fn()
+    count, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        fn()
+        count += 1
+    return elapsed / count
 
 
 def median_times(fns, repeat: int, number: int = 1) -> list[float]:
@@ -297,7 +309,7 @@ def run_programs(small: bool, key: str, repeat: int) -> None:
         for label, lib, np_ in libs:
             step = mlp_step(lib, np_)
             args = lib.device_put((params, x, y))
-            times[label] = median_time(lambda: ready(step(*args)[1]), repeat)
+            times[label] = steady_time(lambda: ready(step(*args)[1]), 0.2 if small else 3.0)
         line = f"{name:44s} {times['srcjax'] * 1e3:9.3f}ms"
         if "jax" in times:
             line += f"   jax {times['jax'] * 1e3:9.3f}ms  ratio {times['srcjax'] / times['jax']:5.2f}"
