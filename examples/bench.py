@@ -1,7 +1,8 @@
 """Benchmarks: srcjax beside NumPy (and JAX, where it is importable), as ratios measured in one run.
 
 Each workload is timed as the median of repeated calls after a warm-up (the MLP step: the time per step over
-3 s of steps, the rate a training loop gets). A ratio below 1 means srcjax is faster. Run: python examples/bench.py [--small] [-k NAME]
+3 s of steps, the rate a training loop gets). A ratio below 1 means srcjax is faster.
+Run: python examples/bench.py [--small] [-k NAME] [--load N]
 """
 
 from __future__ import annotations
