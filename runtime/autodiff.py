@@ -1114,8 +1114,12 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
     if (builder is None or not any(isinstance(x, Value) for x in leaves)
             or any(isinstance(x, Value) and id(x) in linear for x in leaves)):
         return custom.fun(*args)
-    is_operand = [isinstance(x, Value) or _is_dynamic(x) for x in leaves]
     arg_of = [i for i, a in enumerate(args) for _ in tree_util.tree_leaves(a)]
+    # (a nondiff argument's Python and NumPy values reach the rules as they are, as JAX passes them: a rule may
+    # branch on an int; its traced values and Arrays are operands)
+    nondiff = set(custom.nondiff_argnums)
+    is_operand = [isinstance(x, (Value, Array)) or (_is_dynamic(x) and a not in nondiff)
+                  for x, a in zip(leaves, arg_of)]
     call = kind(custom, treedef, leaves, is_operand, arg_of)
     with core.interpreting(builder):
         values = [builder.operand(x) for x, op in zip(leaves, is_operand) if op]

@@ -306,3 +306,55 @@ def test_branching_jvp_rule_forward_and_second_order():
     close(srcjax.vmap(lambda x: srcjax.jvp(f, (x,), (1.0,))[1])(BRANCH_XS), F_PRIME)
     close(srcjax.grad(srcjax.grad(f))(2.0), 2.0)
     close(srcjax.grad(srcjax.grad(g))(2.0), 0.0)
+
+
+def test_nondiff_python_values_reach_the_rules_as_python_values():
+    """A nondiff argument that is a Python int stays one (JAX passes it through), so the function and its rules
+    may branch on it under jit, grad and vmap; a function passed as a nondiff argument is called. Values
+    recorded from JAX 0.10.2."""
+    from functools import partial
+
+    @partial(srcjax.custom_jvp, nondiff_argnums=(1,))
+    def scale(x, n):
+        return x * n if n > 2 else x
+
+    scale.defjvp(lambda n, p, t: (scale(p[0], n), t[0] * 10))
+
+    @partial(srcjax.custom_vjp, nondiff_argnums=(1,))
+    def g(x, n):
+        return x * n if n > 2 else x
+
+    g.defvjp(lambda x, n: (g(x, n), x), lambda n, res, ct: (ct * (n if n > 2 else 100) * res,))
+
+    @partial(srcjax.custom_jvp, nondiff_argnums=(0,))
+    def apply(f, x):
+        return f(x)
+
+    apply.defjvp(lambda f, p, t: (apply(f, p[0]), t[0] * 7.0))
+    xs = jnp.array([1.0, 2.0, 3.0])
+    close(scale(1.0, 3), 3.0)
+    close(srcjax.jit(lambda x: scale(x, 3))(1.0), 3.0)
+    close(srcjax.grad(lambda x: scale(x, 3))(1.0), 10.0)
+    close(srcjax.jit(srcjax.grad(lambda x: scale(x, 1)))(1.0), 10.0)
+    close(srcjax.grad(lambda x: g(x, 3))(2.0), 6.0)
+    close(srcjax.grad(lambda x: g(x, 1))(2.0), 200.0)
+    close(srcjax.vmap(srcjax.grad(lambda x: g(x, 3)))(xs), np.array([3.0, 6.0, 9.0]))
+    close(srcjax.jit(srcjax.vmap(srcjax.grad(lambda x: g(x, 1))))(xs), np.array([100.0, 200.0, 300.0]))
+    close(srcjax.jit(srcjax.vmap(srcjax.grad(lambda x: apply(jnp.sin, x))))(xs), np.array([7.0, 7.0, 7.0]))
+
+
+def test_reverse_mode_through_a_rule_that_applies_its_function_to_tangents_is_an_error():
+    """``f``'s JVP rule returns ``f(t)``: forward mode runs it; reverse mode cannot transpose it (JAX raises
+    NotImplementedError), and must not recurse without end."""
+
+    @srcjax.custom_jvp
+    def f(x):
+        return jnp.round(x * 4) / 4
+
+    f.defjvp(lambda p, t: (f(p[0]), f(t[0])))
+    close(srcjax.jvp(f, (1.3,), (1.3,)), (1.25, 1.25))
+    xs = jnp.array([1.3, 2.0])
+    for program, x in [(srcjax.grad(f), 1.3), (srcjax.vmap(srcjax.grad(f)), xs),
+                       (srcjax.grad(lambda x: srcjax.vmap(f)(x).sum()), xs)]:
+        with pytest.raises(NotImplementedError, match="applies f to the tangents"):
+            program(x)

@@ -142,6 +142,9 @@ def _custom_vjp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
     return CustomVJPRecord(op, residuals, active, rule.backward)
 
 
+_transposing: set = set()  # the custom_jvp functions whose rules reverse mode is transposing now
+
+
 def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
     """Reverse mode through a ``custom_jvp`` call: its rule, traced into a function of (primals, tangents) (its
     Python control flow included, as the front end reads it), gives the outputs; the backward pass is that
@@ -158,13 +161,25 @@ def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
         outs, touts = rule.jvp_rule(params[: len(avals)], params[len(avals):])
         return list(outs) + [instantiate(t) for t in touts]
 
+    call = rule
+    while hasattr(call, "inner"):  # (a rule batched by vmap wraps the call's)
+        call = call.inner
+    custom = getattr(call, "custom", call)
+    if custom in _transposing:  # (the rule applies its own function to the tangents: it would recurse forever)
+        raise NotImplementedError(
+            f"reverse mode through the custom_jvp function {call.name}: its JVP rule applies {call.name} to the "
+            "tangents, which is not linear in them, so it cannot be transposed (JAX raises too)")
     jvp = engine.trace(f"{op.name}_rule", avals + tangent_avals, traced)
     n_out = len(op.results)
     wrt = [False] * len(avals) + [a and is_differentiable(v.aval) for v, a in zip(op.operands, active)]
     with interpreting(engine.builder):
         _outputs(engine, op, engine.evaluate(jvp, *primals, *[zeros(t) for t in tangent_avals])[:n_out])
     # the backward pass computes the rule again: its debug prints were made by the forward pass
-    transposed = engine.vjp(drop_effects(jvp), wrt)
+    _transposing.add(custom)
+    try:
+        transposed = engine.vjp(drop_effects(jvp), wrt)
+    finally:
+        _transposing.discard(custom)
 
     def backward(residuals: list[Any], cts_out: list[Any]) -> list[Any]:
         zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them: any value will do)
