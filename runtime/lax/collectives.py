@@ -17,7 +17,7 @@ from srcjax.transpiler.primitives.ad import aval_of
 from srcjax.transpiler.primitives.batching import moveaxis
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute", "pshuffle",
-           "axis_index", "axis_size"]
+           "axis_index", "axis_size", "pbroadcast", "pswapaxes"]
 
 
 def _axes(axis_name: Any) -> tuple:
@@ -130,6 +130,22 @@ def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
         if not (0 <= s < size and 0 <= d < size):
             raise ValueError(f"ppermute: the pair {(s, d)} of perm is outside the axis '{axes[0]}' of size {size}")
     return tree_map(lambda leaf: c.ppermute_p.bind(_leaf(leaf), axes=axes, perm=pairs), x)
+
+
+def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
+    """Every example receives example ``source``'s ``x``."""
+    axes = _one_axis(axis_name, "pbroadcast")
+    size = c.axis_size(axes[0])
+    source = int(source)
+    if not 0 <= source < size:
+        raise ValueError(f"pbroadcast: source {source} is outside the axis '{axes[0]}' of size {size}")
+    return tree_map(lambda leaf: all_gather(leaf, axis_name)[source], x)
+
+
+def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
+    """The named axis swapped with ``x``'s axis ``axis`` (of the named axis's size): ``all_to_all(x, axis_name,
+    axis, axis)``."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Any) -> Any:

@@ -25,7 +25,8 @@ from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatt
 from srcjax.transpiler.types import TensorType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient",
-           "optimization_barrier"]
+           "optimization_barrier", "platform_dependent", "composite", "stage", "dce_sink", "shape_as_value",
+           "with_sharding_constraint"]
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -784,3 +785,62 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
         return ys
     rest = vmap(f)(treedef.unflatten([lax.slice_in_dim(x, size, n, axis=0) for x in leaves]))
     return tree_map(lambda a, b: jnp.concatenate([a, b], axis=0), ys, rest)
+
+
+# -- staging helpers ---------------------------------------------------------------------------------------------
+# JAX's names for the platforms srcjax runs on, by ``default_backend()``
+_PLATFORM_NAMES = {"cpu": ("cpu",), "gpu": ("cuda", "gpu")}
+
+
+def platform_dependent(*args: Any, default: Callable | None = None, **per_platform: Callable) -> Any:
+    """``per_platform[p](*args)`` for the platform ``p`` this process computes on (``cpu``, or ``cuda`` on a GPU),
+    else ``default(*args)``. srcjax knows its platform when it reads the program, so only that branch runs."""
+    from srcjax.runtime.devices import default_backend
+
+    names = _PLATFORM_NAMES[default_backend()]
+    branch = next((per_platform[name] for name in names if name in per_platform), default)
+    if branch is None:
+        raise NotImplementedError(f"lax.platform_dependent: no branch for the platform {names[0]} (given: "
+                                  f"{sorted(per_platform)}) and no default")
+    return branch(*args)
+
+
+def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
+    """``decomposition`` under a name: a StableHLO composite in JAX. srcjax has no StableHLO; calling the result
+    calls ``decomposition``, and it transforms as any function does."""
+    import functools
+
+    if not isinstance(name, str):
+        raise TypeError(f"lax.composite: name must be a string, got {type(name).__name__}")
+
+    @functools.wraps(decomposition)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return decomposition(*args, **kwargs)
+
+    return call
+
+
+def stage(x: Any, /) -> Any:
+    """``x`` as an array of the computation (a Python scalar keeps its weak type; NumPy's 64-bit values narrow
+    unless x64 is on)."""
+    from srcjax.runtime import numpy as jnp
+
+    return jnp.asarray(x)
+
+
+def dce_sink(val: Any, *, prevent_mlir_dce: bool = False) -> None:
+    """Keeps ``val`` alive in JAX's compiled code; srcjax computes what a program's results need, so nothing."""
+    return None
+
+
+def shape_as_value(shape: Sequence[int]) -> np.ndarray:
+    """The shape as an int32 NumPy array (srcjax's shapes are always known numbers)."""
+    return np.asarray([int(d) for d in shape], np.int32)
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """``x`` itself: the layout over devices is a hint for XLA's partitioner, which srcjax does not have (an
+    array's sharding is where pmap or device_put put it)."""
+    if shardings is None:
+        raise ValueError("with_sharding_constraint: got sharding None; pass jax.sharding.Sharding instances")
+    return x

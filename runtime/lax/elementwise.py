@@ -25,7 +25,8 @@ __all__ = [
     "clz", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv",
     "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma", "log",
     "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "population_count", "pow",
-    "real", "reciprocal", "rem", "round", "rsqrt", "select", "select_n", "shift_left", "shift_right_arithmetic",
+    "real", "reciprocal", "reduce_precision", "rem", "round", "rsqrt", "select", "select_n", "shift_left",
+    "shift_right_arithmetic", "dtype",
     "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
 ]
 
@@ -446,3 +447,74 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     _check_operands("bitcast_convert_type", (operand,))
     want = dtypes.canonicalize_dtype(dtypes.to_dtype(new_dtype))
     return ew.bitcast_convert_type_p.bind(operand, new_dtype=want)
+
+
+def dtype(x: Any) -> np.dtype:
+    """The canonical dtype of a value or a dtype-like (``float64`` is ``float32`` unless x64 is on)."""
+    if is_arraylike(x) and not isinstance(x, type):
+        return dtypes.canonicalize_dtype(aval(x).dtype)
+    return dtypes.canonicalize_dtype(dtypes.to_dtype(x))
+
+
+# (exponent bits, mantissa bits, unsigned integer of the same width) of the float dtypes
+_FLOAT_FORMAT = {np.dtype(np.float16): (5, 10, np.uint16), np.dtype(np.float32): (8, 23, np.uint32),
+                 np.dtype(np.float64): (11, 52, np.uint64)}
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """``operand`` rounded to a float format of ``exponent_bits`` and ``mantissa_bits``, kept in its own dtype:
+    the mantissa rounded to nearest even, exponents beyond the format's range to infinity, those below its
+    normal range to zero (no subnormals, as XLA's ReducePrecision); NaN stays NaN. Its derivative passes
+    tangents through (JAX rounds them too, which differs only for a tangent the format cannot hold)."""
+    import operator
+
+    _check_operands("reduce_precision", (operand,))
+    exponent_bits, mantissa_bits = operator.index(exponent_bits), operator.index(mantissa_bits)
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError(f"lax.reduce_precision: needs exponent_bits >= 1 and mantissa_bits >= 0, got "
+                         f"{exponent_bits} and {mantissa_bits}")
+    if not _reduce_precision:
+        from srcjax.runtime.autodiff import custom_jvp
+
+        rounded = custom_jvp(_round_to_format, nondiff_argnums=(1, 2))
+        rounded.defjvp(lambda e, m, primals, tangents: (rounded(primals[0], e, m), tangents[0]))
+        _reduce_precision.append(rounded)
+    return _reduce_precision[0](operand, exponent_bits, mantissa_bits)
+
+
+_reduce_precision: list = []  # reduce_precision's rounding as a custom_jvp function, made at the first call
+
+
+def _round_to_format(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    typ = aval(operand)
+    if typ.dtype == dtypes.bfloat16:
+        source = (8, 7, np.uint16)
+    elif typ.dtype in _FLOAT_FORMAT:
+        source = _FLOAT_FORMAT[typ.dtype]
+    else:
+        raise TypeError(f"lax.reduce_precision: operand must be a floating point array, got {typ.dtype}")
+    if _is_python_scalar(operand):
+        operand = convert(operand, typ.dtype, weak_type=True)
+    source_exponent, source_mantissa, uint = source
+    if exponent_bits >= source_exponent and mantissa_bits >= source_mantissa:
+        return operand
+    width = 1 + source_exponent + source_mantissa
+    bits = bitcast_convert_type(operand, uint)
+    u = lambda value: np.asarray(value, uint)  # noqa: E731 - unsigned constants of the operand's width
+    if mantissa_bits < source_mantissa:
+        dropped = source_mantissa - mantissa_bits
+        last_kept = shift_right_logical(bitwise_and(bits, u(1 << dropped)), u(dropped))
+        rounded = add(bits, add(last_kept, u((1 << (dropped - 1)) - 1)))
+        bits = bitwise_and(rounded, u(((1 << width) - 1) ^ ((1 << dropped) - 1)))
+    if exponent_bits < source_exponent:
+        exponent_mask = ((1 << source_exponent) - 1) << source_mantissa
+        sign = bitwise_and(bits, u(1 << (width - 1)))
+        exponent = bitwise_and(bits, u(exponent_mask))
+        bias, reduced_bias = (1 << (source_exponent - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        overflow = gt(exponent, u((bias + reduced_bias) << source_mantissa))
+        underflow = le(exponent, u((bias - reduced_bias) << source_mantissa))
+        bits = select(overflow, bitwise_or(sign, u(exponent_mask)), select(underflow, sign, bits))
+    result = select(ne(operand, operand), operand, bitcast_convert_type(bits, typ.dtype))  # (NaN's payload may round)
+    if typ.weak_type:
+        result = convert(result, typ.dtype, weak_type=True)
+    return result

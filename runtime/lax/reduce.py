@@ -27,7 +27,8 @@ from srcjax.transpiler.primitives.indexing import slice_p
 from srcjax.transpiler.types import TensorType
 
 __all__ = [
-    "argmax", "argmin", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "padtype_to_pads", "reduce",
+    "approx_max_k", "approx_min_k", "argmax", "argmin", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum",
+    "padtype_to_pads", "reduce",
     "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "reduce_window",
     "reduce_window_shape_tuple", "reduce_xor", "sort", "sort_key_val", "top_k",
 ]
@@ -135,6 +136,38 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
     back = tuple(int(p) for p in np.argsort(perm))
     values, indices = rp.top_k_p.bind(transpose(operand, perm), k=k)
     return transpose(values, back), transpose(indices, back)
+
+
+def approx_max_k(operand: Any, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Any]:
+    """The ``k`` largest elements along ``reduction_dimension`` and their int32 indices, exactly (as JAX on
+    CPU: the recall is 1); NaN counts as the largest. Without ``aggregate_to_topk``, every element, sorted."""
+    return _approx_k("approx_max_k", operand, k, reduction_dimension, aggregate_to_topk, largest=True)
+
+
+def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Any]:
+    """The ``k`` smallest elements along ``reduction_dimension`` and their int32 indices, exactly; NaN counts
+    as the smallest (as JAX on CPU)."""
+    return _approx_k("approx_min_k", operand, k, reduction_dimension, aggregate_to_topk, largest=False)
+
+
+def _approx_k(name: str, operand: Any, k: int, dimension: int, aggregate: bool, largest: bool) -> list[Any]:
+    from srcjax.runtime import numpy as jnp
+
+    typ = aval(_check(operand, name))
+    if not np.issubdtype(typ.dtype, np.floating):
+        raise ValueError(f"lax.{name}: operand must be a floating type, got {typ.dtype}")
+    if not typ.shape:
+        raise ValueError(f"lax.{name}: needs an operand of rank >= 1, got a scalar")
+    dimension = _axis(dimension, len(typ.shape), name)
+    k, size = operator.index(k), typ.shape[dimension]
+    if not 0 <= k <= size:
+        raise ValueError(f"lax.{name}: k must be smaller than the size of reduction_dim {size}, got {k}")
+    # (top_k of the negation for the smallest; NaN made positive there, so that it comes first either way)
+    keys = operand if largest else jnp.where(jnp.isnan(operand), jnp.nan, -operand)
+    _, indices = top_k(keys, k if aggregate else size, axis=dimension)
+    return [jnp.take_along_axis(operand, indices, axis=dimension), indices]
 
 
 # -- recognising a monoid computation -----------------------------------------------------------------------

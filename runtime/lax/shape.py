@@ -34,7 +34,8 @@ from srcjax.transpiler.primitives.shape import (
 
 __all__ = [
     "broadcast", "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota",
-    "collapse", "concatenate", "expand_dims", "iota", "pad", "reshape", "rev", "squeeze", "transpose",
+    "collapse", "concatenate", "empty", "expand_dims", "full", "full_like", "iota", "pad", "reshape", "rev", "split",
+    "squeeze", "stack", "tile", "transpose", "unstack",
 ]
 
 
@@ -168,3 +169,89 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
                          f"rank {ndim}")
     size = int(np.prod(shape[start:stop], dtype=np.int64))
     return reshape(operand, shape[:start] + (size,) + shape[stop:])
+
+
+def _shape(shape: Any, name: str) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    shape = _ints(shape, name, "shape")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"lax.{name}: shape {shape} has a negative dimension")
+    return shape
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, sharding=None) -> Any:
+    """An array of ``shape`` holding ``fill_value``, a scalar; without ``dtype``, the value's dtype and weak
+    type (``lax.full((2,), 1.0)`` is weakly typed, as a Python scalar is)."""
+    shape = _shape(shape, "full")
+    typ = aval(_operand(fill_value, "full"))
+    if typ.shape:
+        raise TypeError(f"lax.full: fill_value must be a scalar, got an array of shape {typ.shape}")
+    if dtype is None:
+        dtype, weak = typ.dtype, typ.weak_type
+    else:
+        dtype, weak = dtypes.canonicalize_dtype(dtypes.to_dtype(dtype)), False
+    return broadcast(convert(fill_value, dtype, weak_type=weak), shape)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, sharding=None) -> Any:
+    """``full`` with ``x``'s shape and dtype (and weak type) unless ``shape`` or ``dtype`` are given."""
+    typ = aval(_operand(x, "full_like"))
+    if dtype is None:
+        dtype, weak = typ.dtype, typ.weak_type
+    else:
+        dtype, weak = dtypes.canonicalize_dtype(dtypes.to_dtype(dtype)), False
+    fill = convert(fill_value, dtype, weak_type=weak)
+    return broadcast(fill, typ.shape if shape is None else _shape(shape, "full_like"))
+
+
+def empty(shape: Any, dtype: Any, *, out_sharding=None) -> Any:
+    """An array of ``shape`` and ``dtype`` whose contents do not matter (zeros, as JAX's are)."""
+    return full(shape, 0, dtype)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """``operand`` cut along ``axis`` into consecutive pieces of the given ``sizes`` (which add up to the axis)."""
+    from srcjax.runtime.lax.indexing import slice_in_dim
+
+    shape = aval(_operand(operand, "split")).shape
+    axis = _axis(axis, len(shape), "split")
+    sizes = _ints(sizes, "split", "sizes")
+    if any(size < 0 for size in sizes) or sum(sizes) != shape[axis]:
+        raise ValueError(f"lax.split: the sizes {sizes} must be non-negative and add up to dimension {axis} of the "
+                         f"operand's shape {shape}")
+    starts = np.cumsum((0,) + sizes)
+    return [slice_in_dim(operand, int(lo), int(hi), axis=axis) for lo, hi in zip(starts[:-1], starts[1:])]
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    """The operands, all of one shape and dtype, stacked along a new axis ``axis``."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("lax.stack: needs at least one operand")
+    ndim = len(aval(_operand(operands[0], "stack")).shape)
+    axis = _axis(axis, ndim + 1, "stack")
+    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis``, that axis removed."""
+    from srcjax.runtime.lax.indexing import index_in_dim
+
+    shape = aval(_operand(x, "unstack")).shape
+    axis = _axis(axis, len(shape), "unstack")
+    return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(shape[axis]))
+
+
+def tile(operand: Any, reps: Sequence[int]) -> Any:
+    """``operand`` repeated ``reps[i]`` times along each axis i (one rep per axis)."""
+    shape = aval(_operand(operand, "tile")).shape
+    reps = _ints(reps, "tile", "reps")
+    if len(reps) != len(shape):
+        raise TypeError(f"lax.tile: reps must have one entry per axis of the operand, got len(reps)={len(reps)} and "
+                        f"an operand of rank {len(shape)}")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"lax.tile: reps must be non-negative, got {reps}")
+    # (rep, size) pairs: broadcast a leading axis of each rep count, then merge each pair
+    expanded = broadcast_in_dim(operand, tuple(d for pair in zip(reps, shape) for d in pair),
+                                tuple(2 * i + 1 for i in range(len(shape))))
+    return reshape(expanded, tuple(r * d for r, d in zip(reps, shape)))

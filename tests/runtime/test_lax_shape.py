@@ -65,6 +65,25 @@ CASES = [
     ("collapse negative start", lambda: lax.collapse(a(Y), -2), Y.reshape(2, 12), "float32", False),
     ("collapse negative stop", lambda: lax.collapse(a(Y), 0, -1), Y.reshape(6, 4), "float32", False),
     ("collapse one axis", lambda: lax.collapse(a(Y), 1, 2), Y, "float32", False),
+    ("full python float", lambda: lax.full((2,), 1.0), [1.0, 1.0], "float32", True),
+    ("full python int", lambda: lax.full((2,), 1), [1, 1], "int32", True),
+    ("full numpy scalar", lambda: lax.full((2,), np.int8(3)), [3, 3], "int8", False),
+    ("full dtype", lambda: lax.full((2,), 1.5, jnp.int32), [1, 1], "int32", False),
+    ("full 0-d", lambda: lax.full((), 2.0), 2.0, "float32", True),
+    ("full_like", lambda: lax.full_like(a(X), 2), np.full_like(X, 2), "float32", False),
+    ("full_like shape", lambda: lax.full_like(a(X), 2, shape=(4,)), [2.0] * 4, "float32", False),
+    ("full_like dtype", lambda: lax.full_like(a(X), 2, jnp.int32), np.full(X.shape, 2), "int32", False),
+    ("full_like python scalar", lambda: lax.full_like(3, 2.5), 2, "int32", True),
+    ("empty", lambda: lax.empty((2,), jnp.float32), [0.0, 0.0], "float32", False),
+    ("split", lambda: lax.split(a(Y), [1, 3], axis=2)[1], Y[:, :, 1:], "float32", False),
+    ("split first", lambda: lax.split(a(Y), [1, 1])[0], Y[:1], "float32", False),
+    ("split empty piece", lambda: lax.split(a(X), [0, 3], 1)[0], X[:, :0], "float32", False),
+    ("stack", lambda: lax.stack([a(X), a(X + 1)], 1), np.stack([X, X + 1], 1), "float32", False),
+    ("stack last", lambda: lax.stack([a(X), a(X + 1)], -1), np.stack([X, X + 1], -1), "float32", False),
+    ("unstack", lambda: lax.unstack(a(Y), 1)[2], Y[:, 2], "float32", False),
+    ("tile", lambda: lax.tile(a(X), [2, 3]), np.tile(X, (2, 3)), "float32", False),
+    ("tile 1-d", lambda: lax.tile(a([0, 1, 2], np.int32), [2]), [0, 1, 2, 0, 1, 2], "int32", False),
+    ("tile zero", lambda: lax.tile(a(X), [0, 1]), np.tile(X, (0, 1)), "float32", False),
 ]
 
 
@@ -113,7 +132,34 @@ def test_broadcast_shapes():
     (lambda: lax.collapse(a(Y), 2, 1), ValueError, "cannot collapse"),
     (lambda: lax.transpose([1, 2], (0,)), TypeError, "expected an array"),
     (lambda: lax.reshape(a(X), (2, "3")), TypeError, "new_sizes must be a sequence of ints"),
+    (lambda: lax.full((2,), a([1.0, 2.0])), TypeError, "fill_value must be a scalar"),
+    (lambda: lax.full((-1,), 1.0), TypeError, "negative dimension"),
+    (lambda: lax.split(a(X), [1, 2]), ValueError, "add up to dimension 0"),
+    (lambda: lax.split(a(X), [4, -1]), ValueError, "non-negative"),
+    (lambda: lax.stack([], 0), ValueError, "at least one"),
+    (lambda: lax.stack([a(X), a(X)], 3), ValueError, "out of bounds"),
+    (lambda: lax.unstack(a(X), 2), ValueError, "out of bounds"),
+    (lambda: lax.tile(a(X), [2]), TypeError, "one entry per axis"),
 ], ids=lambda v: getattr(v, "__name__", str(v))[:24])
 def test_bad_input_raises_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_unstack_and_split_return_every_piece():
+    assert len(lax.unstack(a(Y), 2)) == 4 and len(lax.split(a(Y), [1, 0, 2, 1], axis=2)) == 4
+    np.testing.assert_array_equal(np.concatenate([np.asarray(p) for p in lax.split(a(Y), [1, 0, 2, 1], 2)], 2), Y)
+
+
+def test_new_shape_functions_compile_and_differentiate():
+    import srcjax
+
+    x = a(X)
+    tiled = srcjax.jit(lambda x: lax.tile(x, [2, 3]))(x)
+    np.testing.assert_array_equal(np.asarray(tiled), np.tile(X, (2, 3)))
+    # each element appears 6 times in the tile, once in each split piece and in each stacked copy
+    np.testing.assert_array_equal(np.asarray(srcjax.grad(lambda x: lax.tile(x, [2, 3]).sum())(x)), np.full(X.shape, 6))
+    split_sum = lambda x: sum((p * (i + 1)).sum() for i, p in enumerate(lax.split(x, [1, 2], 1)))  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(srcjax.jit(srcjax.grad(split_sum))(x)), [[1, 2, 2], [1, 2, 2]])
+    stacked = lambda x: (lax.stack([x, 2 * x], 0) * 3).sum() + sum(r.sum() for r in lax.unstack(x))  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(srcjax.grad(stacked)(x)), np.full(X.shape, 10))
