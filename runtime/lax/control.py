@@ -25,7 +25,7 @@ from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatt
 from srcjax.transpiler.types import TensorType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient",
-           "optimization_barrier", "platform_dependent", "composite", "stage", "dce_sink", "shape_as_value",
+           "optimization_barrier", "custom_root", "platform_dependent", "composite", "stage", "dce_sink", "shape_as_value",
            "with_sharding_constraint"]
 
 
@@ -785,6 +785,44 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
         return ys
     rest = vmap(f)(treedef.unflatten([lax.slice_in_dim(x, size, n, axis=0) for x in leaves]))
     return tree_map(lambda a, b: jnp.concatenate([a, b], axis=0), ys, rest)
+
+
+# -- implicitly differentiated solves -----------------------------------------------------------------------------
+# JAX defines the derivative of a root by a rule on the values ``f`` closes over. srcjax reaches the same
+# derivative without one: the solver's answer x* is held constant (``stop_gradient``), and a correction whose
+# value is zero carries the derivative, -g^-1 f(x*) (g: f linearized in x at x*). f(x*) vanishes at the root, so
+# the correction's derivative is the implicit function theorem's, -g^-1 df/dtheta, whatever the solver does. The
+# inverse is applied to a vanishing vector, where an iterative tangent solver would divide zero by zero; so it is
+# the difference of two tangent solves of nonzero vectors, whose dependence on theta through g cancels.
+def _plus(x: Any, y: Any) -> Any:
+    return tree_map(lambda a, b: a + b, x, y)
+
+
+def _minus(x: Any, y: Any) -> Any:
+    return tree_map(lambda a, b: a - b, x, y)
+
+
+def _correction(delta: Any) -> Any:
+    """``delta - stop_gradient(delta)``: zero, with ``delta``'s derivative."""
+    return tree_map(lambda d: d - stop_gradient(d), delta)
+
+
+def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable, has_aux: bool = False
+                ) -> Any:
+    """``solve(f, initial_guess)``, a root of ``f``, differentiated by the implicit function theorem with respect
+    to what ``f`` closes over (``tangent_solve(g, y)`` solves ``g(x) = y`` for ``f`` linearized at the root)
+    rather than through ``solve``. With ``has_aux``, ``solve`` returns ``(root, aux)`` and so does this."""
+    from srcjax.runtime import numpy as jnp
+    from srcjax.runtime.autodiff import jvp
+
+    out = solve(f, initial_guess)
+    root, aux = out if has_aux else (out, None)
+    root = stop_gradient(root)
+    linearized = lambda v: jvp(f, (root,), (v,))[1]  # noqa: E731
+    offset = tree_map(jnp.ones_like, root)
+    delta = _minus(tangent_solve(linearized, _plus(f(root), offset)), tangent_solve(linearized, offset))
+    root = _minus(root, _correction(delta))
+    return (root, stop_gradient(aux)) if has_aux else root
 
 
 # -- staging helpers ---------------------------------------------------------------------------------------------

@@ -86,3 +86,57 @@ def test_pbroadcast_and_pswapaxes():
     np.testing.assert_array_equal(np.asarray(swapped), y.transpose(1, 0, 2))  # (as JAX's)
     with pytest.raises(ValueError, match="source 3 is outside"):
         srcjax.vmap(lambda r: lax.pbroadcast(r, "i", 3), axis_name="i")(x)
+
+
+def _bisect(f, bounds):
+    """A root of a scalar increasing ``f`` by bisection: its derivative through the loop is zero."""
+    lo, hi = bounds
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = jnp.where(f(mid) < 0, mid, lo), jnp.where(f(mid) < 0, hi, mid)
+    return (lo + hi) / 2
+
+
+def test_custom_root_differentiates_implicitly():
+    """d sqrt(a)/da = 1 / (2 sqrt(a)) whatever the solver: Newton's steps or bisection, whose own derivative is 0.
+    Values as JAX 0.10.2's for the Newton program."""
+    def newton(f, x):
+        for _ in range(30):
+            x = x - f(x) / srcjax.grad(f)(x)
+        return x
+
+    def root(a, solve=newton, guess=1.0):
+        return lax.custom_root(lambda x: x**2 - a, guess, solve, lambda g, y: y / g(1.0))
+
+    np.testing.assert_allclose(float(root(2.0)), np.sqrt(2), rtol=1e-6)
+    np.testing.assert_allclose(float(srcjax.grad(root)(2.0)), 0.35355338, rtol=1e-6)
+    np.testing.assert_allclose(float(srcjax.jit(srcjax.grad(root))(3.0)), 0.28867513, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.grad(root))(jnp.array([1.0, 4.0]))), [0.5, 0.25])
+    bisected = lambda a: root(a, _bisect, (0.0, 10.0))  # noqa: E731
+    np.testing.assert_allclose(float(srcjax.grad(bisected)(2.0)), 0.35355338, rtol=1e-4)
+    np.testing.assert_allclose(float(srcjax.jvp(bisected, (9.0,), (1.0,))[1]), 1 / 6, rtol=1e-4)
+    value, aux = lax.custom_root(lambda x: x**2 - 2.0, 1.0, lambda f, x: (newton(f, x), 7), lambda g, y: y / g(1.0),
+                                 has_aux=True)
+    np.testing.assert_allclose(float(value), np.sqrt(2), rtol=1e-6)
+    assert int(aux) == 7
+
+
+def test_custom_root_of_a_vector_system():
+    """x with A x + x**3 = b: dx/db = (A + 3 diag(x**2))^-1, against that inverse at the root."""
+    A = np.array([[4.0, 1.0], [1.0, 3.0]], np.float32)
+
+    def solve(f, x):
+        for _ in range(20):
+            x = x - jnp.linalg.solve(srcjax.jacfwd(f)(x), f(x))
+        return x
+
+    def root(b):
+        return lax.custom_root(lambda x: A @ x + x**3 - b, jnp.zeros(2), solve,
+                               lambda g, y: jnp.linalg.solve(srcjax.jacfwd(g)(y), y))
+
+    b = jnp.array([1.0, 2.0])
+    x = np.asarray(root(b))
+    np.testing.assert_allclose(A @ x + x**3, [1.0, 2.0], rtol=1e-5)
+    want = np.linalg.inv(A + np.diag(3 * x**2))
+    np.testing.assert_allclose(np.asarray(srcjax.jacrev(root)(b)), want, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(srcjax.jit(srcjax.jacfwd(root))(b)), want, rtol=1e-4)
