@@ -25,8 +25,8 @@ from srcjax.runtime.tree_util import PyTreeDef, keystr, tree_flatten, tree_flatt
 from srcjax.transpiler.types import TensorType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan", "stop_gradient",
-           "optimization_barrier", "custom_root", "platform_dependent", "composite", "stage", "dce_sink", "shape_as_value",
-           "with_sharding_constraint"]
+           "optimization_barrier", "custom_root", "platform_dependent", "composite", "stage", "dce_sink",
+           "shape_as_value", "with_sharding_constraint"]
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
