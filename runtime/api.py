@@ -67,8 +67,11 @@ class Signature:
         types = tuple(abstractify(leaf) if d else None for leaf, d in zip(leaves, self.dynamic))
         statics = tuple((type(leaf), repr(leaf), leaf) if k and np.isscalar(leaf) else leaf
                         for leaf, d, k in zip(leaves, self.dynamic, kept) if not d)
+        # (static values by type too, as JAX keys them: 1, 1.0 and True are equal and hash alike, but trace apart)
+        typed_statics = (tuple((i, type(v), v) for i, v in static_args),
+                         tuple((k, type(v), v) for k, v in static_kwargs))
         try:
-            self.key = (self.treedef, types, statics, static_args, static_kwargs, config.trace_state())
+            self.key = (self.treedef, types, statics, typed_statics, config.trace_state())
             hash(self.key)
         except TypeError as e:
             if require_hashable:

@@ -105,8 +105,10 @@ class ArrayMethods:
     __invert__ = _unary("invert")
 
     def __round__(self, ndigits=None):
-        if ndigits is None:
-            return round(self._scalar("int"))
+        if ndigits is None:  # (as JAX: an array of the default int dtype, rounded half to even, traced or not)
+            from srcjax.transpiler import dtypes
+
+            return numpy_api().round(self).astype(dtypes.default_int_dtype())
         return numpy_api().round(self, ndigits)
 
     # -- methods (jnp functions with the array first) ---------------------------------------------------

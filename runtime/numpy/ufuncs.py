@@ -466,8 +466,8 @@ def _round_float(x: Any, decimals: int) -> Any:
         return _round_even(x)
     dtype = aval(x).dtype
     work = convert(x, np.float32, aval(x).weak_type) if dtype == np.float16 else x  # float16 rounds in float32
-    factor = _const(work, 10.0**decimals)
-    out = ew.div_p.bind(_round_even(ew.mul_p.bind(work, factor)), factor)
+    # (times 10**-decimals rather than over 10**decimals, as JAX: the last bit differs between the two)
+    out = ew.mul_p.bind(_round_even(ew.mul_p.bind(work, _const(work, 10.0**decimals))), _const(work, 10.0**-decimals))
     return convert(out, dtype, aval(x).weak_type) if dtype == np.float16 else out
 
 

@@ -25,7 +25,7 @@ from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.concrete import TraceContext, evaluate, reachable, runs
 from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
 from srcjax.transpiler.frontend.frame import RET, RETVAL, Enclosing, Exit, Frame, is_symbolic
-from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source
+from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source, running_function
 from srcjax.transpiler.ir import Function, SourceLoc, Value
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
@@ -189,7 +189,7 @@ def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: 
         _warn_traced(fn, str(e))
         return fn(*args, **kwargs)
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as e:
         if caller is not None and node is not None:
             raise caller.wrap(node, TypeError(f"{fn.__name__}(): {e}")) from None
@@ -203,7 +203,7 @@ _warned: set[Any] = set()  # the code objects MissingSourceWarning has named
 
 
 def _warn_traced(fn: Any, why: str) -> None:
-    code = getattr(inspect.unwrap(fn), "__code__", None)
+    code = getattr(running_function(fn), "__code__", None)
     if code is None or code in _warned:
         return
     _warned.add(code)
@@ -219,7 +219,7 @@ def _warn_traced(fn: Any, why: str) -> None:
 def _warn_if_sourceless(fn: Any) -> None:
     """A function of the user's defined where no source is kept (``python -c``, a script on stdin, a terminal
     REPL, ``exec``): traced, and said so."""
-    target = inspect.unwrap(fn) if callable(fn) else fn
+    target = running_function(fn) if callable(fn) else fn
     code = getattr(target, "__code__", None)
     if isinstance(target, types.FunctionType) and code is not None and code.co_filename.startswith("<"):
         _warn_traced(target, f"it was defined in {code.co_filename}, whose text Python does not keep (python -c, a "

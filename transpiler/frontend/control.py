@@ -31,6 +31,7 @@ from srcjax.transpiler.primitives.shape import reshape_p
 from srcjax.transpiler.trees import tree_flatten, tree_unflatten
 from srcjax.transpiler.types import TensorType
 
+_PY_NUMBERS = (bool, int, float, complex)  # Python's own number types (NumPy's scalars are arrays' kin)
 UNROLL_FALLBACK_LIMIT = 256  # a static-range loop whose body needs the index as a Python int is unrolled
 MAX_RETRACES = 4
 _MISSING = object()
@@ -542,9 +543,12 @@ def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng:
             _symbolic_loop(frame, stmt, body, kind="for", rng=rng, rows=rows)
         finally:
             context.unrollable -= unrollable
+    except _Unroll:
+        frame.env = base
+        _unrolled(frame, stmt, body, items(rng))
     except _Peel:
         frame.env = base
-        _unrolled(frame, stmt, body, items(rng[:1]))
+        _unrolled(frame, stmt, body, items(rng[:1]), run_else=False)
         if frame.env[BRK] is not True:
             _counted_loop(frame, stmt, body, rng[1:], rows) if len(rng) > 2 else _unrolled(
                 frame, stmt, body, items(rng[1:]))
@@ -559,7 +563,7 @@ def _mutates_container(frame: Frame, scan: _Names) -> bool:
     return any(isinstance(frame.env.get(n), (list, dict)) for n in scan.subscript_targets)
 
 
-def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable: Any) -> None:
+def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable: Any, run_else: bool = True) -> None:
     try:
         items = iter(iterable)
     except ConcretizationError as e:
@@ -583,7 +587,7 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
         frame.assign(stmt.target, item)
         _run_iteration(frame, body)
     else:
-        if isinstance(stmt.orelse, cst.Else) and frame.env[BRK] is False:
+        if run_else and isinstance(stmt.orelse, cst.Else) and frame.env[BRK] is False:
             frame.exec_block(flatten_statements(stmt.orelse.body))
 
 
@@ -593,9 +597,11 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     from srcjax.transpiler.frontend.calls import SymbolicRange
 
     builder = frame.trace.builder
-    if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else):
-        raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
     scan = _scan_body(stmt.body, stmt.test) if isinstance(stmt, cst.While) else _scan_body(stmt.body)
+    # a static range's loop runs to its end unless it breaks: its `else` then runs after it, as Python's does
+    static_end = kind == "for" and isinstance(rng, range) and not scan.breaks and not scan.returns
+    if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else) and not static_end:
+        raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
     mutation_error = frame.error(stmt, "a loop on a symbolic value cannot change Python lists or dicts",
                                  note="the number of iterations is only known when the compiled function runs; "
                                       "collect results in an array (x = x.at[i].set(v)) or use lax.scan")
@@ -613,6 +619,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             names.append(RETVAL)
     counted = kind == "for"
     peelable = counted and isinstance(rng, range) and len(rng) > 1
+    unrollable = counted and isinstance(rng, range) and len(rng) <= UNROLL_FALLBACK_LIMIT  # (see _Unroll)
     # A ``for`` over a static range that may stop early (a break or return on traced values) stays a ``for`` when it
     # is short, each trip running only while nothing has stopped it: a fixed trip count, which reverse mode
     # can differentiate again (grad(grad(f))); a long one is a ``while`` that ends when it stops.
@@ -698,6 +705,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 treedef, template = templates[name]
                 leaves, out_tree = tree_flatten(frame.env.get(name))
                 if out_tree != treedef:
+                    if unrollable:
+                        raise _Unroll()
                     raise frame.error(stmt, "a value's structure changes inside a loop on a symbolic value",
                                       note=f"'{name}' is {_describe(base.get(name))} before the loop and "
                                            f"{_describe(frame.env.get(name))} after an iteration "
@@ -707,6 +716,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                         want = carried_avals[slot.index + (1 if counted and use_while else 0)]
                         got = _aval(frame, leaf) if _is_array_like(leaf) else None
                         if got is None:
+                            if unrollable:
+                                raise _Unroll()
                             raise frame.error(stmt, f"'{name}' becomes a {type(leaf).__name__} inside the loop")
                         if got.shape != want.shape and peelable:
                             raise _Peel()
@@ -719,6 +730,9 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                                 changed = True
                         outputs.append(_convert(frame, leaf, want.dtype, want.weak_type))
                     elif not _static_equal(slot, leaf):
+                        if unrollable and ((type(slot) in _PY_NUMBERS and type(leaf) in _PY_NUMBERS)
+                                           or not _is_array_like(leaf) or not _is_array_like(slot)):
+                            raise _Unroll()
                         if not _is_array_like(leaf) or not _is_array_like(slot):
                             raise frame.error(stmt, "a static value changes inside a loop on a symbolic value",
                                               note=f"'{name}' is {slot!r} before the loop and {leaf!r} after "
@@ -771,9 +785,13 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     for name in (BRK, CONT):
         frame.env.pop(name, None)
     frame.env[BRK] = frame.env[CONT] = False
-    if counted:
+    if counted and static_end and rows is None and len(rng) and isinstance(stmt.target, cst.Name):
+        frame.env[stmt.target.value] = rng[-1]  # (Python leaves the loop variable at its last value)
+    elif counted:
         frame.env[_target_name(stmt)] = Undefined(_target_name(stmt), "the loop variable of a compiled loop is "
                                                                       "not available after the loop")
+    if static_end and isinstance(stmt.orelse, cst.Else):
+        frame.exec_block(flatten_statements(stmt.orelse.body))
 
 
 def _row(rows: Any, index: Any) -> Any:
@@ -808,6 +826,12 @@ def _bind_templates(frame: Frame, templates: dict[str, tuple[Any, list]], values
 
 class _Peel(Exception):
     """A carried value's shape changes in the first iteration: run that one unrolled, loop over the rest."""
+
+
+class _Unroll(Exception):
+    """A short loop over a static range does what only Python can do with its values (Python numbers that change,
+    a list that grows, a value that changes type): run it unrolled, as JAX runs every loop, so that Python numbers
+    stay Python's (a float64 sum, a test on it, an int past int32)."""
 
 
 class _Typed:

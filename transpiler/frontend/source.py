@@ -158,21 +158,41 @@ def _check_current(code: types.CodeType, file: ParsedFile) -> None:
                              "edited after it was loaded, or its code was rewritten before it ran)")
 
 
+def _holds(file: ParsedFile, node: cst.CSTNode, code: types.CodeType) -> bool:
+    """Whether the source span of ``node`` holds the place of every instruction of ``code`` that has one (lines
+    from 1, columns in UTF-8 bytes, as ``co_positions`` gives them)."""
+    span = file.positions[node]
+
+    def place(position: Any) -> tuple[int, int]:
+        text = file.lines[position.line - 1] if 0 < position.line <= len(file.lines) else ""
+        return position.line, len(text[: position.column].encode())
+
+    start, end = place(span.start), place(span.end)
+    return all(start <= (line, col) and (end_line, end_col) <= end
+               for line, end_line, col, end_col in code.co_positions()
+               if None not in (line, end_line, col, end_col) and (end_line, end_col) > (line, col))  # (RESUME: empty)
+
+
 @functools.lru_cache(maxsize=1024)
 def _find(code: Any) -> FunctionSource:
     path = code.co_filename
     file = parse_file(path)
-    _check_current(code, file)
+    try:
+        _check_current(code, file)
+    except SourceNotFound:
+        # linecache may hold the text of before an edit and a reload (importlib.reload, IPython's autoreload):
+        # read the file again, and use it if it is the code that runs now
+        linecache.checkcache(path)
+        file = parse_file(path)
+        _check_current(code, file)
     index, line = _index(file), code.co_firstlineno
     if code.co_name == "<lambda>":
         params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
         candidates = [lam for lam in index.lambdas.get(line, []) if _lambda_params(lam) == params]
-        if len(candidates) > 1:  # several lambdas on one line: match the body's column
-            columns = {col for (_, _, col, end) in code.co_positions() if col is not None and end and end > col}
-            first = min(columns) if columns else None
-            candidates = [lam for lam in candidates if file.positions[lam.body].start.column == first] or candidates
-        if not candidates:
-            raise SourceNotFound(f"cannot find the source of the lambda at {path}:{code.co_firstlineno}")
+        if len(candidates) > 1:  # several lambdas on one line: the one whose body holds every instruction's place
+            candidates = [lam for lam in candidates if _holds(file, lam.body, code)]
+        if len(candidates) != 1:
+            raise SourceNotFound(f"cannot tell which lambda at {path}:{code.co_firstlineno} runs")
         return FunctionSource(file, candidates[0], "<lambda>")
     for node in index.functions.get(line, []):
         if node.name.value == code.co_name:
@@ -185,8 +205,15 @@ def _lambda_params(node: cst.Lambda) -> list[str]:
     return [a.name.value for a in [*p.posonly_params, *p.params, *p.kwonly_params]]
 
 
+def running_function(fn: Any) -> Any:
+    """The function whose code runs when ``fn`` is called: ``fn`` itself when it is a Python function (a
+    ``functools.wraps`` wrapper runs its own code, not that of the function its ``__wrapped__`` names), else
+    what it wraps."""
+    return fn if isinstance(fn, types.FunctionType) else inspect.unwrap(fn)
+
+
 def function_source(fn: Callable[..., Any]) -> FunctionSource:
-    code = getattr(inspect.unwrap(fn), "__code__", None)
+    code = getattr(running_function(fn), "__code__", None)
     if code is None:
         raise SourceNotFound(f"{fn!r} is not a Python function")
     return _find(code)

@@ -1,0 +1,153 @@
+"""Python's own meaning kept where srcjax reads source instead of tracing: a ``functools.wraps`` wrapper runs its
+own body, each of several lambdas on a line is itself, static arguments that compare equal but differ in type
+are traced apart, a module edited and reloaded is read anew, and a short loop over a static range that computes
+with Python numbers, grows a list or leaves its variable behind behaves as the Python JAX runs. Expected values:
+plain Python, and JAX 0.10.2 where JAX is involved."""
+
+import functools
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+import srcjax
+import srcjax.numpy as jnp
+
+
+def add_100(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return fn(x) + 100.0
+
+    return wrapper
+
+
+def times_3(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) * 3.0
+
+    return wrapper
+
+
+@add_100
+def doubled(x):
+    return x * 2.0
+
+
+@times_3
+def squared(x):
+    return x * x
+
+
+def test_a_wraps_wrapper_runs_its_own_body():
+    assert float(srcjax.jit(doubled)(1.0)) == 102.0
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(doubled)(jnp.ones(2))), [102.0, 102.0])
+    assert float(srcjax.grad(squared)(1.0)) == 6.0
+    assert float(srcjax.jit(lambda x: doubled(x) + squared(x))(1.0)) == 105.0  # (called from compiled code)
+    assert float(srcjax.jit(add_100(srcjax.jit(squared)))(2.0)) == 112.0
+
+
+def test_each_lambda_of_a_line_is_itself():
+    loss, score = srcjax.jit(lambda p: jnp.sum(p * 2.0)), srcjax.jit(lambda p: jnp.sum(
+        p * 3.0))
+    assert float(loss(jnp.ones(3))) == 6.0 and float(score(jnp.ones(3))) == 9.0
+    first, second = lambda x: x + 1.0 if x > 0 else x, lambda x: x - 1.0 if x > 0 else x
+    assert float(srcjax.jit(second)(2.0)) == 1.0 and float(srcjax.grad(first)(1.0)) == 1.0
+    folded_a, folded_b = lambda x: "a" and x * 2.0, lambda x: "a" and x * 3.0  # (CPython drops the "a")
+    assert float(srcjax.jit(folded_b)(1.0)) == 3.0 and float(srcjax.jit(folded_a)(1.0)) == 2.0
+
+
+def test_static_arguments_equal_in_value_but_not_in_type_trace_apart():
+    f = srcjax.jit(lambda x, n: x * (jnp.asarray(n) + jnp.asarray(n)), static_argnums=1)
+    assert [float(f(10.0, n)) for n in (1, True, 1, True, 1.0)] == [20.0, 10.0, 20.0, 10.0, 20.0]
+    g = srcjax.jit(lambda x, n=1: jnp.asarray(n), static_argnames="n")
+    assert g(0.0, n=1).dtype == np.int32 and g(0.0, n=1.0).dtype == np.float32
+
+
+def test_a_reloaded_module_is_read_again(tmp_path, monkeypatch):
+    path = tmp_path / "srcjax_reloaded_module.py"
+    path.write_text("def f(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("srcjax_reloaded_module")
+    try:
+        assert float(srcjax.jit(module.f)(3.0)) == 6.0
+        path.write_text("def f(x):\n    if x > 0:\n        return x * 5.00\n    return -x\n")  # (another size)
+        importlib.reload(module)
+        assert float(srcjax.jit(module.f)(3.0)) == 15.0 and float(srcjax.jit(module.f)(-3.0)) == 3.0
+    finally:
+        sys.modules.pop("srcjax_reloaded_module", None)
+
+
+def test_round_of_an_array_is_an_int_array():
+    f = lambda x: round(x) + abs(x)  # noqa: E731
+    np.testing.assert_allclose(float(srcjax.jit(f)(-2.6)), -0.4000001, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(f)(jnp.array([-2.6, 1.4]))), [-0.4000001, 2.4], rtol=1e-6)
+    rounded = round(jnp.array(2.5))
+    assert rounded.dtype == np.int32 and int(rounded) == 2  # (half to even)
+    np.testing.assert_array_equal(np.asarray(round(jnp.array([1.26, 2.5]), 1)), np.float32([1.3000001, 2.5]))
+
+
+def tenth_sum(x):
+    t = 0.0
+    for _ in range(10):
+        t += 0.1  # Python: 0.9999999999999999
+    if t >= 1.0:
+        return x * 100.0
+    return x
+
+
+def big_sum(x):
+    s = 1e10
+    for _ in range(3):
+        s = s + 1.0
+    return x * (s - 1e10)
+
+
+def past_int32(x):
+    n = 1
+    for _ in range(40):
+        n = n * 2
+    return x * (n // 2**38)
+
+
+def halved_shape(x):
+    n = x.shape[0]
+    for _ in range(2):
+        n = n // 2
+    return x.reshape(n, -1).sum(1)
+
+
+def loop_variable_after(x):
+    for i in range(3):  # noqa: B007 - the point: i after the loop
+        x = x * 2.0
+    return x[i]
+
+
+def for_else(x):
+    for _ in range(3):
+        x = x * 2.0
+    else:
+        x = x + 100.0
+    return x
+
+
+def growing_list(x):
+    ys = []
+    for i in range(3):
+        ys = ys + [x * i]
+    return jnp.stack(ys).sum(0)
+
+
+@pytest.mark.parametrize("fn, want", [
+    (tenth_sum, 1.0), (big_sum, 3.0), (past_int32, 4.0),
+    (halved_shape, [6.0, 22.0]), (loop_variable_after, 16.0), (for_else, [100.0, 108.0, 116.0, 124.0]),
+    (growing_list, [0.0, 3.0, 6.0, 9.0]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_static_loops_keep_pythons_meaning(fn, want):
+    x = jnp.arange(8.0) if fn in (halved_shape, loop_variable_after) else (
+        jnp.arange(4.0) if fn in (for_else, growing_list) else jnp.float32(1.0))
+    np.testing.assert_allclose(np.asarray(srcjax.jit(fn)(x)), want, rtol=1e-6)
+    if np.ndim(x) == 0:  # (each is x times a number)
+        np.testing.assert_allclose(float(srcjax.grad(fn)(x)), float(want), rtol=1e-6)
