@@ -1,5 +1,13 @@
 """``srcjax.scipy.stats``: probability distributions under SciPy's names (``stats.norm.pdf``, ...)."""
 
-from srcjax.runtime.scipy.stats import norm
+from srcjax.runtime.scipy.stats import (
+    bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma, gennorm, geom, gumbel_l,
+    gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
+    truncnorm, uniform, vonmises, wrapcauchy,
+)
 
-__all__ = ["norm"]
+__all__ = [
+    "bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
+    "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "multivariate_normal", "nbinom",
+    "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy",
+]

@@ -25,9 +25,9 @@ def _standardize(name: str, x: Any, loc: Any, scale: Any) -> tuple[Any, Any, Any
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """-z^2/2 - log(scale) - log(2 pi)/2"""
+    """-z^2/2 - log|scale| - log(2 pi)/2 (log(scale^2)/2, as JAX: a negative scale acts as its absolute value)"""
     z, _, scale = _standardize("norm.logpdf", x, loc, scale)
-    return -0.5 * z * z - _jnp().log(scale) - 0.5 * math.log(2 * math.pi)
+    return -0.5 * z * z - 0.5 * _jnp().log(scale * scale) - 0.5 * math.log(2 * math.pi)
 
 
 def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

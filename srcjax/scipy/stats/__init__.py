@@ -1,3 +1,7 @@
 """``srcjax.scipy.stats``."""
 
-from srcjax.scipy.stats import norm  # noqa: F401
+from srcjax.scipy.stats import (  # noqa: F401
+    bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma, gennorm, geom, gumbel_l,
+    gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
+    truncnorm, uniform, vonmises, wrapcauchy,
+)

@@ -1,0 +1,3 @@
+"""``srcjax.scipy.stats.cauchy``."""
+
+from srcjax.runtime.scipy.stats.cauchy import *  # noqa: F401,F403
