@@ -238,6 +238,8 @@ def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     """x - logsumexp(x) over ``axis``; -inf where ``where`` is False."""
     jnp = _jnp()
     x = _array("log_softmax", x)
+    if where is not None:  # (masked entries out before the shift: in a row masked whole the max is -inf, and
+        x = jnp.where(where, x, -np.inf)  # x + inf there would send NaN back through the masking where)
     shifted = x - _stop_gradient(_max_for_shift(x, axis, where))
     exp_shifted = jnp.exp(shifted) if where is None else jnp.where(where, jnp.exp(shifted), 0)
     result = shifted - jnp.log(jnp.sum(exp_shifted, axis, where=where, keepdims=True))

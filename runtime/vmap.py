@@ -112,7 +112,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 dims.append(None)
                 sliced.append(leaf)
                 continue
-            aval = aval_of(leaf) if hasattr(leaf, "aval") else aval_of(np.asarray(leaf))
+            # (a NumPy float64 array is float32 with x64 off, as it is when the batch is computed)
+            aval = aval_of(leaf) if hasattr(leaf, "aval") else abstractify(leaf)
             ndim = aval.ndim
             if not -ndim <= axis < ndim:
                 raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies that its "

@@ -192,8 +192,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     step = x_hi - x_lo
     f = jnp.where(step == 0, f_hi, f_lo + (x - x_lo) / jnp.where(step == 0, 1, step) * (f_hi - f_lo))
     if period is None:
-        first, last = jnp.take(xp, 0), jnp.take(xp, m - 1)
-        f = jnp.where(x == last, jnp.take(fp, m - 1), f)
+        first, last = jnp.take(xp, 0), jnp.take(xp, m - 1)  # (at x == last the last segment's formula, as JAX)
         if not (isinstance(left, str) and left == "extrapolate"):
             f = jnp.where(x < first, jnp.take(fp, 0) if left is None else convert(left, dtype), f)
         if not (isinstance(right, str) and right == "extrapolate"):

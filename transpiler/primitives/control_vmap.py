@@ -44,6 +44,12 @@ def _at_front(engine: BatchEngine, x: Any, dim: int | None) -> Any:
     return bdim_at_front(x, dim, engine.size)
 
 
+def _full_like(x: Any, value: int) -> Any:
+    """``value`` in ``x``'s dtype, broadcast to its shape."""
+    aval = x.aval
+    return broadcast_in_dim_p.bind(np.asarray(value, aval.dtype), shape=aval.shape, broadcast_dimensions=())
+
+
 def _cond_vmap(engine: BatchEngine, op: Op) -> None:
     builder = engine.builder
     pred, pred_dim = engine.read(op.operands[0])
@@ -52,7 +58,7 @@ def _cond_vmap(engine: BatchEngine, op: Op) -> None:
         which = moveaxis(pred, pred_dim, 0)
         boolean = op.operands[0].aval.dtype.kind == "b"
         for k, region in enumerate(op.regions):
-            taken = (which if k == 0 else not_p.bind(which)) if boolean else eq_p.bind(which, k)
+            taken = (which if k == 0 else not_p.bind(which)) if boolean else eq_p.bind(which, _full_like(which, k))
             with _only_where(engine, taken, [region]):
                 values, dims = engine.region_yields(region, [], [], [])
             outs.append(list(zip(values, dims)))

@@ -1,0 +1,55 @@
+"""Programs an adversarial comparison with JAX 0.10.2 found crashing or wrong, checked against the values JAX
+gives for them: vmap of derivatives over NumPy's float64 arrays (x64 off), lax.switch with an index per example,
+log_softmax over a row masked whole, and jnp.interp's derivative at its last knot."""
+
+import numpy as np
+
+import srcjax
+import srcjax.numpy as jnp
+from srcjax import lax
+
+
+def test_vmap_of_derivatives_takes_float64_numpy_arrays():
+    x = np.linspace(0.0, 1.0, 4)  # (float64, as np.linspace gives)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.grad(jnp.sin))(x)), np.cos(x), rtol=1e-6)
+    X = np.linspace(0.1, 1.0, 6).reshape(2, 3)
+    f = lambda v: jnp.sum(jnp.sin(v) * v[0])  # noqa: E731
+    assert srcjax.vmap(srcjax.hessian(f))(X).shape == (2, 3, 3)
+    values, grads = srcjax.vmap(srcjax.value_and_grad(f))(X)
+    assert values.dtype == np.float32 and grads.shape == (2, 3)
+    _, tangents = srcjax.vmap(lambda v: srcjax.jvp(jnp.sin, (v,), (v,)))(x)
+    np.testing.assert_allclose(np.asarray(tangents), np.cos(x) * x, rtol=1e-6)
+
+
+def test_switch_with_an_index_per_example():
+    branches = [lambda x: x**2, lambda x: -x, lambda x: jnp.sin(x)]
+    f = lambda i, x: lax.switch(i, branches, x)  # noqa: E731
+    i = np.array([0, 1, 2, 5, -3], np.int32)  # (clamped: 5 takes the last branch, -3 the first)
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    want = [1.0, -2.0, np.sin(3.0), np.sin(4.0), 25.0]
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(f)(i, x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.jit(srcjax.vmap(f))(i, x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.grad(f, argnums=1))(i, x)),
+                               [2.0, -1.0, np.cos(3.0), np.cos(4.0), 10.0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.hessian(f, argnums=1))(i, x)),
+                               [2.0, 0.0, -np.sin(3.0), -np.sin(4.0), 2.0], rtol=1e-5, atol=1e-6)
+    A = np.array([[[0.1, 0.2], [0.0, 0.3]], [[1.0, 2.0], [0.5, 0.1]]], np.float32)  # (expm switches on the norm)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.scipy.linalg.expm)(A)),
+                               [[[1.105171, 0.24468787], [0.0, 1.3498588]],
+                                [[3.8300312, 4.2042394], [1.0510598, 1.9381233]]], rtol=2e-6)
+
+
+def test_log_softmax_of_a_row_masked_whole_has_a_zero_gradient():
+    x = np.array([[1.0, 3.0, 2.0], [1.0, 2.0, 3.0]], np.float32)
+    mask = np.array([[True, True, False], [False, False, False]])
+    loss = lambda x: jnp.where(mask, srcjax.nn.log_softmax(x, where=mask), 0.0).sum()  # noqa: E731
+    grad = np.asarray(srcjax.grad(loss)(x))
+    np.testing.assert_allclose(grad, [[0.7615942, -0.76159406, 0.0], [0.0, 0.0, 0.0]], rtol=1e-6)
+    values = np.asarray(srcjax.nn.log_softmax(x, where=mask))
+    assert np.isneginf(values[1]).all() and np.isneginf(values[0, 2])
+
+
+def test_interp_is_differentiable_at_its_last_knot():
+    slope = srcjax.vmap(srcjax.grad(lambda v: jnp.interp(v, jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 3.0, 1.0]))))
+    np.testing.assert_array_equal(np.asarray(slope(jnp.array([0.0, 1.0, 2.0]))), [3.0, -2.0, -2.0])
+    assert float(jnp.interp(2.0, jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 3.0, 1.0]))) == 1.0
