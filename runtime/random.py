@@ -1112,12 +1112,38 @@ def _gamma(name: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool)
 
 
 def _gamma_keys(key_data_: Any, a: Any, log_space: bool) -> Any:
-    """Gamma samples of shape a.shape: JAX splits the key into one key per element."""
+    """Gamma samples of shape a.shape: JAX splits the key into one key per element. Their derivative in ``a`` is
+    JAX's, the sample's at a fixed quantile (``_reparameterized``), not that of the rejection loop's arithmetic."""
     shape = aval(a).shape
     n = math.prod(shape)
     keys = lax.reshape(_split(key_data_, (n,)), (n, 2))
-    out = _gamma_batch(keys, lax.reshape(a, (n,)), log_space)
-    return lax.reshape(out, shape)
+    out = _gamma_batch(keys, lax.reshape(lax.stop_gradient(a), (n,)), log_space)
+    return _reparameterized(log_space)(a, lax.stop_gradient(lax.reshape(out, shape)))
+
+
+_REPARAMETERIZED: dict[bool, Any] = {}  # log_space -> the custom_jvp identity carrying the samples' derivative
+
+
+def _reparameterized(log_space: bool) -> Any:
+    """``f(a, sample) = sample`` whose derivative in ``a`` is the implicit one: the sample x held at its quantile
+    P(a, x) moves by -(dP/da) / (dP/dx) (divided by x for a log sample, computed from log x)."""
+    if log_space not in _REPARAMETERIZED:
+        from srcjax.runtime.autodiff import custom_jvp
+        from srcjax.runtime.scipy import special
+
+        def rule(primals, tangents):
+            (a, sample), (a_dot, _) = primals, tangents
+            if not log_space:
+                return sample, a_dot * special.gamma_sample_grad(a, sample)
+            # d log x / da = -(dP/da) / (x dP/dx), with x dP/dx = exp(a log x - x - lgamma(a))
+            x = jnp.exp(sample)
+            density_times_x = jnp.exp(a * sample - x - lax.lgamma(a))
+            return sample, a_dot * -special.igamma_da(a, x) / density_times_x
+
+        identity = custom_jvp(lambda a, sample: sample)
+        identity.defjvp(rule)
+        _REPARAMETERIZED[log_space] = identity
+    return _REPARAMETERIZED[log_space]
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:

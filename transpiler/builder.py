@@ -71,6 +71,17 @@ class Builder(core.Interpreter):
             self._keepalive = getattr(self, "_keepalive", []) + [x]  # ids stay unique while we hold them
         return self._consts[key]
 
+    def constant(self, value: Value, data: Any) -> Value:
+        """A transformed function's constant ``value`` (holding ``data``) in this function, of ``value``'s own type:
+        not canonicalised as ``operand`` would (with x64 off that would narrow a float64 constant that the
+        function's float64 arithmetic reads)."""
+        aval = value.aval
+        if aval.shape == ():
+            return Literal(np.asarray(data, aval.dtype)[()], aval)
+        const = Value(aval, None)
+        self.function.consts.append((const, np.asarray(data)))
+        return const
+
     def _capture(self, outer: Value) -> Value:
         param = self._captured_params.get(id(outer))
         if param is None:

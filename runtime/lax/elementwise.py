@@ -26,7 +26,8 @@ __all__ = [
     "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma", "log",
     "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "population_count", "pow",
     "real", "reciprocal", "reduce_precision", "rem", "round", "rsqrt", "select", "select_n", "shift_left",
-    "shift_right_arithmetic", "dtype",
+    "shift_right_arithmetic", "dtype", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
+    "bessel_i0e", "bessel_i1e",
     "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
 ]
 
@@ -518,3 +519,47 @@ def _round_to_format(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     if typ.weak_type:
         result = convert(result, typ.dtype, weak_type=True)
     return result
+
+
+# -- special functions (scipy.special's, under lax's names) ------------------------------------------------------
+def _special() -> Any:
+    from srcjax.runtime.scipy import special
+
+    return special
+
+
+def igamma(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return _special().gammainc(a, x)
+
+
+def igammac(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return _special().gammaincc(a, x)
+
+
+def igamma_grad_a(a: Any, x: Any) -> Any:
+    """dP(a, x) / da."""
+    a, x = _special()._inexact("igamma_grad_a", a, x)
+    return _special().igamma_da(a, x)
+
+
+def random_gamma_grad(a: Any, x: Any) -> Any:
+    """The derivative in ``a`` of a Gamma(a, 1) sample ``x`` held at its quantile: -(dP/da) / (dP/dx)."""
+    a, x = _special()._inexact("random_gamma_grad", a, x)
+    return _special().gamma_sample_grad(a, x)
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """The regularized incomplete beta function I_x(a, b)."""
+    return _special().betainc(a, b, x)
+
+
+def bessel_i0e(x: Any) -> Any:
+    """exp(-|x|) I0(x)."""
+    return _special().i0e(x)
+
+
+def bessel_i1e(x: Any) -> Any:
+    """exp(-|x|) I1(x)."""
+    return _special().i1e(x)

@@ -433,13 +433,23 @@ def _igamma_jvp(which: int, sign: int) -> Any:
 
     def jvp(primals, tangents):
         (a, x), (a_dot, x_dot) = primals, tangents
-        p, q = _igamma_pair(a, x)
-        dp_da = _difference(lambda a: _igamma_pair(a, x)[0], a)
-        dq_da = _difference(lambda a: _igamma_pair(a, x)[1], a)
-        d_da = _jnp().where(p < q, dp_da, -dq_da) * sign
-        return (p, q)[which], a_dot * d_da + sign * x_dot * _gamma_density(a, x)
+        return _igamma_pair(a, x)[which], a_dot * sign * igamma_da(a, x) + sign * x_dot * _gamma_density(a, x)
 
     return jvp
+
+
+def igamma_da(a: Any, x: Any) -> Any:
+    """dP(a, x)/da, a difference of the smaller of P and Q (dP/da = -dQ/da), which holds its digits."""
+    p, q = _igamma_pair(a, x)
+    dp_da = _difference(lambda a: _igamma_pair(a, x)[0], a)
+    dq_da = _difference(lambda a: _igamma_pair(a, x)[1], a)
+    return _jnp().where(p < q, dp_da, -dq_da)
+
+
+def gamma_sample_grad(a: Any, x: Any) -> Any:
+    """d x / d a for a Gamma(a, 1) sample x held at its quantile: -(dP/da) / (dP/dx) (implicit
+    reparameterisation, what JAX's ``random_gamma_grad`` computes)."""
+    return -igamma_da(a, x) / _gamma_density(a, x)
 
 
 @_custom_jvp()

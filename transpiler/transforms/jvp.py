@@ -94,7 +94,7 @@ def jvp_function(fn: Function, wrt: Sequence[bool] | None = None) -> Function:
             engine.write(p, new)
     with core.interpreting(builder):
         for value, data in fn.consts:
-            engine.write(value, builder.operand(data))
+            engine.write(value, builder.constant(value, data))
         engine.block(fn.body)
         outs = [engine.read(r) for r in fn.results]
         out_tangents = [instantiate(engine.tangent(r)) for r in fn.results]

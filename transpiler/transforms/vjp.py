@@ -260,7 +260,7 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
             t.active.add(id(p))
     with core.interpreting(t.linearizer):
         for value, data in fn.consts:
-            t.write(value, builder.operand(data))
+            t.write(value, builder.constant(value, data))
         records = t.forward_block(fn.body)
         outs = [t.read(r) for r in fn.results]
     if seed_ones:

@@ -91,7 +91,7 @@ def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_n
         batcher.write(p, new, d)
     with core.interpreting(builder):
         for value, data in fn.consts:
-            batcher.write(value, builder.operand(data), None)
+            batcher.write(value, builder.constant(value, data), None)
         batcher.block(fn.body)
         outs = []
         wanted = list(out_dims) if out_dims is not None else [0] * len(fn.results)
