@@ -279,6 +279,8 @@ def convert(cx: Lowering, x: ir.Value, old: np.dtype, new: np.dtype) -> ir.Value
         return cx.intrinsic(name, x, overload=[target, x.type])
     if new.kind == "f":
         return b.sitofp(x, target) if old.kind == "i" else b.uitofp(x, target)
+    if old.kind == "b":  # (an i1, whatever the byte a bool takes in memory: widened to 1, never -1)
+        return b.zext(x, target)
     if new.itemsize < old.itemsize:
         return b.trunc(x, target)
     if new.itemsize == old.itemsize:

@@ -68,3 +68,22 @@ def test_binary_compiled_agrees_with_eager(prim, dtypes, domain, oracle, fix):
                        *[a for pair in pairs for a in pair])
         for (x, y), g in zip(pairs, got):
             assert_agrees(g, run(prim, x, y), f"{prim.name} {np.dtype(dtype)} {x.shape}")
+
+
+ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+              np.float16, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("source", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_conversions_compiled_agree_with_eager(source):
+    """Every conversion between these dtypes, natively: True is 1 in every integer dtype (bool is an i1, one byte
+    in memory like int8 and uint8: a shortcut for equal byte sizes once made it -1)."""
+    x = data((37,), source, -3.0, 3.0)
+    got = compiled(lambda x: [E.convert_element_type_p.bind(x, new_dtype=np.dtype(t), weak_type=False)
+                              for t in ALL_DTYPES], x)
+    for target, g in zip(ALL_DTYPES, got):
+        want = run(E.convert_element_type_p, x, new_dtype=np.dtype(target), weak_type=False)
+        assert_agrees(g, want, f"{np.dtype(source)} -> {np.dtype(target)}")
+    if np.dtype(source) == np.bool_:
+        summed = srcjax.jit(lambda b: (b.astype(np.int8).sum(), b.astype(np.uint8) + np.uint8(1)))(x)
+        assert int(summed[0]) == int(x.sum()) and np.asarray(summed[1]).tolist() == (x + 1).astype(np.uint8).tolist()
