@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from srcjax.runtime import dispatch, gpu, tree_util
+from srcjax.runtime import dispatch, dtypes, gpu, tree_util
 from srcjax.runtime.array import DELETED, Array, _pending_of
 from srcjax.runtime.config import TRACE_FLAGS, config
 from srcjax.runtime.eager import to_array
@@ -32,13 +32,15 @@ from srcjax.transpiler.types import TensorType
 
 
 def _is_dynamic(leaf: Any) -> bool:
-    return isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex))
+    return isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex, ShapeDtypeStruct))
 
 
 def abstractify(leaf: Any) -> TensorType:
     """The type a dynamic argument is compiled for (Python scalars are weak, as in JAX)."""
     if isinstance(leaf, Value):
         return leaf.aval
+    if isinstance(leaf, ShapeDtypeStruct):  # (eval_shape, lower: a type without a value)
+        return TensorType(dtypes.canonicalize_dtype(leaf.dtype), leaf.shape, leaf.weak_type)
     return to_array(leaf, "argument").aval
 
 

@@ -436,3 +436,17 @@ def test_frompyfunc_in_a_loop_body():
     # the ufunc's own loops nest in the user's
     total = lax.fori_loop(0, 2, lambda i, acc: acc + ADD.reduce(M[i]), 0.0)
     same(total, 15.0)
+
+
+def test_shape_dtype_structs_are_abstract_arguments():
+    """eval_shape and jit(...).lower take ShapeDtypeStructs as JAX does (flax's init through eval_shape, ahead-of-time
+    lowering): the function sees an abstract array, float64 narrowed with x64 off."""
+    spec = srcjax.ShapeDtypeStruct((2, 3), jnp.float32)
+    assert srcjax.eval_shape(lambda x: x @ x.T, spec) == srcjax.ShapeDtypeStruct((2, 2), jnp.float32)
+    assert srcjax.eval_shape(lambda x: x.reshape(-1)[0], spec).shape == ()
+    params = {"w": srcjax.ShapeDtypeStruct((3, 4), jnp.float32)}
+    assert srcjax.eval_shape(lambda p, x: {"y": p["w"] @ x}, params, jnp.ones(4))["y"].shape == (3,)
+    grad_spec = srcjax.eval_shape(srcjax.grad(lambda x: (x**2).sum()), srcjax.ShapeDtypeStruct((5,), "float64"))
+    assert grad_spec == srcjax.ShapeDtypeStruct((5,), jnp.float32)
+    compiled = srcjax.jit(lambda x: x * 2).lower(spec).compile()
+    np.testing.assert_array_equal(np.asarray(compiled(jnp.ones((2, 3)))), np.full((2, 3), 2.0))
