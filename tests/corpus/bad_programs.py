@@ -4,6 +4,8 @@
 the first occurrence of ``anchor`` on the line marked ``# <- name``.
 """
 
+import types
+
 import numpy as np
 
 import srcjax.numpy as jnp
@@ -265,12 +267,37 @@ def symbolic_range_step(x, k):
     return x
 
 
-@bad("f32[]", match=r"Python list or dict was changed inside an `if`", anchor="x > 0")
+@bad("f32[]", match=r"a list \(its .append\) cannot change inside an `if` on a traced value", anchor="out.append")
 def list_in_symbolic_if(x):
     out = []
-    if x > 0:  # <- list_in_symbolic_if
-        out.append(x)
+    if x > 0:
+        out.append(x)  # <- list_in_symbolic_if
     return x
+
+
+@bad("f32[]", match=r"'state.v' cannot change inside an `if` on a traced value", anchor="state.v")
+def attribute_in_symbolic_if(x):
+    state = types.SimpleNamespace(v=0.0)
+    if x > 0:
+        state.v = 5.0  # <- attribute_in_symbolic_if
+    return x + state.v
+
+
+@bad("f32[]", match=r"an item of a container cannot change inside an `if`", anchor="table[0][0]")
+def nested_item_in_symbolic_if(x):
+    table = [[0.0]]
+    if x > 0:
+        table[0][0] = 5.0  # <- nested_item_in_symbolic_if
+    return x + table[0][0]
+
+
+@bad("f32[]", match=r"'state.v' cannot change inside an `if` on a traced value or a compiled loop", anchor="state.v")
+def attribute_in_symbolic_loop(x):
+    state = types.SimpleNamespace(v=x)
+    while x < 10.0:
+        x = x * 2.0
+        state.v = x  # <- attribute_in_symbolic_loop
+    return state.v
 
 
 @bad("f32[3]", match=r"returned a value of type str", anchor="def returns_string")

@@ -5,6 +5,7 @@ with Python numbers, grows a list or leaves its variable behind behaves as the P
 plain Python, and JAX 0.10.2 where JAX is involved."""
 
 import functools
+import types
 import importlib
 import sys
 
@@ -151,3 +152,33 @@ def test_static_loops_keep_pythons_meaning(fn, want):
     np.testing.assert_allclose(np.asarray(srcjax.jit(fn)(x)), want, rtol=1e-6)
     if np.ndim(x) == 0:  # (each is x times a number)
         np.testing.assert_allclose(float(srcjax.grad(fn)(x)), float(want), rtol=1e-6)
+
+
+class _Model:
+    def __init__(self):
+        self.layers = []
+
+    def add(self, value):
+        self.layers.append(value)
+
+
+def attribute_doubled(x):
+    state = types.SimpleNamespace(v=x)
+    for _ in range(3):
+        state.v = state.v * 2.0
+    return state.v
+
+
+def layers_added(x):
+    model = _Model()
+    for i in range(3):
+        model.add(x * (i + 1))
+    return sum(model.layers)
+
+
+@pytest.mark.parametrize("fn, want", [(attribute_doubled, 8.0), (layers_added, 6.0)], ids=["attribute", "method"])
+def test_static_loops_that_change_outer_objects_run_unrolled(fn, want):
+    """A short static-range loop that changes an object made before it (an attribute, a list through a method)
+    runs as JAX runs it, unrolled; inside an `if` on a traced value such a change is refused
+    (tests/corpus/bad_programs.py)."""
+    assert float(srcjax.jit(fn)(1.0)) == want and float(srcjax.grad(fn)(1.0)) == want

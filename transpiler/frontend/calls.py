@@ -130,6 +130,9 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
             return interpret(trace, target, args, kwargs, caller=frame, node=node)
         finally:
             trace.depth -= 1
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, (list, dict, set)) and getattr(fn, "__name__", "") in _MUTATORS:
+        frame.check_outer_write(node, owner, f"a {type(owner).__name__} (its .{fn.__name__})")
     try:
         return fn(*args, **kwargs)
     except (TranspileError, Exit):
@@ -139,6 +142,11 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
     except Exception as e:  # noqa: BLE001 - reported at the call site
         raise frame.wrap(node, e) from e
 
+
+# the methods that change a list, dict or set in place
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
+             "popitem", "sort", "reverse", "__setitem__", "__delitem__", "difference_update", "intersection_update",
+             "symmetric_difference_update"}
 
 _TEXT_BUILTINS = (builtins.print, builtins.str, builtins.repr, builtins.format, builtins.ascii)
 

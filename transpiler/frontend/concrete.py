@@ -53,6 +53,9 @@ class TraceContext:
     # the regions of the ``if``s on traced values being read: (the block it is in, the region, its condition,
     # whether the region runs where the condition holds or where it does not), outermost first
     guards: list = dataclasses.field(default_factory=list)
+    # per region of control flow on traced values being read (an if's branches, a compiled loop's body): the ids
+    # of the mutable Python objects that existed when it began (``frontend.control.outer_objects``)
+    outer_objects: list = dataclasses.field(default_factory=list)
     _env: dict = dataclasses.field(default_factory=dict)  # what evaluation computed so far, by id of value
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable, Sequence
 
 import libcst as cst
@@ -151,6 +152,56 @@ def _containers(env: dict[str, Any]) -> dict[str, tuple]:
     return {k: (id(v), items(v)) for k, v in env.items() if isinstance(v, (list, dict, set)) and not k.startswith("$")}
 
 
+# -- Python objects made before a region of control flow on traced values ----------------------------------------
+_OUTER_DEPTH, _OUTER_LIMIT = 3, 10_000  # how deep, and how many objects, ``outer_objects`` looks
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), type, types.ModuleType, types.FunctionType,
+              types.BuiltinFunctionType, types.MethodType, range, slice, np.generic, np.dtype)
+
+
+def outer_objects(env: dict[str, Any]) -> set[int]:
+    """The ids of the mutable Python objects the locals reach a few levels deep (lists, dicts, sets, NumPy arrays,
+    objects with attributes): what code read inside an ``if`` on a traced value, or inside a compiled loop, must
+    not change. Both branches of such an ``if``, and a loop's body once, run while the function is read, so a
+    change to one of these would happen whatever the data, and once however many trips the loop makes."""
+    seen: set[int] = set()
+    todo = [(v, 0) for k, v in env.items() if not k.startswith(("$", "@"))]
+    looked = 0
+    while todo and looked < _OUTER_LIMIT:
+        obj, depth = todo.pop()
+        looked += 1
+        if isinstance(obj, _IMMUTABLE) or is_symbolic(obj) or hasattr(obj, "aval") or id(obj) in seen:
+            continue
+        if isinstance(obj, tuple):
+            children = list(obj)
+        elif isinstance(obj, (list, set, frozenset)):
+            children = list(obj)
+        elif isinstance(obj, dict):
+            children = list(obj.values())
+        elif isinstance(obj, np.ndarray) or hasattr(obj, "__dict__"):
+            children = [] if isinstance(obj, np.ndarray) else list(getattr(obj, "__dict__", {}).values())
+        else:
+            continue
+        if not isinstance(obj, (tuple, frozenset)):
+            seen.add(id(obj))
+        if depth < _OUTER_DEPTH:
+            todo.extend((c, depth + 1) for c in children)
+    return seen
+
+
+class _OuterObjects:
+    """``with _OuterObjects(frame):`` around a region: writes to objects made before it are refused inside."""
+
+    def __init__(self, frame: Frame):
+        self.stack = frame.trace.context.outer_objects
+        self.ids = outer_objects(frame.env)
+
+    def __enter__(self) -> None:
+        self.stack.append(self.ids)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stack.pop()
+
+
 def _zeros_like(frame: Frame, tree: Any) -> Any:
     leaves, treedef = tree_flatten(tree)
     return tree_unflatten(treedef, [values.zeros(_aval(frame, leaf).strong()) if _is_array_like(leaf) else leaf
@@ -192,6 +243,7 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
     # which region runs when (``frontend.concrete.reachable``: where the inputs are known, whether it is taken)
     parent, guards = builder.block, frame.trace.context.guards
     dead: set[int] = set()  # regions that raise where they are known not to run
+    outer = _OuterObjects(frame)
     for i, run in enumerate(runs):
         with builder.region() as block:
             frame.env = dict(base)
@@ -201,7 +253,8 @@ def branch(frame: Frame, pred: Any, runs: Sequence[Callable[[], None]], where: S
                 frame.env.update(else_flags)
             guards.append((parent, block, pred, i == 0) if len(runs) == 2 else (parent, block, None, None))
             try:
-                run()
+                with outer:
+                    run()
             except Exit as e:
                 if e.kind == "raise":
                     raise
@@ -633,6 +686,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             start, step = rng.start, rng.step
             trip = len(rng)
     base = frame.env
+    outer = _OuterObjects(frame)
     promoted: set[tuple[str, int]] = set()  # static leaves that change, carried from the next trace on
     joined: dict[tuple[str, int], tuple[np.dtype, bool]] = {}
     for _attempt in range(MAX_RETRACES):
@@ -681,18 +735,24 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 frame.assign(stmt.target, target)
             frame.env[CONT] = False
             stop = [frame.env[f] for f in (BRK, RET) if f in carried_names and is_symbolic(frame.env[f])]
-            if masked and stop:
-                guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
-                branch(frame, guard, [lambda: frame.exec_block(body), lambda: None],
-                       ["in a loop iteration", "after the loop stopped"], stmt,
-                       then_flags={f: False for f in (BRK, RET) if f in carried_names})
-            else:
-                try:
-                    frame.exec_block(body)
-                except Exit as e:
-                    if e.kind == "raise":
-                        raise
-                    _record_exit(frame, e)
+            try:
+                with outer:
+                    if masked and stop:
+                        guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
+                        branch(frame, guard, [lambda: frame.exec_block(body), lambda: None],
+                               ["in a loop iteration", "after the loop stopped"], stmt,
+                               then_flags={f: False for f in (BRK, RET) if f in carried_names})
+                    else:
+                        try:
+                            frame.exec_block(body)
+                        except Exit as e:
+                            if e.kind == "raise":
+                                raise
+                            _record_exit(frame, e)
+            except TranspileError as e:
+                if unrollable and getattr(e, "outer_write", False):
+                    raise _Unroll() from None
+                raise
             frame.env[CONT] = False
             # compare what the body leaves with what it was given
             changed = False

@@ -515,6 +515,19 @@ class Frame:
         raise self.error(stmt, "a compiled function cannot assign variables of an enclosing function",
                          note="return the new value instead")
 
+    def check_outer_write(self, node: cst.CSTNode, obj: Any, what: str) -> None:
+        """Refuse a change to ``obj`` (``what``) inside a region of control flow on traced values when it was made
+        before the region (``control.outer_objects``). The error is marked ``outer_write``: a short loop over a
+        static range then runs unrolled instead, as JAX runs it."""
+        if any(id(obj) in ids for ids in self.trace.context.outer_objects):
+            error = self.error(node, f"{what} cannot change inside an `if` on a traced value or a compiled loop, "
+                                     "as the object was made before it",
+                               note="srcjax reads both branches of such an `if` (and a loop's body once) while it "
+                                    "compiles the function, so the change would happen whatever the data; keep the "
+                                    "value in a local variable (v = ...) and select with jnp.where, or use lax.scan")
+            error.outer_write = True
+            raise error
+
     # -- assignment targets ---------------------------------------------------------------------------------
     def assign(self, target: cst.BaseExpression, value: Any) -> None:
         if isinstance(target, cst.Name):
@@ -528,6 +541,7 @@ class Frame:
             if isinstance(target.value, cst.Name) and target.value.value not in self.env:
                 raise self.error(target, f"a compiled function cannot change '{_dotted(target)}', which it does "
                                          "not own", note="return the new value instead, and assign it outside")
+            self.check_outer_write(target, obj, f"'{_dotted(target)}'")
             setattr(obj, target.attr.value, value)
         elif isinstance(target, cst.StarredElement):
             raise self.error(target, "a starred assignment target must be inside a tuple or list")
@@ -562,6 +576,7 @@ class Frame:
             # NumPy-style ``y[i] = v`` on an array: a functional update that rebinds the name
             self.assign(target.value, container.at[index].set(value))
         else:
+            self.check_outer_write(target, container, "an item of a container")
             container[index] = value
 
     # -- expressions ------------------------------------------------------------------------------------------
