@@ -597,8 +597,12 @@ def _scatter_update(x: Any, index: Any, values: Any, prim: Any, mode: Any, indic
     dnums = ScatterDimensionNumbers(update_window_dims=plan.dnums.offset_dims,
                                     inserted_window_dims=plan.dnums.collapsed_slice_dims,
                                     scatter_dims_to_operand_dims=plan.dnums.start_index_map)
+    # (an index of ints and slices alone names each element once, as JAX's indexer marks it)
+    items = index if isinstance(index, tuple) else (index,)
+    static = all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
+                 for i in items)
     return prim.bind(x, plan.indices, values, dimension_numbers=dnums, mode=GatherScatterMode.from_any(mode),
-                     indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices))
+                     indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices) or static)
 
 
 # -- take, take_along_axis, put, put_along_axis ----------------------------------------------------------

@@ -53,3 +53,13 @@ def test_interp_is_differentiable_at_its_last_knot():
     slope = srcjax.vmap(srcjax.grad(lambda v: jnp.interp(v, jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 3.0, 1.0]))))
     np.testing.assert_array_equal(np.asarray(slope(jnp.array([0.0, 1.0, 2.0]))), [3.0, -2.0, -2.0])
     assert float(jnp.interp(2.0, jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 3.0, 1.0]))) == 1.0
+
+
+def test_grad_of_at_mul_and_divide_with_static_indices():
+    """An index of ints and slices names each element once, so reverse mode through .at[].mul/divide works, as in
+    JAX (values recorded from JAX 0.10.2)."""
+    x = jnp.arange(1.0, 4.0)
+    np.testing.assert_array_equal(np.asarray(srcjax.grad(lambda x: x.at[1].mul(x[0]).sum())(x)), [3.0, 1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(srcjax.grad(lambda x: x.at[1:].mul(x[0]).sum())(x)), [6.0, 1.0, 1.0])
+    np.testing.assert_allclose(np.asarray(srcjax.grad(lambda x: x.at[..., 2].divide(x[0]).sum())(x)),
+                               [-2.0, 1.0, 1.0])
