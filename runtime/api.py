@@ -785,6 +785,21 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype))
 
 
+def typeof(x: Any) -> TensorType:
+    """The abstract type of ``x`` (shape, dtype, weak bit), as JAX's ``typeof`` gives its ``ShapedArray``."""
+    if isinstance(x, Value):
+        return x.aval
+    return abstractify(x)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside it JAX computes operations on concrete values at once, even under ``jit``. srcjax always does:
+    an operation whose inputs are known while a function is read is computed then (a Python ``if`` on it works),
+    so this context changes nothing."""
+    yield
+
+
 @contextlib.contextmanager
 def disable_jit(disable: bool = True) -> Iterator[None]:
     saved = config.jax_disable_jit

@@ -569,6 +569,19 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     return (out, tangent_out, aux) if has_aux else (out, tangent_out)
 
 
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence = ()) -> Callable:
+    """The transpose of the linear function ``fun``: ``f_t(out_cotangent)`` gives the cotangents of its inputs as
+    a tuple. ``primals`` (arrays or ``ShapeDtypeStruct``s) give only the inputs' shapes and dtypes. The transpose
+    is ``fun``'s pullback at zero, which for a linear ``fun`` is the same at every point."""
+    from srcjax.runtime import numpy as jnp
+
+    _check_callable(fun, "linear_transpose")
+    zeros = tree_util.tree_map(lambda p: jnp.zeros(np.shape(p), getattr(p, "dtype", None) or np.result_type(p)),
+                               primals)
+    _, pullback = vjp(fun, *zeros)
+    return pullback
+
+
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the derivative at ``primals`` (and the
     auxiliary data last with ``has_aux``)."""
@@ -1294,5 +1307,5 @@ def stop_gradient(x: Any) -> Any:
     return tree_util.tree_map(stop, x)
 
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
-           "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "stop_gradient", "Zero", "FLOAT0"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev", "jacobian",
+           "hessian", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "stop_gradient", "Zero", "FLOAT0"]

@@ -7,7 +7,8 @@ done in ``runtime`` (libraries and execution), ``codegen`` (native code) and ``t
 
 from srcjax.runtime import eager as _eager  # noqa: F401 - installs the eager interpreter
 from srcjax.runtime.api import (
-    ShapeDtypeStruct, clear_caches, disable_jit, effects_barrier, eval_shape, jit, make_jaxpr,
+    ShapeDtypeStruct, clear_caches, disable_jit, effects_barrier, ensure_compile_time_eval, eval_shape, jit,
+    make_jaxpr, typeof,
 )
 from srcjax.runtime.array import Array
 from srcjax.runtime.callbacks import pure_callback
@@ -25,6 +26,7 @@ from srcjax.runtime.autodiff import (
     jacobian,
     jacrev,
     jvp,
+    linear_transpose,
     linearize,
     remat,
     value_and_grad,
@@ -137,5 +139,6 @@ __all__ = [
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
-    "pure_callback", "named_call", "named_scope", "print_environment_info",
+    "pure_callback", "named_call", "named_scope", "print_environment_info", "linear_transpose", "typeof",
+    "ensure_compile_time_eval",
 ]

@@ -49,9 +49,20 @@ class Value(ArrayMethods):
     ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
     def __repr__(self) -> str:
         return f"Value({self.name or '?'}: {self.aval})"
+
+    def copy(self) -> Value:
+        return self  # (values are immutable: a copy is the value)
+
+    def item(self, *args: Any) -> Any:
+        self._concrete("item()")
+
+    def tolist(self) -> Any:
+        self._concrete("tolist()")
 
     def __len__(self) -> int:
         if not self.shape:

@@ -450,3 +450,33 @@ def test_shape_dtype_structs_are_abstract_arguments():
     assert grad_spec == srcjax.ShapeDtypeStruct((5,), jnp.float32)
     compiled = srcjax.jit(lambda x: x * 2).lower(spec).compile()
     np.testing.assert_array_equal(np.asarray(compiled(jnp.ones((2, 3)))), np.full((2, 3), 2.0))
+
+
+def test_linear_transpose_typeof_and_compile_time_eval():
+    """Values recorded from JAX 0.10.2."""
+    f = lambda x, y: (x * 2.0 + y.sum(0), 3.0 * x)  # noqa: E731
+    x_ct, y_ct = srcjax.linear_transpose(f, jnp.ones(3), jnp.ones((2, 3)))((jnp.arange(3.0), jnp.ones(3)))
+    np.testing.assert_array_equal(np.asarray(x_ct), [3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(np.asarray(y_ct), [[0.0, 1.0, 2.0]] * 2)
+    (ct,) = srcjax.linear_transpose(lambda x: x @ jnp.ones((3, 2)), srcjax.ShapeDtypeStruct((4, 3), jnp.float32))(
+        jnp.ones((4, 2)))
+    np.testing.assert_array_equal(np.asarray(ct), np.full((4, 3), 2.0))
+    (cumsum_t,) = srcjax.jit(srcjax.linear_transpose(jnp.cumsum, jnp.ones(4)))(jnp.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(cumsum_t), [6.0, 6.0, 5.0, 3.0])
+    typ = srcjax.typeof(jnp.ones(3))
+    assert typ.shape == (3,) and typ.dtype == np.float32 and srcjax.typeof(1.0).weak_type
+    with srcjax.ensure_compile_time_eval():
+        np.testing.assert_allclose(float(jnp.sin(1.0)), 0.84147096, rtol=1e-6)
+
+
+def test_traced_values_have_the_array_attributes():
+    sizes = []
+
+    def f(x):
+        sizes.append((x.itemsize, x.nbytes))
+        return (x.copy() ** 2).sum()
+
+    np.testing.assert_array_equal(np.asarray(srcjax.grad(f)(jnp.arange(3.0))), [0.0, 2.0, 4.0])
+    assert sizes == [(4, 12)]
+    with pytest.raises(Exception, match=r"item\(\) needs a concrete value"):
+        srcjax.jit(lambda x: x.item())(jnp.ones(1))
