@@ -1308,4 +1308,5 @@ def stop_gradient(x: Any) -> Any:
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "linear_transpose", "jacfwd", "jacrev", "jacobian",
-           "hessian", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "stop_gradient", "Zero", "FLOAT0"]
+           "hessian", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "stop_gradient", "Zero",
+           "FLOAT0"]
