@@ -227,7 +227,8 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     n, v_shape = aval(a).shape[0], aval(v).shape
     needles = _ravel(v)
     m = aval(needles).shape[0]
-    index_dtype = dtypes.default_int_dtype()
+    # (int32 whenever it can count a's elements, x64 or not, as JAX)
+    index_dtype = np.dtype(np.int32) if n + m <= np.iinfo(np.int32).max else dtypes.default_int_dtype()
     keys = concatenate_p.bind(convert(a, aval(needles).dtype), needles, dimension=0)
     # left: a needle sorts before equal elements of a; right: after them
     a_tag, v_tag = (1, 0) if side == "left" else (0, 1)

@@ -63,3 +63,13 @@ def test_grad_of_at_mul_and_divide_with_static_indices():
     np.testing.assert_array_equal(np.asarray(srcjax.grad(lambda x: x.at[1:].mul(x[0]).sum())(x)), [6.0, 1.0, 1.0])
     np.testing.assert_allclose(np.asarray(srcjax.grad(lambda x: x.at[..., 2].divide(x[0]).sum())(x)),
                                [-2.0, 1.0, 1.0])
+
+
+def test_x64_dtypes_of_fft_of_integers_and_of_searchsorted():
+    with srcjax.enable_x64(True):
+        spectrum = jnp.fft.fft(jnp.array([1, 2, 3], dtype=jnp.int64))
+        assert spectrum.dtype == np.complex128 and jnp.fft.fft(jnp.arange(4)).dtype == np.complex128
+        np.testing.assert_array_equal(np.asarray(spectrum), np.fft.fft([1.0, 2.0, 3.0]))
+        assert jnp.fft.rfft(jnp.arange(4)).dtype == np.complex128
+        assert jnp.searchsorted(jnp.array([1, 2, 3]), 2).dtype == np.int32  # (int32 in JAX, x64 or not)
+    assert jnp.fft.fft(jnp.arange(4)).dtype == np.complex64
