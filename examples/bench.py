@@ -50,18 +50,27 @@ def steady_time(fn, seconds: float) -> float:
     return elapsed / count
 
 
-def median_times(fns, repeat: int, number: int = 1) -> list[float]:
-    """``median_time`` of each of ``fns``, their samples taken in turn."""
+def median_times(fns, repeat: int, number: int | None = None) -> list[float]:
+    """``median_time`` of each of ``fns``, their samples taken in turn. A sample times ``number`` calls in a row,
+    by default as many as take about SAMPLE_SECONDS (at least one): a library's threads still spinning after its
+    own calls then disturb only the first call of the next library's sample, not every one."""
+    numbers = []
     for fn in fns:
         fn()
+        start = time.perf_counter()
+        fn()
+        numbers.append(number or max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-9))))
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        for fn, times in zip(fns, samples):
+        for fn, times, count in zip(fns, samples, numbers):
             start = time.perf_counter()
-            for _ in range(number):
+            for _ in range(count):
                 fn()
-            times.append((time.perf_counter() - start) / number)
+            times.append((time.perf_counter() - start) / count)
     return [statistics.median(times) for times in samples]
+
+
+SAMPLE_SECONDS = 0.005
 
 
 _bandwidth: list[float] = []
@@ -168,7 +177,7 @@ def run_compiled(small: bool, key: str, repeat: int) -> None:
             g = make(real_jax, real_jnp)
             calls.append(lambda: ready(g(*theirs)))
         # (samples interleaved, so a change in the machine's load hits every library alike)
-        times = median_times(calls, repeat, 1000 if "dispatch" in name else 1)
+        times = median_times(calls, repeat, 1000 if "dispatch" in name else None)
         t_ours, t_np = times[:2]
         line = f"{name:32s} {t_ours * 1e3:9.3f}ms {t_np * 1e3:9.3f}ms {t_ours / t_np:7.2f}"
         if real_jax is not None:
