@@ -77,7 +77,9 @@ class Signature:
             hash(self.key)
         except TypeError as e:
             if require_hashable:
-                raise TypeError(f"static arguments of a jit-compiled function must be hashable: {e}") from None
+                from srcjax.runtime.numpy._core import TypeOrValueError  # (JAX: ValueError; earlier srcjax: TypeError)
+
+                raise TypeOrValueError(f"static arguments of a jit-compiled function must be hashable: {e}") from None
             self.key = None  # no cache key: the caller traces every time
         self.types, self.static_args, self.static_kwargs = types, static_args, static_kwargs
 

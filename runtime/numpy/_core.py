@@ -213,7 +213,7 @@ def _from_python(a: Any, want: np.dtype | None) -> Array:
             raise ValueError(f"jnp.array: the nested sequence is ragged or mixes shapes ({e})") from None
     if not isinstance(a, (np.ndarray, *_SCALARS)):
         if not hasattr(a, "__array__"):
-            raise TypeError(f"jnp.asarray: cannot convert a value of type {type(a).__name__} to an array")
+            raise TypeOrValueError(f"jnp.asarray: cannot convert a value of type {type(a).__name__} to an array")
         a = np.asarray(a)
     if want is None:
         return to_array(np.array(a) if isinstance(a, np.ndarray) else a, "jnp.asarray")
@@ -259,6 +259,15 @@ def promote_dtypes_complex(*args: Any) -> list[Any]:
     return [convert(x, dtype, weak) for x in args]
 
 
+class TypeOrValueError(TypeError, ValueError):
+    """Bad input for which JAX raises one type and NumPy the other (incompatible shapes: JAX a TypeError, NumPy a
+    ValueError): both, so that an ``except`` written for either catches it."""
+
+
+class ZeroDivisionOrValueError(ZeroDivisionError, ValueError):
+    """``arange`` with a zero step: JAX's ZeroDivisionError, NumPy's ValueError."""
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     rank = max((len(s) for s in shapes), default=0)
     out = []
@@ -266,7 +275,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
         sizes = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
         sizes.discard(1)
         if len(sizes) > 1:
-            raise ValueError(f"incompatible shapes for broadcasting: {', '.join(str(tuple(s)) for s in shapes)}")
+            raise TypeOrValueError(f"incompatible shapes for broadcasting: {', '.join(str(tuple(s)) for s in shapes)}")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 

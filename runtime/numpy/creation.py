@@ -16,7 +16,9 @@ import numpy as np
 
 import srcjax.runtime.numpy as jnp  # the package namespace, resolved at call time (ufuncs, reductions, ...)
 from srcjax.runtime import dtypes, lax
-from srcjax.runtime.numpy._core import aval, broadcast_to, check_arraylike, convert, is_arraylike, is_concrete
+from srcjax.runtime.numpy._core import (
+    TypeOrValueError, ZeroDivisionOrValueError, aval, broadcast_to, check_arraylike, convert, is_arraylike, is_concrete,
+)
 
 __all__ = [
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
@@ -49,7 +51,7 @@ def canonicalize_shape(shape: Any, name: str) -> tuple[int, ...]:
         raise TypeError(f"{name}: shape must be an int or a sequence of ints, got {shape!r}") from None
     out = tuple(static_int(d, name, "each dimension of the shape") for d in items)
     if any(d < 0 for d in out):
-        raise ValueError(f"{name}: negative dimensions are not allowed, got shape {out}")
+        raise TypeOrValueError(f"{name}: negative dimensions are not allowed, got shape {out}")
     return out
 
 
@@ -137,7 +139,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     if want.kind == "c":
         raise TypeError("jnp.arange: complex dtypes are not supported")
     if by == 0:
-        raise ValueError("jnp.arange: step must not be zero")
+        raise ZeroDivisionOrValueError("jnp.arange: step must not be zero")
     if all(isinstance(v, int) for v in (lo, hi, by)):
         length = len(range(lo, hi, by))
     else:  # NumPy's count: ceil((stop - start) / step)

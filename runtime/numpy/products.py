@@ -16,7 +16,9 @@ import numpy as np
 
 from srcjax.runtime import dtypes
 from srcjax.runtime.eager import fast_path
-from srcjax.runtime.numpy._core import aval, check_arraylike, convert, promote_dtypes, promote_dtypes_inexact
+from srcjax.runtime.numpy._core import (
+    TypeOrValueError, aval, check_arraylike, convert, promote_dtypes, promote_dtypes_inexact,
+)
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
 from srcjax.transpiler.primitives.convolution import ConvDimensionNumbers, conv_general_dilated_p, dot_general_p
@@ -142,7 +144,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has ndim 0")
     k_a, k_b = sa[-1], sb[0] if len(sb) == 1 else sb[-2]
     if k_a != k_b:
-        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+        raise TypeOrValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(n?,k),(k,m?)->(n?,m?) (size {k_b} is different from {k_a}); shapes {sa} and {sb}")
     ba, bb = sa[:-2], sb[:-2]
     try:

@@ -480,3 +480,19 @@ def test_traced_values_have_the_array_attributes():
     assert sizes == [(4, 12)]
     with pytest.raises(Exception, match=r"item\(\) needs a concrete value"):
         srcjax.jit(lambda x: x.item())(jnp.ones(1))
+
+
+def test_bad_input_raises_what_jax_and_numpy_code_catch():
+    """Where JAX raises TypeError and NumPy ValueError (incompatible shapes, a negative dimension, a zero arange
+    step: ZeroDivisionError in JAX), srcjax's error is both, eagerly and under jit."""
+    calls = [lambda: jnp.ones(3) + jnp.ones(4), lambda: srcjax.jit(lambda a, b: a + b)(jnp.ones(3), jnp.ones(4)),
+             lambda: jnp.ones((2, 3)) @ jnp.ones((2, 3)), lambda: srcjax.jit(jnp.matmul)(jnp.ones((2, 3)), jnp.ones(4)),
+             lambda: jnp.ones(-1), lambda: jnp.array(None),
+             lambda: srcjax.jit(lambda x, s: x, static_argnums=1)(1.0, [1, 2])]
+    for call in calls:
+        for kind in (TypeError, ValueError):
+            with pytest.raises(kind):
+                call()
+    for kind in (ZeroDivisionError, ValueError):
+        with pytest.raises(kind, match="step must not be zero"):
+            jnp.arange(0, 10, 0)

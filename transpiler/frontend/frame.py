@@ -69,20 +69,25 @@ _UNARY: dict[type, Callable[[Any], Any]] = {
 
 _ERROR_TYPES = (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError, ZeroDivisionError,
                 NotImplementedError, OverflowError, RuntimeError, AssertionError)
-_error_classes: dict[type, type] = {}
+_error_classes: dict[tuple, type] = {}
 
 
 def located_error(error: BaseException, loc: SourceLoc | None, length: int, note: str = "") -> TranspileError:
     """A ``TranspileError`` at the user's line that is still an instance of the original error's type."""
     if isinstance(error, TranspileError):
         return error
-    base = next((t for t in type(error).__mro__ if t in _ERROR_TYPES), None)
+    bases: list[type] = []  # (every standard type the error is, most derived first: a TypeError that is also a
+    for t in type(error).__mro__:  # ValueError stays both)
+        if t in _ERROR_TYPES and not any(issubclass(b, t) for b in bases):
+            bases.append(t)
     message = str(error) if not isinstance(error, KeyError) else repr(error.args[0]) if error.args else "KeyError"
-    if base is None:
+    if not bases:
         return TranspileError(f"{type(error).__name__}: {message}", loc, note=note, length=length)
-    cls = _error_classes.get(base)
+    key = tuple(bases)
+    cls = _error_classes.get(key)
     if cls is None:
-        cls = _error_classes[base] = type(f"TranspileError[{base.__name__}]", (TranspileError, base), {})
+        name = f"TranspileError[{', '.join(b.__name__ for b in bases)}]"
+        cls = _error_classes[key] = type(name, (TranspileError, *bases), {})
     err = cls.__new__(cls)
     TranspileError.__init__(err, message, loc, note=note, length=length)
     return err

@@ -8,5 +8,5 @@ from srcjax.lax import GatherScatterMode, ScatterDimensionNumbers
 
 def argument_not_mutated(x):
     t0 = jnp.zeros((1,), np.int32)
-    y = lax.scatter(x, t0, np.float32(-1.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[0] = -1.0  (programs.py:796)
+    y = lax.scatter(x, t0, np.float32(-1.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)  # y[0] = -1.0  (programs.py:796)
     return y, x

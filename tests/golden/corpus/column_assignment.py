@@ -9,10 +9,10 @@ from srcjax.lax import GatherScatterMode, ScatterDimensionNumbers
 def column_assignment(m):
     t0 = jnp.zeros((1,), np.int32)
     t1 = jnp.zeros((3,), np.float32)  # m[:, 0] = 0.0  (programs.py:787)
-    m_1 = lax.scatter(m, t0, t1, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    m_1 = lax.scatter(m, t0, t1, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
     t2 = lax.slice(m_1, start_indices=(1, 0), limit_indices=(2, 4))  # m[1] = m[1] * 2  (programs.py:788)
     t3 = lax.reshape(t2, new_sizes=(4,))
     t4 = t3 * 2.0
     t5 = jnp.ones((1,), np.int32)
-    m_2 = lax.scatter(m_1, t5, t4, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    m_2 = lax.scatter(m_1, t5, t4, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
     return m_2

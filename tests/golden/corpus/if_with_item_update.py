@@ -12,7 +12,7 @@ def if_with_item_update(x):
     t2 = t1 > 0.0
     t3 = jnp.ones((1,), np.int32)
     if t2:
-        y = lax.scatter(x, t3, np.float32(100.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[1] = 100.0  (programs.py:341)
+        y = lax.scatter(x, t3, np.float32(100.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)  # y[1] = 100.0  (programs.py:341)
     else:
         y = x
     return y

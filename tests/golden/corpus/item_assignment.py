@@ -8,10 +8,10 @@ from srcjax.lax import GatherScatterMode, ScatterDimensionNumbers
 
 def item_assignment(x):
     t0 = jnp.zeros((1,), np.int32)
-    y = lax.scatter(x, t0, np.float32(10.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)  # y[0] = 10.0  (programs.py:771)
+    y = lax.scatter(x, t0, np.float32(10.0), dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)  # y[0] = 10.0  (programs.py:771)
     t1 = lax.slice(y, start_indices=(0,), limit_indices=(1,))  # y[-1] = y[0] + 1  (programs.py:772)
     t2 = lax.reshape(t1, new_sizes=())
     t3 = t2 + 1.0
     t4 = jnp.full((1,), 4, np.int32)
-    y_1 = lax.scatter(y, t4, t3, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    y_1 = lax.scatter(y, t4, t3, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
     return y_1

@@ -12,9 +12,9 @@ def item_augmented_assignment(x):
     t1 = lax.reshape(t0, new_sizes=())
     t2 = t1 + 5.0
     t3 = jnp.ones((1,), np.int32)
-    y_1 = lax.scatter(y, t3, t2, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    y_1 = lax.scatter(y, t3, t2, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
     t4 = lax.slice(y_1, start_indices=(2,), limit_indices=(4,))  # y[2:4] *= 2.0  (programs.py:780)
     t5 = t4 * 2.0
     t6 = jnp.full((1,), 2, np.int32)
-    y_2 = lax.scatter(y_1, t6, t5, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP)
+    y_2 = lax.scatter(y_1, t6, t5, dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()), mode=GatherScatterMode.FILL_OR_DROP, unique_indices=True)
     return y_2
