@@ -54,10 +54,15 @@ def _as_arrays(tree: Any, what: str) -> tuple[list[Any], PyTreeDef]:
     return out, treedef
 
 
+class _BecameSymbolic(NotImplementedError):
+    """A loop run eagerly while a function is compiled met a symbolic value deciding its control flow (its body
+    read a traced value): ``while_loop`` then builds the loop op instead."""
+
+
 def _concrete(x: Any, what: str) -> Any:
     if not _core.is_concrete(x):
-        raise NotImplementedError(f"{what}: the value deciding the control flow is symbolic (known only when the "
-                                  "compiled function runs); lax control flow on such values is not compiled yet")
+        raise _BecameSymbolic(f"{what}: the value deciding the control flow is symbolic (known only when the "
+                              "compiled function runs); lax control flow on such values is not compiled yet")
     return x
 
 
@@ -621,8 +626,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:  #
     """``val = body_fun(val)`` while ``cond_fun(val)``; the carry keeps the type of ``init_val``."""
     if _builder() is not None:
         leaves, treedef = _as_arrays(init_val, "while_loop init_val")
+        compiled = lambda: _symbolic_loop("while_loop", leaves, treedef, None, cond_fun,  # noqa: E731
+                                          lambda k, val: _call(body_fun, val))
         if _any_symbolic(leaves) or not _core.is_concrete(_call(cond_fun, init_val)):
-            return _symbolic_loop("while_loop", leaves, treedef, None, cond_fun, lambda k, val: _call(body_fun, val))
+            return compiled()
+        try:  # (known from the start: run now, unless a trip makes the carry symbolic, as c * w for a traced w)
+            return _eager_while_loop(cond_fun, body_fun, init_val)
+        except _BecameSymbolic:
+            return compiled()
     return _eager_while_loop(cond_fun, body_fun, init_val)
 
 

@@ -73,3 +73,17 @@ def test_x64_dtypes_of_fft_of_integers_and_of_searchsorted():
         assert jnp.fft.rfft(jnp.arange(4)).dtype == np.complex128
         assert jnp.searchsorted(jnp.array([1, 2, 3]), 2).dtype == np.int32  # (int32 in JAX, x64 or not)
     assert jnp.fft.fft(jnp.arange(4)).dtype == np.complex64
+
+
+def test_while_loop_whose_constant_carry_turns_traced():
+    """A carry that starts as a constant and becomes traced in the body (c * w, w an argument: Newton's and
+    bisection's shape) is compiled as a loop, not refused. Values as JAX 0.10.2's."""
+    f = lambda w: lax.while_loop(lambda c: c < 5.0, lambda c: c * w, 1.0)  # noqa: E731
+    g = lambda w: lax.while_loop(lambda c: c[1] < 5.0, lambda c: (c[0] + 1, c[1] * w), (0, 1.0))  # noqa: E731
+    np.testing.assert_allclose(float(srcjax.jit(f)(1.1)), 5.0544715, rtol=1e-6)
+    steps, value = srcjax.jit(g)(1.1)
+    assert int(steps) == 17
+    np.testing.assert_allclose(float(srcjax.jvp(f, (1.1,), (1.0,))[1]), 78.114555, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(srcjax.jacfwd(srcjax.vmap(f))(jnp.array([1.1, 2.0]))),
+                               [[78.114555, 0.0], [0.0, 12.0]], rtol=1e-5)
+    np.testing.assert_allclose(float(srcjax.jvp(g, (1.3,), (1.0,))[1][1]), 33.787655, rtol=1e-5)
