@@ -91,17 +91,19 @@ class Pmapped:
         return vmap(self.fun, in_axes=self._axes(n_args), out_axes=self.out_axes, axis_name=self.axis_name,
                     axis_size=size, _processes=device_api.process_count(), _devices=True)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if core.current_interpreter() is not core.base_interpreter():
             # inside a transformation or a compiled function: the mapped function itself
-            return self._mapped(len(args), self.axis_size)(*args)
-        size = self._size(args)
+            return self._mapped(len(args), self.axis_size)(*args, **kwargs)
+        size = self._size(args, kwargs)
         available = list(self.devices) if self.devices is not None else device_api.local_devices(backend=self.backend)
         if size > len(available):
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(available)} XLA devices are available (num_replicas={size})")
         placed = available[:size]
-        if not _on_gpus(placed):
+        if kwargs:  # (keyword arguments are mapped over their axis 0, as JAX maps them; the batched call takes them)
+            out = _BATCHED
+        elif not _on_gpus(placed):
             out = self._replicas(args, size)
         else:
             mode = os.environ.get("SRCJAX_PMAP", "auto")
@@ -115,8 +117,8 @@ class Pmapped:
                 static = tuple(i % len(args) for i in self.static)
                 call = self._compiled[(len(args), size)] = jit(self._mapped(len(args), size), static_argnums=static,
                                                                donate_argnums=self.donate)
-            out = call(*args)
-        return self._place(out, placed, {id(leaf) for leaf in tree_util.tree_leaves(args)})
+            out = call(*args, **kwargs)
+        return self._place(out, placed, {id(leaf) for leaf in tree_util.tree_leaves((args, kwargs))})
 
     # -- replicas on threads ------------------------------------------------------------------------------------------
     def _replicas(self, args: Sequence[Any], size: int) -> Any:
@@ -169,19 +171,19 @@ class Pmapped:
                     leaf.delete()
         return out
 
-    def _size(self, args: Sequence[Any]) -> int:
+    def _size(self, args: Sequence[Any], kwargs: dict) -> int:
         """The number of replicas: the mapped axes' common size (or ``axis_size``)."""
-        axes = self._axes(len(args))
+        leaf_axes = _broadcast_prefix(self._axes(len(args)), tuple(args), "in_axes")  # (a prefix of each argument)
+        leaves = tree_util.tree_leaves(list(args)) + tree_util.tree_leaves(kwargs)
         sizes = set()
-        for arg, axis in zip(args, axes):
+        for leaf, axis in zip(leaves, leaf_axes + [0] * (len(leaves) - len(leaf_axes))):
             if axis is None:
                 continue
-            for leaf in tree_util.tree_leaves(arg):
-                shape = getattr(leaf, "shape", None)
-                if shape is None or not len(shape):
-                    raise ValueError(f"pmap got a value of shape {shape} to map over axis {axis}: mapped arguments "
-                                     "need that axis")
-                sizes.add(shape[axis])
+            shape = getattr(leaf, "shape", None)
+            if shape is None or not -len(shape) <= axis < len(shape):
+                raise ValueError(f"pmap got a value of shape {shape} to map over axis {axis}: mapped arguments "
+                                 "need that axis")
+            sizes.add(shape[axis])
         if len(sizes) > 1:
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}")
         if not sizes:

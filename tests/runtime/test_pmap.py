@@ -134,3 +134,17 @@ def test_replicas_in_loops_and_branches(monkeypatch):
         return v
 
     _both_ways(monkeypatch, f, x)
+
+
+def test_pytree_prefix_in_axes_and_keyword_arguments():
+    """in_axes may be a prefix of an argument's tree (a dict or tuple entry per leaf), as vmap's; keyword
+    arguments are mapped over their axis 0. Values as JAX 0.10.2's."""
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    b = np.float32(1.0)
+    f = srcjax.pmap(lambda p: p["a"] + p["b"], in_axes=({"a": 0, "b": None},))
+    np.testing.assert_array_equal(np.asarray(f({"a": x, "b": b})), x + 1)
+    g = srcjax.pmap(lambda p: p[0] + p[1], in_axes=((0, None),))
+    np.testing.assert_array_equal(np.asarray(g((x, b))), x + 1)
+    h = srcjax.pmap(lambda v, s=None: v * s)
+    v, s = np.arange(12.0, dtype=np.float32).reshape(4, 3), np.arange(4.0, dtype=np.float32)[:, None] * np.ones(3)
+    np.testing.assert_array_equal(np.asarray(h(v, s=s.astype(np.float32))), v * s)
