@@ -1282,6 +1282,17 @@ class checkpoint_policies:  # noqa: N801 - JAX's name
     def save_from_both_policies(first: Callable[..., bool], second: Callable[..., bool]) -> Callable[..., bool]:
         return lambda prim, *avals, **params: first(prim, *avals, **params) or second(prim, *avals, **params)
 
+    # offloading to host memory: the CPU's device memory is the host's, so what may be offloaded is kept
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved: Any, names_which_can_be_offloaded: Any,
+                                          offload_src: Any, offload_dst: Any) -> Callable[..., bool]:
+        kept = set(names_which_can_be_saved) | set(names_which_can_be_offloaded)
+        return lambda prim, *avals, **params: prim.name == "name" and params["name"] in kept
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src: Any, offload_dst: Any) -> Callable[..., bool]:
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
 
 def checkpoint_name(x: Any, name: str) -> Any:
     """``x`` (a pytree of arrays), named ``name`` for the policies of ``checkpoint`` that save values by name."""

@@ -50,10 +50,19 @@ def test_checkpointed_function_is_an_op_with_the_same_derivatives():
     np.testing.assert_allclose(batched(W, xs, True), batched(W, xs, False), rtol=1e-12)
 
 
+_POLICIES = srcjax.checkpoint_policies
+
+
 @pytest.mark.parametrize("policy", ["everything_saveable", "nothing_saveable", "dots_saveable",
-                                    "dots_with_no_batch_dims_saveable", "checkpoint_dots"])
+                                    "dots_with_no_batch_dims_saveable", "checkpoint_dots",
+                                    "offload_dot_with_no_batch_dims", "save_and_offload_only_these_names"])
 def test_policies_keep_the_derivative(policy):
-    chosen = getattr(srcjax.checkpoint_policies, policy)
+    chosen = getattr(_POLICIES, policy)
+    if policy == "offload_dot_with_no_batch_dims":  # (offloading: to the host, which the CPU's memory is)
+        chosen = chosen("device", "pinned_host")
+    elif policy == "save_and_offload_only_these_names":
+        chosen = chosen(names_which_can_be_saved=["a"], names_which_can_be_offloaded=["b"], offload_src="device",
+                        offload_dst="pinned_host")
 
     def net(w, x):
         layer = srcjax.checkpoint(_layer, policy=chosen)
