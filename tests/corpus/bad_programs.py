@@ -226,16 +226,26 @@ def broadcast_mismatch(x):
     return x + jnp.ones(4)  # <- broadcast_mismatch
 
 
-@bad("f32[]", match=r"cannot assign variables of an enclosing function", anchor="nonlocal total")
-def nonlocal_assignment(x):
+@bad("f32[]", match=r"cannot assign the nonlocal variable 'total' inside an `if`", anchor="total")
+def nonlocal_in_symbolic_if(x):
     total = x
 
     def add():
-        nonlocal total  # <- nonlocal_assignment
-        total = total + 1
+        nonlocal total
+        total = total + 1  # <- nonlocal_in_symbolic_if
 
-    add()
+    if x > 0:
+        add()
     return total
+
+
+@bad("f32[]", match=r"match on a traced value", anchor="x")
+def match_on_symbolic(x):
+    match x:  # <- match_on_symbolic
+        case 1.0:
+            return x
+        case _:
+            return -x
 
 
 def _forever(x):

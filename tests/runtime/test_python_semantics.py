@@ -182,3 +182,81 @@ def test_static_loops_that_change_outer_objects_run_unrolled(fn, want):
     runs as JAX runs it, unrolled; inside an `if` on a traced value such a change is refused
     (tests/corpus/bad_programs.py)."""
     assert float(srcjax.jit(fn)(1.0)) == want and float(srcjax.grad(fn)(1.0)) == want
+
+
+class _Layer:
+    def __call__(self, x):
+        return x * 2.0
+
+
+class _Scaled(_Layer):
+    def __call__(self, x):
+        return super().__call__(x) + 1.0
+
+
+def test_zero_argument_super():
+    layer = _Scaled()
+    assert float(srcjax.jit(layer)(1.0)) == 3.0 and float(srcjax.grad(layer)(1.0)) == 2.0
+
+
+def accumulated(x):
+    total = 0.0
+
+    def add(v):
+        nonlocal total
+        total = total + v
+
+    add(x)
+    add(x * x)
+    return total
+
+
+def test_nonlocal_in_a_helper():
+    assert float(srcjax.jit(accumulated)(2.0)) == 6.0 and float(srcjax.grad(accumulated)(2.0)) == 5.0
+
+
+class _Point:
+    __match_args__ = ("x", "y")
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def matched(x, spec):
+    match spec:
+        case "relu":
+            return x * (x > 0)
+        case ("scale", factor) if factor > 0:
+            return x * factor
+        case ["shift", *amounts]:
+            return x + sum(amounts)
+        case {"power": n, **rest}:
+            return x**n + len(rest)
+        case _Point(px, y=0):
+            return x * px
+        case int(n) | float(n):
+            return x + n
+        case None:
+            return -x
+        case _:
+            return x
+
+
+@pytest.mark.parametrize("spec", ["relu", ("scale", 3.0), ("scale", -1.0), ["shift", 1.0, 2.0], {"power": 2, "a": 0},
+                                  _Point(4.0, 0), _Point(4.0, 1), 7, 2.5, None, "other"],
+                         ids=lambda s: repr(s)[:12])
+def test_match_statements_on_static_values(spec):
+    want = matched(3.0, spec)
+    assert float(srcjax.jit(lambda x: matched(x, spec))(3.0)) == want
+
+
+def test_match_on_a_traced_value_is_refused():
+    def f(x):
+        match x:
+            case 1.0:
+                return x
+            case _:
+                return -x
+
+    with pytest.raises(Exception, match="match on a traced value"):
+        srcjax.jit(f)(1.0)

@@ -116,6 +116,8 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
                 return bool(known)
             except Exception as e:  # noqa: BLE001 - reported at the call site
                 raise frame.wrap(node, e) from e
+    if fn is builtins.super and not args and not kwargs:  # (Python's zero-argument form reads the caller's frame)
+        return _super(frame, node)
     if fn is builtins.range and any(is_symbolic(a) for a in args):
         try:
             return SymbolicRange(*args)
@@ -147,6 +149,16 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
              "popitem", "sort", "reverse", "__setitem__", "__delitem__", "difference_update", "intersection_update",
              "symmetric_difference_update"}
+
+def _super(frame: Frame, node: cst.CSTNode) -> Any:
+    """``super()`` in an interpreted method: ``super(__class__, first argument)``, as Python's compiler makes it."""
+    cell = frame.closure.get("__class__")
+    code = getattr(frame.fn, "__code__", None)
+    first = code.co_varnames[0] if code is not None and code.co_argcount else None
+    if cell is None or first is None or first not in frame.env:
+        raise frame.error(node, "super(): no arguments, outside a method of a class")
+    return super(cell.cell_contents, frame.env[first])
+
 
 _TEXT_BUILTINS = (builtins.print, builtins.str, builtins.repr, builtins.format, builtins.ascii)
 

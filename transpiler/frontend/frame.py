@@ -126,6 +126,7 @@ class Frame:
         self.outer = outer  # what a function defined inside interpreted code sees of its definition (Enclosing)
         self.globals = getattr(fn, "__globals__", {}) if fn is not None else {}
         self.global_names: dict[str, cst.Global] = {}  # names a ``global`` statement declared, and where
+        self.nonlocal_names: dict[str, cst.Nonlocal] = {}  # names a ``nonlocal`` statement declared, and where
         self.scopes: list[tuple[dict[str, Any], frozenset[str]]] = []  # the comprehensions being run
         self.handling: list[TranspileError] = []  # the exceptions the ``except`` clauses being run caught
         code = getattr(fn, "__code__", None)
@@ -197,10 +198,26 @@ class Frame:
         if name in self.global_names:
             self.assign_global(name, value, node)
             return
+        if name in self.nonlocal_names:
+            self.assign_nonlocal(name, value, node)
+            return
         if isinstance(value, Value) and value.name is None:
             value.name = name
         self.env[name] = value
         self.env["@" + name] = Assignment(self.loc(node), self.source.file.span(node))
+
+    def assign_nonlocal(self, name: str, value: Any, node: cst.CSTNode) -> None:
+        """``nonlocal v; v = value`` in a function defined inside interpreted code: the defining function's
+        variable is assigned, as Python assigns it. Inside an `if` or loop on a traced value that would happen on
+        some run-time paths only: refused (a loop over a static range is unrolled instead)."""
+        if not concrete.at_top_level(self.trace):
+            error = self.error(node, f"cannot assign the nonlocal variable '{name}' inside an `if` or loop on a "
+                                     "traced value", note="whether it runs, or how often, is only known when the "
+                                                          "compiled function runs; return the value instead",
+                               notes=[self.note(self.nonlocal_names[name], f"'{name}' is declared nonlocal here")])
+            error.concretization = True
+            raise error
+        self.outer.assign(name, value)
 
     def assign_global(self, name: str, value: Any, node: cst.CSTNode) -> None:
         """``global g; g = value``: the module's variable is assigned while the function is read, as JAX runs the
@@ -292,6 +309,91 @@ class Frame:
         from srcjax.transpiler.frontend import control
 
         control.exec_if(self, stmt)
+
+    def stmt_Match(self, stmt: cst.Match) -> None:
+        """``match`` on a value known while the function is read, with Python's patterns: the first case whose
+        pattern matches (binding its names) and whose guard holds runs. A traced subject is refused."""
+        subject = self.eval(stmt.subject)
+        if is_symbolic(subject):
+            raise self.error(stmt.subject, "match on a traced value: which case runs is only known when the compiled "
+                                           "function runs", note="use lax.switch, or an if/elif on the value")
+        for case in stmt.cases:
+            bound: dict[str, Any] = {}
+            if not self._matches(case.pattern, subject, bound):
+                continue
+            for name, value in bound.items():
+                self.assign_name(name, value, case.pattern)
+            if case.guard is not None and not self._concrete_truth(case.guard):
+                continue
+            self.run_body(case.body)
+            return
+
+    def _concrete_truth(self, node: cst.BaseExpression) -> bool:
+        value = self.eval(node)
+        if is_symbolic(value):
+            raise self.error(node, "a match guard on a traced value: whether the case runs is only known when the "
+                                   "compiled function runs", note="use jnp.where or lax.cond inside the case")
+        return bool(value)
+
+    def _matches(self, pattern: cst.MatchPattern, subject: Any, bound: dict[str, Any]) -> bool:
+        """Whether ``subject`` matches ``pattern`` (Python's rules), collecting the names it binds in ``bound``."""
+        if isinstance(pattern, cst.MatchAs):
+            if pattern.pattern is not None and not self._matches(pattern.pattern, subject, bound):
+                return False
+            if pattern.name is not None:
+                bound[pattern.name.value] = subject
+            return True
+        if isinstance(pattern, cst.MatchValue):
+            return bool(subject == self.eval(pattern.value))
+        if isinstance(pattern, cst.MatchSingleton):
+            return subject is self.eval(pattern.value)
+        if isinstance(pattern, cst.MatchOr):
+            return any(self._matches(p.pattern, subject, bound) for p in pattern.patterns)
+        if isinstance(pattern, (cst.MatchList, cst.MatchTuple)):
+            import collections.abc
+
+            if not isinstance(subject, collections.abc.Sequence) or isinstance(subject, (str, bytes, bytearray)):
+                return False
+            items, elements = list(subject), list(pattern.patterns)
+            star = next((i for i, e in enumerate(elements) if isinstance(e, cst.MatchStar)), None)
+            if star is None:
+                return len(items) == len(elements) and all(
+                    self._matches(e.value, x, bound) for e, x in zip(elements, items))
+            after = len(elements) - star - 1
+            if len(items) < len(elements) - 1:
+                return False
+            head, rest, tail = items[:star], items[star: len(items) - after], items[len(items) - after:]
+            if elements[star].name is not None:
+                bound[elements[star].name.value] = rest
+            return all(self._matches(e.value, x, bound) for e, x in zip(elements[:star] + elements[star + 1:],
+                                                                          head + tail))
+        if isinstance(pattern, cst.MatchMapping):
+            import collections.abc
+
+            if not isinstance(subject, collections.abc.Mapping):
+                return False
+            keys = [self.eval(e.key) for e in pattern.elements]
+            if any(k not in subject for k in keys) or not all(
+                    self._matches(e.pattern, subject[k], bound) for e, k in zip(pattern.elements, keys)):
+                return False
+            if pattern.rest is not None:
+                bound[pattern.rest.value] = {k: v for k, v in subject.items() if k not in keys}
+            return True
+        if isinstance(pattern, cst.MatchClass):
+            cls = self.eval(pattern.cls)
+            if not isinstance(subject, cls):
+                return False
+            names = getattr(cls, "__match_args__", ())
+            if len(pattern.patterns) > len(names) and not (len(pattern.patterns) == 1 and cls in (
+                    bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)):
+                raise self.error(pattern, f"{cls.__name__}() accepts {len(names)} positional sub-patterns "
+                                          f"({len(pattern.patterns)} given)")
+            if len(pattern.patterns) == 1 and not names:  # (int(x), str(s): the subject itself)
+                return self._matches(pattern.patterns[0].value, subject, bound)
+            pairs = [(names[i], p.value) for i, p in enumerate(pattern.patterns)]
+            pairs += [(k.key.value, k.pattern) for k in pattern.kwds]
+            return all(hasattr(subject, a) and self._matches(p, getattr(subject, a), bound) for a, p in pairs)
+        raise self.error(pattern, f"unsupported pattern: {type(pattern).__name__}")
 
     def stmt_While(self, stmt: cst.While) -> None:
         from srcjax.transpiler.frontend import control
@@ -517,8 +619,12 @@ class Frame:
             self.global_names[item.name.value] = stmt
 
     def stmt_Nonlocal(self, stmt: cst.Nonlocal) -> None:
-        raise self.error(stmt, "a compiled function cannot assign variables of an enclosing function",
-                         note="return the new value instead")
+        for item in stmt.names:
+            name = item.name.value
+            if not isinstance(self.outer, Enclosing) or name not in self.outer:
+                raise self.error(item, f"no binding for nonlocal '{name}' found",
+                                 note="nonlocal names a variable of the function this one is defined in")
+            self.nonlocal_names[name] = stmt
 
     def check_outer_write(self, node: cst.CSTNode, obj: Any, what: str) -> None:
         """Refuse a change to ``obj`` (``what``) inside a region of control flow on traced values when it was made
@@ -884,6 +990,16 @@ class Enclosing(Mapping):
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._scope(name) is not None
+
+    def assign(self, name: str, value: Any) -> None:
+        """``name = value`` where the defining code binds ``name`` (``nonlocal``)."""
+        scope = self._scope(name)
+        if scope is None:
+            raise KeyError(name)
+        if isinstance(scope, Enclosing):
+            scope.assign(name, value)
+        else:
+            scope[name] = value
 
     def __getitem__(self, name: str) -> Any:
         scope = self._scope(name)
