@@ -321,6 +321,10 @@ class Compiled:
         self._result_avals = [r.aval for r in ir.results]
         self._result_types = tuple((aval.shape, aval.dtype) for aval in self._result_avals)
         self._single_result = tree_util.treedef_is_leaf(out_tree) and len(ir.results) == 1
+        placed = [ir.result_shardings.get(id(r), (None, None)) for r in ir.results]
+        # per result, the sharding it is laid out with (a shard_map's out_specs), when any has one
+        self._shardings = [s if v is r else None for (v, s), r in zip(placed, ir.results)] \
+            if any(v is r for (v, _), r in zip(placed, ir.results)) else None
         self.gpu_error: str | None = None  # why the GPU backend does not compile it (runtime/gpu.py)
         self._gpus = native and _native_enabled() and bool(gpu.gpu_devices())
         self._gpu_default = self._gpus and gpu.default_is_gpu()
@@ -348,9 +352,15 @@ class Compiled:
         outs = list(eval_function(self.ir, *leaves))
         if self.donated:
             outs = self._delete_donated(leaves, outs)
+        if self._shardings is not None:
+            outs = [Array(o._value, o.weak_type, s) if s is not None and type(o) is Array else o
+                    for o, s in zip(outs, self._shardings)]
         return tree_util.tree_unflatten(self.out_tree, outs)
 
     def _build(self, results: list[Array]) -> Any:
+        if self._shardings is not None:
+            results = [Array(r._value, r.weak_type, s) if s is not None and type(r) is Array else r
+                       for r, s in zip(results, self._shardings)]
         return results[0] if self._single_result else tree_util.tree_unflatten(self.out_tree, results)
 
     def _run_native(self, native: Any, leaves: Sequence[Any], inputs: list[Any], pending: bool) -> list[Array]:
@@ -401,7 +411,8 @@ class Compiled:
         is checked by ``ascontiguousarray`` (a no-op for contiguous buffers). An Array without a buffer (pending
         or deleted) sends the call down the general path."""
         native = self.native
-        if native is None or self.donated or native.work >= dispatch.ASYNC_MIN_WORK or self._gpu_default:
+        if native is None or self.donated or native.work >= dispatch.ASYNC_MIN_WORK or self._gpu_default or \
+                self._shardings is not None:
             return self._call_leaves
         run, consts, general = native._call, native.consts, self._call_leaves
         if self._single_result:

@@ -57,7 +57,13 @@ class _ShardMapped:
 
     def __call__(self, *args: Any) -> Any:
         if core.current_interpreter() is not core.base_interpreter():
-            return self._run(*args)
+            out = self._run(*args)
+            builder = core.current_interpreter()
+            function = getattr(builder, "function", None)
+            if function is not None:  # (a result of the compiled function that is one of these is laid out so)
+                for leaf, spec in zip(tree_util.tree_leaves(out), _specs_per_leaf(self.out_specs, out, "out_specs")):
+                    function.result_shardings[id(leaf)] = (leaf, NamedSharding(self.mesh, spec or PartitionSpec()))
+            return out
         if self._jitted is None:
             self._jitted = jit(self._run)
         out = self._jitted(*args)

@@ -187,6 +187,8 @@ class Function:
     captured: list[Value] = field(default_factory=list)
     # labels for the generated Python: id(op) -> a comment line emitted before that top-level op
     sections: dict[int, str] = field(default_factory=dict)
+    # id(value) -> (value, the sharding a result that is this value is laid out with: a shard_map's out_specs)
+    result_shardings: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def results(self) -> list[Value]:

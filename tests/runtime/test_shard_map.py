@@ -105,3 +105,16 @@ def test_shard_map_data_parallel_training_matches_single_device():
     for _ in range(20):
         w = step(w)
     np.testing.assert_allclose(np.asarray(w), reference, rtol=2e-5, atol=2e-6)
+
+
+def test_results_under_jit_are_laid_out_by_out_specs():
+    """jit(shard_map(...)) gives its results the out_specs' NamedSharding, as the eager call does and as JAX does."""
+    mesh = Mesh(np.array(srcjax.devices()[:4]), ("i",))
+    f = srcjax.shard_map(lambda a: (a * 2, lax.psum(a.sum(0, keepdims=True), "i")), mesh=mesh,
+                         in_specs=(P("i"),), out_specs=(P("i"), P()))
+    x = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    for call in (f, srcjax.jit(f)):
+        doubled, total = call(x)
+        np.testing.assert_array_equal(np.asarray(doubled), 2 * x)
+        assert doubled.sharding.spec == P("i") and [s.data.shape for s in doubled.addressable_shards] == [(2, 4)] * 4
+        assert total.sharding.spec == P()
