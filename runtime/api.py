@@ -41,6 +41,9 @@ def abstractify(leaf: Any) -> TensorType:
         return leaf.aval
     if isinstance(leaf, ShapeDtypeStruct):  # (eval_shape, lower: a type without a value)
         return TensorType(dtypes.canonicalize_dtype(leaf.dtype), leaf.shape, leaf.weak_type)
+    if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc":  # (its type, without converting the data)
+        dtype, weak = dtypes.dtype_and_weak(leaf)
+        return TensorType(dtype, leaf.shape, weak)
     return to_array(leaf, "argument").aval
 
 
@@ -152,6 +155,14 @@ def _host_inputs(leaves: Sequence[Any]) -> tuple[list[Any], bool] | None:
         else:
             return None
     return inputs, pending
+
+
+def _owned(array: np.ndarray) -> np.ndarray:
+    """A NumPy argument as a call may keep it: a copy, as JAX copies it onto the device, unless nothing but a
+    read-only view could change it (a read-only array that owns its data). Else a queued call would read the
+    caller's memory after returning, a result that is the argument would be a view of it, and marking that result
+    read-only would leave the caller's array read-only."""
+    return array if array.base is None and not array.flags.writeable else array.copy()
 
 
 def _wrap_result(value: np.ndarray, aval: TensorType) -> Array:
@@ -334,6 +345,8 @@ class Compiled:
         return self._call_leaves(leaves)
 
     def _call_leaves(self, leaves: Sequence[Any]) -> Any:
+        if any(type(leaf) is np.ndarray for leaf in leaves):
+            leaves = [_owned(leaf) if type(leaf) is np.ndarray else leaf for leaf in leaves]
         checked = _flags["jax_debug_nans"] or _flags["jax_debug_infs"]  # (the interpreter checks every op)
         if self._gpus and not checked and (self._gpu_default or any(type(_pending_of(leaf)) is gpu.Resident
                                                                     for leaf in leaves if type(leaf) is Array)):

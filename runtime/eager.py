@@ -34,7 +34,10 @@ def to_array(x: Any, what: str = "operand") -> Array:
         value = np.asarray(x)
         if value.dtype.kind not in "biufc":
             raise TypeError(f"{what}: arrays of dtype {value.dtype} are not supported (use bool, int, float, complex)")
-        return Array(value.astype(dtype, copy=False), weak_type=weak)
+        # (a NumPy array the caller may still write, itself or through another view, is copied, as JAX copies it
+        # onto its device: the Array must not change, and marking it read-only must not reach the caller's array)
+        own = isinstance(x, np.ndarray) and (x.flags.writeable or x.base is not None)
+        return Array(value.astype(dtype, copy=own), weak_type=weak)
     from srcjax.transpiler.ir import Value, unexpected_tracer  # (not at the top: ir imports the primitives first)
 
     if isinstance(x, Value):  # a traced value here outlived the compilation that made it

@@ -509,3 +509,26 @@ def test_delete_and_is_deleted():
     assert x.shape == (3,)  # the type outlives the buffer
     with pytest.raises(RuntimeError, match="deleted"):
         x.block_until_ready()
+
+
+def test_numpy_arguments_are_copied_as_jax_copies_them():
+    """A NumPy argument is the caller's to change after the call: results (an identity, a slice, a queued large
+    call) keep the values it had, and it stays writable."""
+    n = (1 << 22) + 3
+    base = np.ones(n + 10, np.float32)
+    y = srcjax.jit(lambda x: x)(base[:n])
+    base[:] = 5.0
+    np.testing.assert_array_equal(np.asarray(y)[:3], [1.0, 1.0, 1.0])
+    base = np.arange(n + 10, dtype=np.float32)
+    y = srcjax.jit(lambda x: x[:5])(base[:n])
+    base[:] = 0.0
+    np.testing.assert_array_equal(np.asarray(y), [0.0, 1.0, 2.0, 3.0, 4.0])
+    base = np.ones(n + 10, np.float32)
+    y = srcjax.jit(lambda x: x * 2.0 + 1.0)(base[:n])  # (large: queued, and read after the call returns)
+    base[:] = -50.0
+    np.testing.assert_array_equal(np.asarray(y)[:3], [3.0, 3.0, 3.0])
+    x = np.ones(8, np.float32)
+    srcjax.jit(lambda x: x + 1)(x)
+    kept = jnp.asarray(x)
+    x[0] = 7.0  # (still writable, and the Array made from it does not change)
+    assert float(kept[0]) == 1.0
