@@ -185,3 +185,23 @@ def test_bad_inputs():
         special.erf([1.0, 2.0])
     with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
         norm.pdf("x")
+
+
+def test_polygamma_below_one_poles_and_infinities():
+    """Below 1 by reflection (values recorded from JAX 0.10.2), with JAX's poles: inf for odd orders and NaN for even
+    ones at 0, the negative integers and -inf; NaN at +inf. A large negative argument returns at once (the shifting
+    loop ran once per unit of it). psi'(x) is a sum of squares, so at -999999.5 it is near pi^2, where JAX's float32
+    gives -1e-6."""
+    import time
+
+    x = f32([-np.inf, -1e20, -2.5, -2.0, -0.5, 0.0, 0.5, np.inf, np.nan])
+    np.testing.assert_allclose(np.asarray(special.polygamma(1, x)),
+                               [np.inf, np.inf, 9.539247, np.inf, 8.934802, np.inf, 4.934802, np.nan, np.nan],
+                               rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(special.polygamma(2, x)),
+                               [np.nan, np.nan, -0.10820418, np.nan, -0.82879686, np.nan, -16.828798, np.nan, np.nan],
+                               rtol=5e-6)
+    started = time.perf_counter()
+    far = np.asarray(special.polygamma(1, f32([-999999.5, -1e6 + 0.25])))
+    assert time.perf_counter() - started < 1.0
+    np.testing.assert_allclose(far[0], np.pi**2, rtol=1e-5)

@@ -362,14 +362,52 @@ def count_leading_zeros(x):
 _BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330]
 
 
+def _polygamma_positive(n: int, y: np.ndarray) -> np.ndarray:
+    """psi^(n)(y) for n >= 1 and finite y >= 1: shifted up to 20 (at most 19 steps), then the asymptotic series."""
+    from math import factorial
+
+    acc = np.zeros_like(y)
+    sign = (-1.0) ** (n + 1)
+    while True:
+        small = y < 20
+        if not small.any():
+            break
+        acc = acc + np.where(small, sign * factorial(n) / y ** (n + 1), 0.0)
+        y = np.where(small, y + 1, y)
+    series = factorial(n - 1) / y**n + factorial(n) / (2 * y ** (n + 1))
+    for k, b in enumerate(_BERNOULLI_2K, start=1):
+        series = series + b * factorial(2 * k + n - 1) / (factorial(2 * k) * y ** (2 * k + n))
+    return acc + sign * series
+
+
+def _polygamma_of_order(n: int, y: np.ndarray) -> np.ndarray:
+    """psi^(n)(y), n >= 1, float64. Below 1 by the reflection psi^(n)(y) = (-1)^n psi^(n)(1 - y) - pi D, with D the
+    n-th derivative of cot(pi y), a polynomial in cot(pi y) (d/dy cot = -pi (1 + cot^2)): no shifting loop, so a
+    large negative y costs nothing more. At the poles (0 and the negative integers, -inf too) it is inf for odd n
+    and NaN for even n, and NaN at +inf, as JAX has it."""
+    pole = (y <= 0) & (y == np.floor(y))
+    below = (y < 1) & ~pole & np.isfinite(y)
+    positive = np.isfinite(y) & ~pole & ~below
+    out = np.full(y.shape, np.nan)
+    out[positive] = _polygamma_positive(n, y[positive])
+    z = y[below]
+    derivative = np.polynomial.Polynomial([0.0, 1.0])  # cot itself, then n derivatives in cot
+    for _ in range(n):
+        derivative = derivative.deriv() * np.polynomial.Polynomial([-np.pi, 0.0, -np.pi])
+    offset = z - np.round(z)  # (cot has period 1: reduced exactly first, so that pi * offset is not rounded much)
+    cot = np.cos(np.pi * offset) / np.sin(np.pi * offset)
+    out[below] = (-1.0) ** n * _polygamma_positive(n, 1.0 - z) - np.pi * derivative(cot)
+    out[pole] = np.inf if n % 2 else np.nan
+    return out
+
+
 def polygamma(m, x):
     """psi^(m)(x), the m-th derivative of digamma, for integer m >= 0 (given as an array of m's dtype x's).
 
     For m >= 1: shift x up with psi^(m)(x) = psi^(m)(x + 1) + (-1)^(m+1) m! / x^(m+1) until x >= 20, then
-    the asymptotic series (-1)^(m+1) [(m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)!/((2k)! x^(2k+m))].
+    the asymptotic series (-1)^(m+1) [(m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)!/((2k)! x^(2k+m))];
+    below 1 by reflection (``_polygamma_of_order``).
     """
-    from math import factorial
-
     x64, m64 = _widen(x), np.asarray(m, np.float64)
     out = np.empty(np.broadcast_shapes(x64.shape, m64.shape))
     xb, mb = np.broadcast_to(x64, out.shape), np.broadcast_to(m64, out.shape)
@@ -382,20 +420,7 @@ def polygamma(m, x):
             out[where] = np.nan
             continue
         n = int(order)
-        y = xb[where].copy()
-        acc = np.zeros_like(y)
-        sign = (-1.0) ** (n + 1)
+        y = xb[where]
         with np.errstate(all="ignore"):
-            while True:
-                small = y < 20
-                if not small.any():
-                    break
-                acc = acc + np.where(small, sign * factorial(n) / y ** (n + 1), 0.0)
-                y = np.where(small, y + 1, y)
-            series = factorial(n - 1) / y**n + factorial(n) / (2 * y ** (n + 1))
-            for k, b in enumerate(_BERNOULLI_2K, start=1):
-                series = series + b * factorial(2 * k + n - 1) / (factorial(2 * k) * y ** (2 * k + n))
-            value = acc + sign * series
-            poles = (xb[where] <= 0) & (xb[where] == np.floor(xb[where]))
-            out[where] = np.where(poles, np.nan, value)
+            out[where] = _polygamma_of_order(n, y)
     return out.astype(x.dtype)
