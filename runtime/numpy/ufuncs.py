@@ -758,7 +758,8 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     _reject("heaviside", x1, "c", "complex numbers have no sign")
     zero = _const(x1, 0)
     step = _where(ew.gt_p.bind(x1, zero), _const(x1, 1), x2)
-    return _weak_if_all(_where(ew.lt_p.bind(x1, zero), zero, step), *args)
+    step = _where(ew.lt_p.bind(x1, zero), zero, step)
+    return _weak_if_all(_where(ew.ne_p.bind(x1, x1), x1, step), *args)  # (NaN stays NaN, as NumPy's and JAX's)
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:

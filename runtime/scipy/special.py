@@ -98,7 +98,7 @@ def gammasgn(x: Any) -> Any:
     negative_sign = jnp.where(jnp.remainder(floor_x, 2) == 0, 1.0, -1.0)
     sign = jnp.where(x > 0, 1.0, negative_sign)
     sign = jnp.where(x == 0, jnp.copysign(1.0, x), sign)
-    return jnp.where((x < 0) & (x == floor_x), np.nan, sign).astype(_core.aval(x).dtype)
+    return jnp.where(((x < 0) & (x == floor_x)) | jnp.isnan(x), np.nan, sign).astype(_core.aval(x).dtype)
 
 
 def gamma(x: Any) -> Any:
@@ -151,7 +151,7 @@ def entr(x: Any) -> Any:
     """-x log x for x > 0, 0 at 0, -inf for x < 0."""
     jnp = _jnp()
     (x,) = _inexact("entr", x)
-    return jnp.where(x > 0, -xlogy(x, x), jnp.where(x == 0, jnp.zeros_like(x), -np.inf))
+    return jnp.where(x > 0, -xlogy(x, x), jnp.where(x == 0, jnp.zeros_like(x), jnp.where(x < 0, -np.inf, x)))
 
 
 def rel_entr(p: Any, q: Any) -> Any:

@@ -205,3 +205,13 @@ def test_polygamma_below_one_poles_and_infinities():
     far = np.asarray(special.polygamma(1, f32([-999999.5, -1e6 + 0.25])))
     assert time.perf_counter() - started < 1.0
     np.testing.assert_allclose(far[0], np.pi**2, rtol=1e-5)
+
+
+def test_nan_and_huge_inputs():
+    """NaN stays NaN (heaviside, gammasgn, entr: their tests of x > 0 and x < 0 both fail for it), and i0 of a huge
+    argument is inf (2 pi x overflowed first, giving NaN), as NumPy and JAX give them."""
+    x = f32([np.nan, -1.0, 0.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(jnp.heaviside(x, 0.5)), [np.nan, 0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(np.asarray(special.gammasgn(x)), [np.nan, np.nan, 1.0, 1.0])
+    assert np.isnan(np.asarray(special.entr(x))[0])
+    np.testing.assert_array_equal(np.asarray(jnp.i0(f32([3e38, -3e38]))), [np.inf, np.inf])
