@@ -447,7 +447,7 @@ def _i0_asymptotic(x: Any, terms: int) -> Any:
     for c in reversed(coefficients):
         total = total * inverse + c
     half = jnp.exp(x / 2)  # e^x as a product of halves: stays finite wherever I0 does
-    return half * (half / (np.sqrt(2 * np.pi) * jnp.sqrt(x))) * total  # (2 pi x itself could overflow)
+    return half * (half / (math.sqrt(2 * math.pi) * jnp.sqrt(x))) * total  # (2 pi x itself could overflow)
 
 
 def i0(x: Any) -> Any:
