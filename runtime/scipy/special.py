@@ -107,11 +107,25 @@ def gamma(x: Any) -> Any:
     return gammasgn(x) * _jnp().exp(_lax().lgamma(x))
 
 
+def _stirling_remainder(x: Any) -> Any:
+    """lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2), for x >= 8: 1/(12x) - 1/(360x^3) + 1/(1260x^5)."""
+    inverse_square = 1 / (x * x)
+    return (1 / 12 - inverse_square * (1 / 360 - inverse_square / 1260)) / x
+
+
 def betaln(a: Any, b: Any) -> Any:
-    """log|B(a, b)| = log|Gamma(a)| + log|Gamma(b)| - log|Gamma(a + b)|"""
-    lax = _lax()
+    """log|B(a, b)| = log|Gamma(a)| + log|Gamma(b)| - log|Gamma(a + b)|. With the larger argument L >= 8 and the
+    smaller s, lgamma(L) - lgamma(L + s) is taken from Stirling's series as a difference, -(L - 1/2) log1p(s/L) -
+    s log(L + s) + s + r(L) - r(L + s), so that the two large logs do not cancel (betaln(1e30, 2.5) was 0)."""
+    jnp, lax = _jnp(), _lax()
     a, b = _inexact("betaln", a, b)
-    return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+    direct = lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+    large, small = jnp.maximum(a, b), jnp.minimum(a, b)
+    safe = jnp.where(large >= 8, large, 8)  # (the other branch's arguments kept in the series' range)
+    total = safe + small
+    difference = (-(safe - 0.5) * jnp.log1p(small / safe) - small * jnp.log(total) + small
+                  + _stirling_remainder(safe) - _stirling_remainder(total))
+    return jnp.where((large >= 8) & (small > 0), lax.lgamma(small) + difference, direct)
 
 
 def beta(a: Any, b: Any) -> Any:

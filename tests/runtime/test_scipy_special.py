@@ -215,3 +215,14 @@ def test_nan_and_huge_inputs():
     np.testing.assert_array_equal(np.asarray(special.gammasgn(x)), [np.nan, np.nan, 1.0, 1.0])
     assert np.isnan(np.asarray(special.entr(x))[0])
     np.testing.assert_array_equal(np.asarray(jnp.i0(f32([3e38, -3e38]))), [np.inf, np.inf])
+
+
+def test_betaln_keeps_its_digits_for_a_large_argument():
+    """Against math.lgamma in float64 (and, for 1e30 and 3e38, SciPy's values: -172.4092 and -221.20743, where
+    lgamma(a) - lgamma(a + b) cancelled to 0 and NaN, and JAX's float32 gives -218.7 at 3e38)."""
+    a = np.array([8, 8.5, 20, 1e3, 1e5, 1e6, 1e7, 0.5, 3, 7.9, 100], np.float32)
+    b = np.array([0.5, 8, 19, 2.5, 1e-3, 2.5, 2.5, 0.5, 30, 7.9, 1e4], np.float32)
+    want = [math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y) for x, y in zip(a.astype(float), b.astype(float))]
+    np.testing.assert_allclose(np.asarray(special.betaln(f32(a), f32(b))), want, rtol=5e-7, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.betaln(f32([1e30, 3e38]), f32([2.5, 2.5]))), [-172.4092, -221.20743],
+                               rtol=1e-6)
