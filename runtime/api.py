@@ -186,10 +186,10 @@ _NOT_QUICK = object()
 
 def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
     """Flatten ``x`` into ``leaves`` as ``tree_util`` does (same leaf order) and return a hashable key of what the
-    types of the leaves depend on: the containers (tuple, list, dict with its keys, None) and per leaf its
-    type (an Array's aval; a NumPy array's dtype and shape; a Python float, int or bool: its Python type, weak
-    as in ``abstractify``). ``_NOT_QUICK`` for anything else (other nodes, other leaves, ints beyond int32):
-    the ``Signature`` decides those."""
+    types of the leaves depend on: the containers (tuple, list, dict with its keys, None, registered nodes and
+    namedtuples with their aux data) and per leaf its type (an Array's aval; a NumPy array's dtype and shape; a
+    Python float, int or bool: its Python type, weak as in ``abstractify``). ``_NOT_QUICK`` for anything else
+    (other leaves, unhashable aux data, ints beyond int32): the ``Signature`` decides those."""
     kind = type(x)
     if kind is Array:
         leaves.append(x)
@@ -222,7 +222,24 @@ def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
     if kind is np.ndarray:
         leaves.append(x)
         return (x.dtype, x.shape)
-    return _NOT_QUICK
+    # a registered node (an optimizer's state) or a namedtuple: its children, keyed with its hashable aux data
+    node = tree_util._registry.get(kind)
+    if node is None and isinstance(x, tuple) and hasattr(kind, "_fields"):
+        node = tree_util._NAMEDTUPLE
+    if node is None:
+        return _NOT_QUICK
+    children, aux = node.flatten(x)
+    try:
+        hash(aux)
+    except TypeError:
+        return _NOT_QUICK
+    parts = [kind, aux]
+    for child in children:
+        part = _quick_flatten(child, leaves)
+        if part is _NOT_QUICK:
+            return _NOT_QUICK
+        parts.append(part)
+    return tuple(parts)
 
 
 class NativeFallbackWarning(RuntimeWarning):

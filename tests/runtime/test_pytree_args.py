@@ -127,3 +127,27 @@ def test_eval_shape_result_is_built_on_shape_structs_as_in_jax():
         srcjax.eval_shape(lambda t: t, fresh_pair())
     out = srcjax.eval_shape(lambda t: (t.a, t.b[:2]), fresh_pair())
     assert [o.shape for o in out] == [(3,), (2,)]
+
+
+def test_registered_nodes_and_namedtuples_take_the_quick_path_with_the_same_results():
+    """jit's quick path (no Signature per call) takes registered nodes (an optimizer's state) and namedtuples, keyed
+    with their aux data: a new aux (another structure) compiles again, and results are the general path's."""
+    from collections import namedtuple
+
+    from srcjax.example_libraries import optimizers
+
+    init, update, get = optimizers.adam(0.1)
+    state = init({"w": jnp.ones(3), "b": jnp.zeros(2)})
+    step = srcjax.jit(lambda i, g, s: update(i, g, s))
+    grads = {"w": jnp.full(3, 0.5), "b": jnp.ones(2)}
+    first = step(0, grads, state)
+    second = step(1, grads, first)
+    assert len(step._quick) == 1 and len(step._cache) == 1
+    want = get(update(1, grads, update(0, grads, state)))["w"]
+    np.testing.assert_allclose(np.asarray(get(second)["w"]), np.asarray(want), rtol=1e-6)
+    other = init({"w": jnp.ones(3)})  # (another tree_def in the aux data: another compilation)
+    step(0, {"w": jnp.ones(3)}, other)
+    assert len(step._cache) == 2
+    Pair = namedtuple("Pair", "a b")
+    add = srcjax.jit(lambda p: p.a + p.b)
+    assert float(add(Pair(jnp.float32(1), jnp.float32(2)))) == 3.0 and float(add(Pair(jnp.float32(2), 3.0))) == 5.0
