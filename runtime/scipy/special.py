@@ -254,6 +254,8 @@ def ndtri(p: Any) -> Any:
     # the upper tail with 1 - Phi(x) = Phi(-x) so that neither loses digits
     upper = safe_p > 0.5
     error = jnp.where(upper, tail_p - ndtr(-x), ndtr(x) - tail_p)  # Phi(x) - p
+    # (in the central region as erf(x / sqrt 2) / 2 - (p - 1/2): both near 0 there, so no digits are lost to 1/2)
+    error = jnp.where(tail_p < _NDTRI_LOW, error, erf(x * np.asarray(math.sqrt(0.5), dtype)) / 2 - q)
     u = error * np.asarray(math.sqrt(2 * math.pi), dtype) * jnp.exp(x * x / 2)
     x = x - u / (1 + x * u / 2)
     out = jnp.where(p == 0, -np.inf, jnp.where(p == 1, np.inf, x))

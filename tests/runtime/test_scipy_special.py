@@ -226,3 +226,18 @@ def test_betaln_keeps_its_digits_for_a_large_argument():
     np.testing.assert_allclose(np.asarray(special.betaln(f32(a), f32(b))), want, rtol=5e-7, atol=1e-6)
     np.testing.assert_allclose(np.asarray(special.betaln(f32([1e30, 3e38]), f32([2.5, 2.5]))), [-172.4092, -221.20743],
                                rtol=1e-6)
+
+
+def test_ndtri_near_one_half_in_float64():
+    """The Halley step works with erf(x / sqrt 2) / 2 - (p - 1/2) in the central region: through Phi(x) - p, near
+    p = 1/2 it lost the digits below 1/2's last one (ndtri(0.5 + 1e-9) was off by millions of ulp)."""
+    from statistics import NormalDist
+
+    import srcjax
+
+    with srcjax.enable_x64(True):
+        p = np.array([0.5 + 1e-9, 0.50001, 0.5000740223772768, 0.49999, 0.7, 0.3])
+        want = np.array([NormalDist().inv_cdf(float(v)) for v in p])
+        got = np.asarray(special.ndtri(jnp.asarray(p)))
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=4e-15)
