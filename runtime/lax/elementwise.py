@@ -27,7 +27,7 @@ __all__ = [
     "log1p", "logistic", "lt", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "population_count", "pow",
     "real", "reciprocal", "reduce_precision", "rem", "round", "rsqrt", "select", "select_n", "shift_left",
     "shift_right_arithmetic", "dtype", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
-    "bessel_i0e", "bessel_i1e",
+    "bessel_i0e", "bessel_i1e", "zeta",
     "shift_right_logical", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
 ]
 
@@ -563,3 +563,8 @@ def bessel_i0e(x: Any) -> Any:
 def bessel_i1e(x: Any) -> Any:
     """exp(-|x|) I1(x)."""
     return _special().i1e(x)
+
+
+def zeta(x: Any, q: Any) -> Any:
+    """The Hurwitz zeta function sum_k (q + k)^-x."""
+    return _special().zeta(x, q)

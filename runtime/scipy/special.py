@@ -19,6 +19,7 @@ __all__ = [
     "logsumexp", "expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "gamma", "gammasgn", "beta",
     "betaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "ndtr", "ndtri",
     "log_ndtr", "multigammaln", "factorial", "comb", "gammainc", "gammaincc", "betainc", "i0e", "i1e", "i0", "i1",
+    "zeta",
 ]
 
 
@@ -642,3 +643,30 @@ def i1(x: Any) -> Any:
     """I1(x) = exp(|x|) i1e(x)"""
     (x,) = _inexact("i1", x)
     return _jnp().exp(_jnp().abs(x)) * i1e(x)
+
+
+_ZETA_TERMS = 12  # the terms summed before Euler-Maclaurin's tail
+_ZETA_BERNOULLI = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798]
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+    """The Hurwitz zeta function sum_k (q + k)^-x, for x > 1: the first terms, then Euler-Maclaurin's tail at
+    a = q + 12, (a^(1-x))/(x-1) + a^-x/2 + sum_j B_2j/(2j)! x (x+1)...(x+2j-2) a^(-x-2j+1). inf at x = 1 and at
+    the poles q = 0, -1, ...; NaN for x < 1 and where q + 12 is not positive. ``q`` is required, as in JAX."""
+    if q is None:
+        raise NotImplementedError("Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
+                                  "Zeta function.")
+    jnp = _jnp()
+    x, q = _inexact("zeta", x, q)
+    total = sum(jnp.power(q + k, -x) for k in range(_ZETA_TERMS))
+    a = q + _ZETA_TERMS
+    tail = jnp.power(a, 1 - x) / (x - 1) + jnp.power(a, -x) / 2
+    rising, factorial_2j = x, 2.0  # x (x+1) ... (x+2j-2), (2j)!
+    for j, bernoulli in enumerate(_ZETA_BERNOULLI, start=1):
+        tail = tail + bernoulli / factorial_2j * rising * jnp.power(a, -x - 2 * j + 1)
+        rising = rising * (x + 2 * j - 1) * (x + 2 * j)
+        factorial_2j *= (2 * j + 1) * (2 * j + 2)
+    out = jnp.where(a > 0, total + tail, np.nan)
+    pole = (q <= 0) & (q == jnp.floor(q))
+    out = jnp.where(pole | (x == 1), np.inf, out)
+    return jnp.where((x < 1) | jnp.isnan(x) | jnp.isnan(q) | (x == np.inf), np.nan, out)

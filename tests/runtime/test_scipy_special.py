@@ -241,3 +241,21 @@ def test_ndtri_near_one_half_in_float64():
         got = np.asarray(special.ndtri(jnp.asarray(p)))
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=4e-15)
+
+
+def test_hurwitz_zeta():
+    """zeta(x, q) against values recorded from JAX 0.10.2 (its poles, inf at x = 1, NaN below and at x = inf), the
+    identity zeta(2, q) = polygamma(1, q), and its derivative in q: -x zeta(x + 1, q)."""
+    x = f32([2.0, 3.0, 1.5, 1.0, 0.5, -1.0, 2.0, 2.0, 2.0, 4.0, 10.0, np.inf, np.nan])
+    q = f32([1.0, 2.0, 0.5, 1.0, 1.0, 1.0, -0.5, 0.0, 100.0, 1e-3, 1.0, 2.0, 1.0])
+    want = [1.6449341, 0.20205691, 4.7765384, np.inf, np.nan, np.nan, 8.9348021, np.inf, 1.0050166e-02, 9.999998e11,
+            1.0009946, np.nan, np.nan]
+    np.testing.assert_allclose(np.asarray(special.zeta(x, q)), want, rtol=2e-6)
+    qs = f32([0.3, 1.0, 2.5, 7.0, 40.0])
+    np.testing.assert_allclose(np.asarray(special.zeta(2.0, qs)), np.asarray(special.polygamma(1, qs)), rtol=2e-6)
+    import srcjax
+
+    np.testing.assert_allclose(float(srcjax.grad(lambda q: special.zeta(3.0, q))(1.5)),
+                               -3 * float(special.zeta(4.0, 1.5)), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="pass q"):
+        special.zeta(2.0)
