@@ -195,25 +195,13 @@ def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
         leaves.append(x)
         return x.aval
     if kind is tuple or kind is list:
-        parts = [kind]
-        for child in x:
-            part = _quick_flatten(child, leaves)
-            if part is _NOT_QUICK:
-                return _NOT_QUICK
-            parts.append(part)
-        return tuple(parts)
+        return _quick_node([kind], x, leaves)
     if kind is dict:
         try:
             keys = sorted(x)
         except TypeError:
             return _NOT_QUICK
-        parts = [kind, tuple(keys)]
-        for k in keys:
-            part = _quick_flatten(x[k], leaves)
-            if part is _NOT_QUICK:
-                return _NOT_QUICK
-            parts.append(part)
-        return tuple(parts)
+        return _quick_node([kind, tuple(keys)], [x[k] for k in keys], leaves)
     if x is None:  # (a node without children)
         return None
     if kind is float or kind is bool or (kind is int and _INT32[0] <= x < _INT32[1]):
@@ -233,7 +221,11 @@ def _quick_flatten(x: Any, leaves: list[Any]) -> Any:
         hash(aux)
     except TypeError:
         return _NOT_QUICK
-    parts = [kind, aux]
+    return _quick_node([kind, aux], children, leaves)
+
+
+def _quick_node(parts: list[Any], children: Any, leaves: list[Any]) -> Any:
+    """A node's key: ``parts`` (what identifies the node) and its children's keys, or ``_NOT_QUICK``."""
     for child in children:
         part = _quick_flatten(child, leaves)
         if part is _NOT_QUICK:
@@ -382,10 +374,7 @@ class Compiled:
         outs = list(eval_function(self.ir, *leaves))
         if self.donated:
             outs = self._delete_donated(leaves, outs)
-        if self._shardings is not None:
-            outs = [Array(o._value, o.weak_type, s) if s is not None and type(o) is Array else o
-                    for o, s in zip(outs, self._shardings)]
-        return tree_util.tree_unflatten(self.out_tree, outs)
+        return self._build(outs)
 
     def _build(self, results: list[Array]) -> Any:
         if self._shardings is not None:
@@ -830,8 +819,6 @@ class ShapeDtypeStruct:
 
 def typeof(x: Any) -> TensorType:
     """The abstract type of ``x`` (shape, dtype, weak bit), as JAX's ``typeof`` gives its ``ShapedArray``."""
-    if isinstance(x, Value):
-        return x.aval
     return abstractify(x)
 
 

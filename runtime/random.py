@@ -1118,7 +1118,7 @@ def _gamma_keys(key_data_: Any, a: Any, log_space: bool) -> Any:
     n = math.prod(shape)
     keys = lax.reshape(_split(key_data_, (n,)), (n, 2))
     out = _gamma_batch(keys, lax.reshape(lax.stop_gradient(a), (n,)), log_space)
-    return _reparameterized(log_space)(a, lax.stop_gradient(lax.reshape(out, shape)))
+    return _reparameterized(log_space)(a, lax.reshape(out, shape))
 
 
 _REPARAMETERIZED: dict[bool, Any] = {}  # log_space -> the custom_jvp identity carrying the samples' derivative

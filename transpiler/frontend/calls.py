@@ -24,7 +24,7 @@ import libcst as cst
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.concrete import TraceContext, evaluate, reachable, runs
 from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
-from srcjax.transpiler.frontend.frame import RET, RETVAL, Enclosing, Exit, Frame, is_symbolic
+from srcjax.transpiler.frontend.frame import MUTATORS, RET, RETVAL, Enclosing, Exit, Frame, is_symbolic
 from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source, running_function
 from srcjax.transpiler.ir import Function, SourceLoc, Value
 from srcjax.transpiler.passes import clean
@@ -133,7 +133,7 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
         finally:
             trace.depth -= 1
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, (list, dict, set)) and getattr(fn, "__name__", "") in _MUTATORS:
+    if isinstance(owner, (list, dict, set)) and getattr(fn, "__name__", "") in MUTATORS:
         frame.check_outer_write(node, owner, f"a {type(owner).__name__} (its .{fn.__name__})")
     try:
         return fn(*args, **kwargs)
@@ -144,11 +144,6 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
     except Exception as e:  # noqa: BLE001 - reported at the call site
         raise frame.wrap(node, e) from e
 
-
-# the methods that change a list, dict or set in place
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
-             "popitem", "sort", "reverse", "__setitem__", "__delitem__", "difference_update", "intersection_update",
-             "symmetric_difference_update"}
 
 def _super(frame: Frame, node: cst.CSTNode) -> Any:
     """``super()`` in an interpreted method: ``super(__class__, first argument)``, as Python's compiler makes it."""

@@ -23,7 +23,7 @@ import numpy as np
 from srcjax.transpiler.frontend import values
 from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.frontend.frame import (
-    BRK, CONT, FLAGS, RET, RETVAL, Assignment, Exit, Frame, Undefined, flatten_statements, is_symbolic,
+    BRK, CONT, FLAGS, MUTATORS, RET, RETVAL, Assignment, Exit, Frame, Undefined, flatten_statements, is_symbolic,
 )
 from srcjax.transpiler.ir import ConcretizationError, Op, Value
 from srcjax.transpiler.primitives.control import cond_p, for_p, while_p
@@ -189,11 +189,21 @@ def outer_objects(env: dict[str, Any]) -> set[int]:
 
 
 class _OuterObjects:
-    """``with _OuterObjects(frame):`` around a region: writes to objects made before it are refused inside."""
+    """``with _OuterObjects(frame):`` around a region: writes to objects made before it are refused inside. The
+    objects are looked for at the first write the region tries (``ids``), not for every region read: the locals
+    they are reached from are the region's start's (``frame.env`` then, which the region's code does not change:
+    it runs on copies)."""
 
     def __init__(self, frame: Frame):
         self.stack = frame.trace.context.outer_objects
-        self.ids = outer_objects(frame.env)
+        self.env = frame.env
+        self._ids: set[int] | None = None
+
+    @property
+    def ids(self) -> set[int]:
+        if self._ids is None:
+            self._ids = outer_objects(self.env)
+        return self._ids
 
     def __enter__(self) -> None:
         self.stack.append(self.ids)
@@ -435,9 +445,6 @@ def select_values(frame: Frame, test: Any, a: Any, b: Any, node: cst.CSTNode) ->
 class _Names(cst.CSTVisitor):
     """Names a loop body may rebind, and whether it may break, return or change containers."""
 
-    MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
-                "popitem", "sort", "reverse"}
-
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.breaks = self.returns = False
@@ -502,7 +509,7 @@ class _Names(cst.CSTVisitor):
         self.returns = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in self.MUTATORS:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in MUTATORS:
             receiver = node.func.value
             if isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute) \
                     and receiver.value.attr.value == "at":
@@ -605,8 +612,9 @@ def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng:
         if frame.env[BRK] is not True:
             _counted_loop(frame, stmt, body, rng[1:], rows) if len(rng) > 2 else _unrolled(
                 frame, stmt, body, items(rng[1:]))
-    except TranspileError as e:
-        if not getattr(e, "concretization", False) or len(rng) > UNROLL_FALLBACK_LIMIT:
+    except TranspileError as e:  # (what only Python can run: a concrete value needed, an outer object changed)
+        if not (getattr(e, "concretization", False) or getattr(e, "outer_write", False)) or \
+                len(rng) > UNROLL_FALLBACK_LIMIT:
             raise
         frame.env = base
         _unrolled(frame, stmt, body, items(rng))
@@ -735,24 +743,19 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 frame.assign(stmt.target, target)
             frame.env[CONT] = False
             stop = [frame.env[f] for f in (BRK, RET) if f in carried_names and is_symbolic(frame.env[f])]
-            try:
-                with outer:
-                    if masked and stop:
-                        guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
-                        branch(frame, guard, [lambda: frame.exec_block(body), lambda: None],
-                               ["in a loop iteration", "after the loop stopped"], stmt,
-                               then_flags={f: False for f in (BRK, RET) if f in carried_names})
-                    else:
-                        try:
-                            frame.exec_block(body)
-                        except Exit as e:
-                            if e.kind == "raise":
-                                raise
-                            _record_exit(frame, e)
-            except TranspileError as e:
-                if unrollable and getattr(e, "outer_write", False):
-                    raise _Unroll() from None
-                raise
+            with outer:
+                if masked and stop:
+                    guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
+                    branch(frame, guard, [lambda: frame.exec_block(body), lambda: None],
+                           ["in a loop iteration", "after the loop stopped"], stmt,
+                           then_flags={f: False for f in (BRK, RET) if f in carried_names})
+                else:
+                    try:
+                        frame.exec_block(body)
+                    except Exit as e:
+                        if e.kind == "raise":
+                            raise
+                        _record_exit(frame, e)
             frame.env[CONT] = False
             # compare what the body leaves with what it was given
             changed = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence as AbcSequence
 from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
@@ -66,6 +66,12 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
 _UNARY: dict[type, Callable[[Any], Any]] = {
     cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert,
 }
+
+# the methods that change a list, dict or set in place (a loop's body calling one is scanned for; a call of one on
+# an object made before a region of control flow on traced values is refused: ``Frame.check_outer_write``)
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
+                      "popitem", "sort", "reverse", "__setitem__", "__delitem__", "difference_update",
+                      "intersection_update", "symmetric_difference_update"})
 
 _ERROR_TYPES = (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError, ZeroDivisionError,
                 NotImplementedError, OverflowError, RuntimeError, AssertionError)
@@ -350,9 +356,7 @@ class Frame:
         if isinstance(pattern, cst.MatchOr):
             return any(self._matches(p.pattern, subject, bound) for p in pattern.patterns)
         if isinstance(pattern, (cst.MatchList, cst.MatchTuple)):
-            import collections.abc
-
-            if not isinstance(subject, collections.abc.Sequence) or isinstance(subject, (str, bytes, bytearray)):
+            if not isinstance(subject, AbcSequence) or isinstance(subject, (str, bytes, bytearray)):
                 return False
             items, elements = list(subject), list(pattern.patterns)
             star = next((i for i, e in enumerate(elements) if isinstance(e, cst.MatchStar)), None)
@@ -368,9 +372,7 @@ class Frame:
             return all(self._matches(e.value, x, bound) for e, x in zip(elements[:star] + elements[star + 1:],
                                                                           head + tail))
         if isinstance(pattern, cst.MatchMapping):
-            import collections.abc
-
-            if not isinstance(subject, collections.abc.Mapping):
+            if not isinstance(subject, Mapping):
                 return False
             keys = [self.eval(e.key) for e in pattern.elements]
             if any(k not in subject for k in keys) or not all(
