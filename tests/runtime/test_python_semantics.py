@@ -260,3 +260,18 @@ def test_match_on_a_traced_value_is_refused():
 
     with pytest.raises(Exception, match="match on a traced value"):
         srcjax.jit(f)(1.0)
+
+
+def test_partial_of_library_function_gets_its_arguments_once():
+    # a partial over library code (no keywords, nested, keywords inside) is called as it is, not unwrapped
+    add_one = functools.partial(jnp.add, 1.0)
+    scaled_sum = functools.partial(functools.partial(jnp.sum, axis=0), dtype=jnp.float32)
+    nested = functools.partial(functools.partial(jnp.where, True), 5.0)
+
+    def f(x):
+        return add_one(x) + scaled_sum(x) + nested(x)
+
+    x = np.arange(3.0, dtype=np.float32)
+    want = x + 1.0 + x.sum() + 5.0
+    np.testing.assert_allclose(srcjax.jit(f)(x), want)
+    np.testing.assert_allclose(srcjax.grad(lambda v: f(v).sum())(x), np.full(3, 4.0))

@@ -166,11 +166,13 @@ def _shows_text(fn: Any) -> bool:
 
 
 def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
-    """The user function a call reaches (through partials, bound methods and jit wrappers), if any."""
+    """The user function a call reaches (through partials, bound methods and jit wrappers), if any, with the
+    arguments it gets; ``(None, args)`` when the call reaches library code, which is called as it is."""
+    given = args
     while True:
         if isinstance(fn, functools.partial):
             if fn.keywords:
-                return (_PartialCall(fn) if is_user_function(fn.func) else None), args
+                return (_PartialCall(fn), args) if is_user_function(fn.func) else (None, given)
             fn, args = fn.func, [*fn.args, *args]
         elif isinstance(fn, types.MethodType) and is_user_function(fn.__func__):
             fn, args = fn.__func__, [fn.__self__, *args]
@@ -180,7 +182,7 @@ def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
                 is_user_function(next((vars(k)["__call__"] for k in type(fn).__mro__ if "__call__" in vars(k)), None)):
             fn, args = type(fn).__call__, [fn, *args]  # a callable object: its ``__call__``, read from source
         else:
-            return (fn if is_user_function(fn) else None), args
+            return (fn, args) if is_user_function(fn) else (None, given)
 
 
 class _PartialCall:
