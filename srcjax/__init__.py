@@ -15,6 +15,7 @@ from srcjax.runtime.callbacks import pure_callback
 from srcjax.runtime.pmap import pmap
 from srcjax.runtime.shard_map import shard_map
 from srcjax.runtime.vmap import vmap
+from srcjax.runtime.autodiff import FLOAT0 as float0  # the dtype of an integer input's derivative
 from srcjax.runtime.autodiff import (
     checkpoint,
     checkpoint_policies,
@@ -60,8 +61,8 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
 # The other submodules load on first use (``srcjax.random.normal``), keeping ``import srcjax`` quick.
 _SUBMODULES = {
-    "debug", "distributed", "dtypes", "errors", "example_libraries", "experimental", "lax", "nn", "ops", "random",
-    "scipy", "sharding", "test_util", "tree", "tree_util",
+    "custom_derivatives", "debug", "distributed", "dtypes", "errors", "example_libraries", "experimental",
+    "flatten_util", "lax", "nn", "ops", "random", "scipy", "sharding", "test_util", "tree", "tree_util", "typing",
 }
 
 
@@ -140,5 +141,5 @@ __all__ = [
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
     "pure_callback", "named_call", "named_scope", "print_environment_info", "linear_transpose", "typeof",
-    "ensure_compile_time_eval",
+    "ensure_compile_time_eval", "float0",
 ]

@@ -496,3 +496,19 @@ def test_bad_input_raises_what_jax_and_numpy_code_catch():
     for kind in (ZeroDivisionError, ValueError):
         with pytest.raises(kind, match="step must not be zero"):
             jnp.arange(0, 10, 0)
+
+
+def test_typing_custom_derivatives_and_float0_modules():
+    # the names user code imports for annotations and custom rules, where JAX has them
+    from srcjax import custom_derivatives
+    from srcjax.typing import ArrayLike, DTypeLike  # noqa: F401
+
+    assert custom_derivatives.custom_vjp is srcjax.custom_vjp and custom_derivatives.custom_jvp is srcjax.custom_jvp
+    assert srcjax.float0 == srcjax.dtypes.float0
+    grads = srcjax.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(2.0, 3)
+    assert grads[1].dtype == srcjax.float0 and float(grads[0]) == 3.0
+
+    def annotated(x: ArrayLike) -> srcjax.Array:
+        return x * 2
+
+    assert float(srcjax.jit(annotated)(1.5)) == 3.0
