@@ -123,6 +123,12 @@ def has_fma() -> bool:
     return "fma" in target().enabled or not llvm.get_process_triple().startswith("x86_64")
 
 
+def has_vector_scale() -> bool:
+    """Whether ``llvm.ldexp`` on vectors is one instruction (AVX-512's ``vscalef``) in the host's code; elsewhere it
+    is a libm call per element."""
+    return not _fma_assumed and "avx512f" in target().enabled
+
+
 @contextlib.contextmanager
 def assume_fma(value: bool = True) -> Iterator[None]:
     """Emit code as if the target had (or lacked) a fused multiply-add: GPU kernels, and their host emulation, which

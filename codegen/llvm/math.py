@@ -138,6 +138,13 @@ class Floats:
     def select(self, cond, x, y):
         return self.b.select(cond, x, y)
 
+    def clamp(self, x, lo: float, hi: float):
+        """x limited to [lo, hi] by ``minnum``/``maxnum`` marked ``nnan`` (one vector min and max): a NaN lane of x
+        gives poison, so only for values whose NaN lanes are selected away afterwards."""
+        bound = intrinsic(self.b.module, "maxnum", self.t, 2)
+        x = self.b.call(bound, [x, self.c(lo)], fastmath=("nnan",))
+        return self.b.call(intrinsic(self.b.module, "minnum", self.t, 2), [x, self.c(hi)], fastmath=("nnan",))
+
     def isnan(self, x):
         return self.b.fcmp_unordered("uno", x, x)
 
@@ -168,7 +175,15 @@ class Floats:
         return self.from_bits(self.b.shl(self.b.add(n, self.ci(self.bias)), self.ci(self.mantissa)))
 
     def scale(self, y, n):
-        """y 2^n for |n| up to about twice the exponent range, in two steps (one rounding at most)."""
+        """y 2^n for |n| up to about twice the exponent range, with one rounding at most: one ``vscalef`` where
+        AVX-512 has it (``llvm.ldexp``), else two multiplications by powers of two built from exponent bits."""
+        if engine.has_vector_scale():
+            i32 = ir.IntType(32)
+            exponent = self.b.trunc(n, i32) if self.double else n
+            name = f"llvm.ldexp.{'f64' if self.double else 'f32'}.i32"
+            module = self.b.module
+            ldexp = module.globals.get(name) or ir.Function(module, ir.FunctionType(self.t, [self.t, i32]), name=name)
+            return self.b.call(ldexp, [y, exponent])
         half = self.b.ashr(n, self.ci(1))
         return self.mul(self.mul(y, self.pow2(half)), self.pow2(self.b.sub(n, half)))
 
@@ -196,10 +211,10 @@ def _expm1_poly(f: Floats, r):
 
 
 def _reduce_ln2(f: Floats, x, lo: float, hi: float):
-    """(n, r, bad): x clamped to [lo, hi] as n ln2 + r with |r| <= ln2/2; NaN lanes compute with 0."""
+    """(n, r, bad): x clamped to [lo, hi] as n ln2 + r with |r| <= ln2/2. In the lanes ``bad`` marks (NaN) n and
+    r are poison: the callers select x there."""
     bad = f.isnan(x)
-    x = f.select(bad, f.c(0.0), x)
-    x = f.select(f.cmp(">", x, f.c(hi)), f.c(hi), f.select(f.cmp("<", x, f.c(lo)), f.c(lo), x))
+    x = f.clamp(x, lo, hi)
     n = f.rint(f.mul(x, f.c(1 / math.log(2))))
     if engine.has_fma():  # x - n hi and the next step each round once
         hi_part, lo_part = _LN2_PARTS[f.t]
@@ -218,7 +233,8 @@ def _exp_limits(f: Floats) -> tuple[float, float]:
 
 def emit_exp(f: Floats, x):
     n, r, bad = _reduce_ln2(f, x, *_exp_limits(f))
-    y = f.scale(f.add(_expm1_poly(f, r), f.c(1.0)), n)
+    degree = 13 if f.double else 7
+    y = f.scale(f.horner(_INV_FACTORIALS[: degree + 1], r), n)  # (1 + expm1(r) by the same series)
     return f.select(bad, x, y)
 
 
