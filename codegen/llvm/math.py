@@ -1,5 +1,5 @@
 """Vectorisable transcendental and special functions in LLVM IR: exp, exp2, log, log1p, expm1, tanh, logistic,
-sin, cos, erf, erfc, erf_inv, lgamma, digamma.
+sin, cos, erf, erfc, erf_inv, lgamma, digamma, and float32's pow.
 
 LLVM's own ``llvm.exp.v8f32`` becomes eight scalar ``expf`` calls on x86, so fused loops use these
 instead: straight-line code of selects, bit manipulation, ``llvm.rint``/``llvm.fma`` and polynomials, which
@@ -641,8 +641,62 @@ def emit_digamma(f: Floats, x):
     return f.select(f.isnan(x), x, f.narrow(out, f.t))
 
 
+# -- pow --------------------------------------------------------------------------------------------------
+def emit_pow(f: Floats, x, y):
+    """x^y for float32 (float64 keeps libm's pow): exp2(y log2|x|) in float64, where the product's rounding
+    costs 2^-53 of a result float32 rounds to 2^-24, or binary powering for integer y below 64; the sign of x for
+    odd integer y, and C99's (NumPy's) special cases: x^0 = 1^y = 1 even for NaN, (-1)^(+-inf) = 1, NaN for
+    finite x < 0 and finite y not an integer; zeros and infinities come out of log and exp as C99 has them
+    (0^-3 = inf, (-0)^-3 = -inf)."""
+    d = Floats(f.b, F64)
+    xd, yd = f.widen(x), f.widen(y)
+    magnitude = emit_exp2(d, d.mul(yd, _log2_exact_powers(d, d.abs(xd))))
+    b = f.b
+    integer = d.cmp("==", d.intrinsic("floor", yd), yd)
+    half = d.mul(yd, d.c(0.5))
+    odd = b.and_(integer, d.cmp("!=", d.intrinsic("floor", half), half))  # (beyond 2^53 every double is even)
+    negative = b.icmp_signed("<", d.as_bits(xd), d.ci(0))  # (-0 included)
+    out = d.select(b.and_(negative, odd), b.fneg(magnitude), magnitude)
+    finite_pair = b.and_(d.isfinite(xd), d.isfinite(yd))
+    out = d.select(b.and_(b.and_(d.cmp("<", xd, d.c(0.0)), finite_pair), b.not_(integer)), d.c(math.nan), out)
+    out = d.select(b.and_(integer, d.cmp("<", d.abs(yd), d.c(64.0))), _integer_power(d, xd, yd), out)
+    one = b.or_(b.or_(d.cmp("==", xd, d.c(1.0)), d.cmp("==", yd, d.c(0.0))),
+                b.and_(d.cmp("==", d.abs(xd), d.c(1.0)), d.cmp("==", d.abs(yd), d.c(math.inf))))
+    return f.narrow(d.select(one, d.c(1.0), out), f.t)
+
+
+def _log2_exact_powers(d: Floats, x):
+    """log2(x) for a float64 x >= 0 that is a widened float32 (never subnormal) as e + log(m)/ln2: exactly e for
+    x = 2^e, so that (2^e)^y = exp2(y e) is exact and ties round as they should (2^-150 to 0)."""
+    b = d.b
+    bits = d.as_bits(x)
+    e = d.from_int(b.sub(b.lshr(bits, d.ci(52)), d.ci(1023)))
+    m = d.from_bits(b.or_(b.and_(bits, d.ci((1 << 52) - 1)), d.ci(1023 << 52)))
+    out = d.fma(emit_log(d, m), d.c(1 / math.log(2)), e)
+    out = d.select(d.cmp("==", x, d.c(0.0)), d.c(-math.inf), out)
+    return d.select(d.cmp("==", x, d.c(math.inf)), x, d.select(d.isnan(x), x, out))
+
+
+def _integer_power(d: Floats, x, y):
+    """x^y for integer |y| < 64 (in the lanes that have one) by binary powering in float64, of 1/x for y < 0.
+    Where x^y is a float32 tie (25 significant bits) it is exact: x then has at most 25/|y| + 1 bits, so every
+    partial product fits in 53; elsewhere it is within a few 2^-53 like exp(y log|x|), whose rounding can
+    fall on either side of a tie."""
+    b = d.b
+    n = b.fptosi(d.select(d.cmp("<", d.abs(y), d.c(64.0)), d.abs(y), d.c(0.0)), ir.IntType(32))
+    power = d.select(d.cmp("<", y, d.c(0.0)), d.div(d.c(1.0), x), x)
+    result = d.c(1.0)
+    for bit in range(6):
+        chosen = b.icmp_unsigned("!=", b.and_(n, ir.Constant(ir.IntType(32), 1 << bit)), ir.Constant(ir.IntType(32), 0))
+        result = d.select(chosen, d.mul(result, power), result)
+        if bit < 5:
+            power = d.mul(power, power)
+    return result
+
+
 # -- the table and the module-level entry ---------------------------------------------------------------
-EMITTERS: dict[str, Callable[[Floats, ir.Value], ir.Value]] = {
+BINARY = {"pow"}  # (the others take one argument)
+EMITTERS: dict[str, Callable[..., ir.Value]] = {
     "exp": emit_exp,
     "exp2": emit_exp2,
     "log": emit_log,
@@ -657,6 +711,7 @@ EMITTERS: dict[str, Callable[[Floats, ir.Value], ir.Value]] = {
     "erf_inv": emit_erf_inv,
     "lgamma": emit_lgamma,
     "digamma": emit_digamma,
+    "pow": emit_pow,
 }
 
 
@@ -666,10 +721,10 @@ def math_function(module: ir.Module, name: str, typ: ir.Type) -> ir.Function:
     symbol = f"srcjax.{name}.{'f64' if typ == F64 else 'f32'}"
     if symbol in module.globals:
         return module.globals[symbol]
-    fn = ir.Function(module, ir.FunctionType(typ, [typ]), name=symbol)
+    fn = ir.Function(module, ir.FunctionType(typ, [typ] * (2 if name in BINARY else 1)), name=symbol)
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    builder.ret(EMITTERS[name](Floats(builder, typ), fn.args[0]))
+    builder.ret(EMITTERS[name](Floats(builder, typ), *fn.args))
     return fn

@@ -309,7 +309,9 @@ def _integer_pow(cx, ts, out, params, x):
 
 
 def _pow(cx, ts, out, params, x, y):
-    """In float64 and rounded once (the implementation's order for integer exponents)."""
+    """float32: ``math.emit_pow`` (vectorised, in float64); otherwise libm's pow in float64, rounded once."""
+    if ts[0] == ts[1] == out == np.dtype(np.float32):
+        return cx.b.call(math_function(cx.module, "pow", x.type), [x, y])
     double = ir.DoubleType()
     xd = convert(cx, x, ts[0], np.dtype(np.float64))
     yd = convert(cx, y, ts[1], np.dtype(np.float64))
