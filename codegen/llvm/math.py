@@ -1,5 +1,5 @@
 """Vectorisable transcendental and special functions in LLVM IR: exp, exp2, log, log1p, expm1, tanh, logistic,
-sin, cos, erf, erfc, erf_inv, lgamma, digamma, and float32's pow.
+sin, cos, erf, erfc, erf_inv, lgamma, digamma, and float32's pow, sinh, cosh, asinh, acosh and atanh.
 
 LLVM's own ``llvm.exp.v8f32`` becomes eight scalar ``expf`` calls on x86, so fused loops use these
 instead: straight-line code of selects, bit manipulation, ``llvm.rint``/``llvm.fma`` and polynomials, which
@@ -331,6 +331,51 @@ def emit_logistic(f: Floats, x):
     e = emit_exp(f, f.b.fneg(f.abs(x)))
     numerator = f.select(f.cmp(">=", x, f.c(0.0)), f.c(1.0), e)
     return f.div(numerator, f.add(f.c(1.0), e))
+
+
+# -- float32's hyperbolic functions and their inverses: in float64 from exp, expm1, log1p, rounded once ---------
+# (float64's keep libm: near its overflow sinh and cosh need exp(|x| - ln 2), and near 1 acosh needs more care)
+def emit_sinh(f: Floats, x):
+    """sinh|x| = (e + e / (e + 1)) / 2 with e = expm1(|x|): no cancellation near 0; |x| capped at 100, where
+    float32 has long overflowed."""
+    d = Floats(f.b, F64)
+    e = emit_expm1(d, d.clamp(d.abs(f.widen(x)), 0.0, 100.0))
+    out = d.mul(d.add(e, d.div(e, d.add(e, d.c(1.0)))), d.c(0.5))
+    return f.select(f.isnan(x), x, f.copysign(f.narrow(out, f.t), x))
+
+
+def emit_cosh(f: Floats, x):
+    """(e + 1/e) / 2 with e = exp(|x|), |x| capped at 100."""
+    d = Floats(f.b, F64)
+    e = emit_exp(d, d.clamp(d.abs(f.widen(x)), 0.0, 100.0))
+    out = d.mul(d.add(e, d.div(d.c(1.0), e)), d.c(0.5))
+    return f.select(f.isnan(x), x, f.narrow(out, f.t))
+
+
+def emit_asinh(f: Floats, x):
+    """asinh|x| = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): exact enough near 0, and x^2 cannot overflow float64."""
+    d = Floats(f.b, F64)
+    ax = d.abs(f.widen(x))
+    x2 = d.mul(ax, ax)
+    out = emit_log1p(d, d.add(ax, d.div(x2, d.add(d.c(1.0), d.intrinsic("sqrt", d.add(d.c(1.0), x2))))))
+    out = d.select(d.cmp("==", ax, d.c(math.inf)), ax, out)  # (inf / inf above)
+    return f.select(f.isnan(x), x, f.copysign(f.narrow(out, f.t), x))
+
+
+def emit_acosh(f: Floats, x):
+    """log1p(t + sqrt(t (2 + t))) with t = x - 1, exact in float64; NaN below 1."""
+    d = Floats(f.b, F64)
+    t = d.sub(f.widen(x), d.c(1.0))
+    out = emit_log1p(d, d.add(t, d.intrinsic("sqrt", d.mul(t, d.add(d.c(2.0), t)))))
+    return f.narrow(d.select(d.cmp("<", t, d.c(0.0)), d.c(math.nan), out), f.t)
+
+
+def emit_atanh(f: Floats, x):
+    """atanh|x| = log1p(2|x| / (1 - |x|)) / 2: inf at 1, NaN beyond."""
+    d = Floats(f.b, F64)
+    ax = d.abs(f.widen(x))
+    out = d.mul(emit_log1p(d, d.div(d.add(ax, ax), d.sub(d.c(1.0), ax))), d.c(0.5))
+    return f.select(f.isnan(x), x, f.copysign(f.narrow(out, f.t), x))
 
 
 # -- sin, cos ---------------------------------------------------------------------------------------------
@@ -712,6 +757,11 @@ EMITTERS: dict[str, Callable[..., ir.Value]] = {
     "lgamma": emit_lgamma,
     "digamma": emit_digamma,
     "pow": emit_pow,
+    "sinh": emit_sinh,
+    "cosh": emit_cosh,
+    "asinh": emit_asinh,
+    "acosh": emit_acosh,
+    "atanh": emit_atanh,
 }
 
 

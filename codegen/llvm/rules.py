@@ -182,6 +182,16 @@ def _libm(name: str) -> Rule:
     return lambda cx, ts, out, params, *args: cx.libm(name, *args)
 
 
+def _float32_polynomial(name: str) -> Rule:
+    """``math``'s vectorised ``name`` for float32, libm's elsewhere."""
+    def rule(cx, ts, out, params, x):
+        if isinstance(x.type, ir.FloatType):
+            return cx.b.call(math_function(cx.module, name, x.type), [x])
+        return cx.libm(name, x)
+
+    return rule
+
+
 def _is_finite(cx, ts, out, params, x):
     return cx.b.fcmp_ordered("<", cx.intrinsic("fabs", x), ir.Constant(x.type, float("inf")))
 
@@ -387,11 +397,11 @@ ELEMENTWISE: dict[str, Rule] = {
     "acos": _libm("acos"),
     "atan": _libm("atan"),
     "atan2": _libm("atan2"),
-    "sinh": _libm("sinh"),
-    "cosh": _libm("cosh"),
-    "asinh": _libm("asinh"),
-    "acosh": _libm("acosh"),
-    "atanh": _libm("atanh"),
+    "sinh": _float32_polynomial("sinh"),
+    "cosh": _float32_polynomial("cosh"),
+    "asinh": _float32_polynomial("asinh"),
+    "acosh": _float32_polynomial("acosh"),
+    "atanh": _float32_polynomial("atanh"),
     "cbrt": _libm("cbrt"),
     "nextafter": _libm("nextafter"),
     "eq": _compare("=="),
