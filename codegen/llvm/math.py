@@ -318,12 +318,14 @@ def emit_log1p(f: Floats, x):
 
 # -- tanh, logistic ---------------------------------------------------------------------------------------
 def emit_tanh(f: Floats, x):
-    """tanh|x| = t / (t + 2), t = expm1(2|x|), with |x| capped where tanh is 1 to the last bit."""
+    """tanh|x| = t / (t + 2), t = expm1(2|x|), with |x| capped where tanh is 1 to the last bit. expm1 of a
+    number in [0, 2 cap] needs none of ``emit_expm1``'s cases: 2^n fits the exponent, and n = 0 near 0."""
     cap = 20.0 if f.double else 10.0
-    ax = f.abs(x)
-    ax = f.select(f.cmp(">", ax, f.c(cap)), f.c(cap), ax)
-    t = emit_expm1(f, f.add(ax, ax))
-    return f.copysign(f.div(t, f.add(t, f.c(2.0))), x)
+    ax = f.clamp(f.abs(x), 0.0, cap)
+    n, r, _ = _reduce_ln2(f, f.add(ax, ax), 0.0, 2 * cap)
+    scale = f.pow2(n)
+    t = f.fma(scale, _expm1_poly(f, r), f.sub(scale, f.c(1.0)))
+    return f.select(f.isnan(x), x, f.copysign(f.div(t, f.add(t, f.c(2.0))), x))
 
 
 def emit_logistic(f: Floats, x):
