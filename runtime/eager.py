@@ -115,32 +115,43 @@ _flags = config._values
 _PY_SCALAR_TYPES = (float, int, bool)
 
 
-def fast_path(fn):
+def fast_path(fn=None, *, chain: bool = False):
     """``fn`` (a ``jnp`` function of arrays and Python scalars), eagerly, at the cost of one NumPy call where it
     can: the first call with some operand types (and scalar values) runs ``fn`` and notes what it binds; when
     that is one primitive applied to the array operands themselves (and to constants made from the scalars),
     later calls with the same types apply that primitive's NumPy implementation directly and wrap the result
     in its recorded type. Everything else (transformations, keyword arguments, GPU or pending arrays,
-    ``jax_debug_nans``, more than one primitive) takes ``fn`` itself."""
+    ``jax_debug_nans``, more than one primitive) takes ``fn`` itself.
+
+    ``chain=True`` (for functions whose Python code reads only the operands' types, never their values, and
+    whose keyword arguments are options: reductions, reshapes) also replays several primitives in the order
+    they ran, and keys on keyword arguments that are Python values (an array among them takes ``fn``)."""
+    if fn is None:
+        return lambda f: fast_path(f, chain=chain)
     cache: dict[tuple, Any] = {}
 
     def call(*args, **kwargs):
-        if kwargs or core.current_interpreter() is not _EAGER or _flags["jax_debug_nans"] or _flags["jax_debug_infs"] \
-                or _flags["jax_numpy_rank_promotion"] != "allow":
+        if (kwargs and not chain) or core.current_interpreter() is not _EAGER or _flags["jax_debug_nans"] \
+                or _flags["jax_debug_infs"] or _flags["jax_numpy_rank_promotion"] != "allow":
             return fn(*args, **kwargs)
         key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"]]
+        if kwargs:
+            options = _options_key(kwargs)
+            if options is None:
+                return fn(*args, **kwargs)
+            key.append(options)
         for arg in args:
             kind = type(arg)
             if kind is Array:
                 if not hasattr(arg, "_buffer"):  # (pending, deleted or on a GPU)
-                    return fn(*args)
+                    return fn(*args, **kwargs)
                 key.append(arg.aval)
             elif kind is float:
                 key.append(arg.hex())  # (-0.0 is not 0.0 here)
             elif kind in _PY_SCALAR_TYPES:
                 key.append((kind, arg))
             else:
-                return fn(*args)
+                return fn(*args, **kwargs)
         # which operands are one array (x * x is recorded as one operand in two places)
         count = len(args)
         if count == 2:
@@ -154,16 +165,20 @@ def fast_path(fn):
         if entry is None:
             if len(cache) >= _FAST_CACHE_MAX:
                 cache.clear()
-            out, cache[key] = _record(fn, args)
+            out, cache[key] = _record(fn, args, kwargs, chain)
             return out
         if entry is False:
-            return fn(*args)
-        impl, params, sources, aval = entry
+            return fn(*args, **kwargs)
+        if type(entry) is int:  # (the function returns that operand itself)
+            return args[entry]
+        steps, aval = entry
+        values = []
         with np.errstate(all="ignore"):
-            value = impl(*[args[s]._buffer if type(s) is int else s for s in sources], **params)
-        value = np.asarray(value)
-        if value.dtype != aval.dtype:
-            value = value.astype(aval.dtype)
+            for impl, params, sources, dtype in steps:
+                value = np.asarray(impl(*[args[s]._buffer if type(s) is int else values[s[0]] if type(s) is tuple
+                                          else s for s in sources], **params))
+                values.append(value if value.dtype == dtype else value.astype(dtype))
+        value = values[-1]
         value.setflags(write=False)
         result = Array.__new__(Array)
         result._buffer, result.aval, result._device = value, aval, None
@@ -174,23 +189,44 @@ def fast_path(fn):
     return call
 
 
-def _record(fn, args: tuple) -> tuple[Any, Any]:
-    """``fn(*args)`` and what later calls of these operand types may do instead (False: call ``fn``)."""
+def _options_key(kwargs: dict) -> tuple | None:
+    """Keyword arguments as part of a cache key, or None when one is not a plain Python value (an array)."""
+    items = []
+    for name, value in sorted(kwargs.items()):
+        if type(value) is float:
+            value = ("float", value.hex())
+        elif isinstance(value, tuple) and all(type(v) is int for v in value):
+            value = ("tuple", value)
+        elif value is not None and type(value) not in (int, bool, str, np.dtype, type):
+            return None
+        items.append((name, value))
+    return tuple(items)
+
+
+def _record(fn, args: tuple, kwargs: dict, chain: bool) -> tuple[Any, Any]:
+    """``fn(*args, **kwargs)`` and what later calls of these operand types may do instead: False to call ``fn``,
+    an operand's position when ``fn`` returns it, else the recorded steps (each a primitive's implementation,
+    parameters, sources and result dtype; a source is an operand's position, ``(k,)`` for step k's result or a
+    constant) and the result's type."""
     recorder = _Recorder()
     with core.interpreting(recorder):
-        out = fn(*args)
+        out = fn(*args, **kwargs)
+    if type(out) is not Array:
+        return out, False
     positions = {id(a): i for i, a in enumerate(args) if type(a) is Array}
-    dynamic, main = set(positions), None
+    if id(out) in positions:
+        return out, positions[id(out)]
+    steps, made = [], {}  # made: id of a step's result -> its step
     for prim, operands, params, result in recorder.ops:
-        if any(id(x) in dynamic for x in operands):
-            if main is not None or prim.multiple_results or prim.impl is None:
-                return out, False
-            main = (prim, operands, params, result)
-            dynamic.add(id(result))
-    if main is None or main[3] is not out or type(out) is not Array:
+        if not any(id(x) in positions or id(x) in made for x in operands):
+            continue  # (a constant: computed once, here)
+        if (steps and not chain) or prim.multiple_results or prim.impl is None \
+                or not all(type(x) is Array for x in operands):
+            return out, False
+        sources = [positions[id(x)] if id(x) in positions else (made[id(x)],) if id(x) in made else x._value
+                   for x in operands]
+        made[id(result)] = len(steps)
+        steps.append((prim.impl, dict(params), sources, result.aval.dtype))
+    if not steps or made.get(id(out)) != len(steps) - 1:
         return out, False
-    prim, operands, params, _ = main
-    if not all(type(x) is Array for x in operands):
-        return out, False
-    sources = [positions[id(x)] if id(x) in positions else x._value for x in operands]
-    return out, (prim.impl, dict(params), sources, out.aval)
+    return out, (steps, out.aval)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime.eager import fast_path
 from srcjax.runtime.numpy._core import (
     asarray,
     aval,
@@ -617,3 +618,9 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     total_weight = sum(weights, axis, keepdims=keepdims)
     avg = _div(sum(_apply(ew.mul_p, a, weights), axis, keepdims=keepdims), total_weight)
     return (avg, broadcast_to(total_weight, aval(avg).shape)) if returned else avg
+
+
+# -- the eager fast path: these read only their operands' types and take options as keywords -----------------
+sum, prod, max, min, all, any, mean, var, std, argmax, argmin = (  # noqa: A001 - jnp's names
+    fast_path(f, chain=True) for f in (sum, prod, max, min, all, any, mean, var, std, argmax, argmin))
+amax, amin = max, min

@@ -134,3 +134,27 @@ def test_three_operands_one_of_them_twice():
     jnp.where(c, a, a), jnp.where(c, a, a)  # (recorded with one array in two places)
     np.testing.assert_array_equal(np.asarray(jnp.where(c, a, b)), np.where(np.asarray(c), np.asarray(a), np.asarray(b)))
     np.testing.assert_array_equal(np.asarray(jnp.where(c, b, b)), np.asarray(b))
+
+
+REDUCTIONS = [jnp.sum, jnp.prod, jnp.max, jnp.min, jnp.all, jnp.any, jnp.mean, jnp.var, jnp.std, jnp.argmax,
+              jnp.argmin]
+OPTIONS = [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"axis": (0, 1)}, {"dtype": jnp.float32},
+           {"axis": None, "keepdims": True}, {"ddof": 1}, {"initial": 2.0}, {"axis": 5}, {"keepdims": False}]
+
+
+@pytest.mark.parametrize("f", REDUCTIONS, ids=[f.__name__ for f in REDUCTIONS])
+def test_reductions_replay_several_primitives_and_keyword_options(f):
+    # (mean binds a sum and a division, var several more: the chain is replayed; options are part of the key)
+    for name, x in ARRAYS.items():
+        for options in OPTIONS:
+            want = outcome(lambda a, o=options: f.__wrapped__(a, **o), x)
+            for _ in range(2):
+                same(outcome(lambda a, o=options: f(a, **o), x), want, f"{f.__name__}({name}, **{options})")
+
+
+def test_an_array_among_the_options_takes_the_function_itself():
+    x = ARRAYS["f32[3,5]"]
+    mask = jnp.asarray(RNG.random((3, 5)) > 0.3)
+    for where in (mask, ~mask, mask):  # (values differ with the same type: never served from a recording)
+        np.testing.assert_allclose(jnp.sum(x, where=where), np.sum(np.asarray(x), where=np.asarray(where)), rtol=1e-6)
+    np.testing.assert_allclose(jnp.var(x, axis=0, ddof=1), np.var(np.asarray(x), axis=0, ddof=1), rtol=1e-5)
