@@ -61,6 +61,17 @@ def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, speed_level: i
     tuning.loop_unrolling = True
     builder = llvm.create_pass_builder(machine, tuning)
     builder.getModulePassManager().run(module, builder)
+    if any(f.name.startswith(_SLOW_PATHS) for f in module.functions):
+        # the vector variants of slow paths (math._trig_large) that the vectoriser has just called: inlined, so that
+        # a vector needing none is a test and a branch, then the code around them tidied
+        after = llvm.create_new_module_pass_manager()
+        after.add_always_inliner_pass()
+        after.add_simplify_cfg_pass()
+        after.add_instruction_combine_pass()
+        after.run(module, builder)
+
+
+_SLOW_PATHS = ("srcjax_sin_large", "srcjax_cos_large")
 
 
 def generate(text: str, machine: llvm.TargetMachine, speed_level: int) -> tuple[bytes, str, list[str]]:

@@ -123,10 +123,15 @@ def has_fma() -> bool:
     return "fma" in target().enabled or not llvm.get_process_triple().startswith("x86_64")
 
 
+def emitting_for_host() -> bool:
+    """Whether the code being emitted is the host's (not a GPU kernel's, nor its host emulation)."""
+    return not _fma_assumed
+
+
 def has_vector_scale() -> bool:
     """Whether ``llvm.ldexp`` on vectors is one instruction (AVX-512's ``vscalef``) in the host's code; elsewhere it
     is a libm call per element."""
-    return not _fma_assumed and "avx512f" in target().enabled
+    return emitting_for_host() and "avx512f" in target().enabled
 
 
 @contextlib.contextmanager

@@ -14,8 +14,9 @@ coefficient is an exact rational computed here:
 - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f):
   log(m) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R(s^2))), R(z) = sum_k 2 z^k / (2k + 1).
 - sin, cos: x = j pi/2 + r with pi/2 in three pieces (the first two short, so that j * piece is exact for
-  |j| < 2^20), then the Taylor series of sin or cos of r by j mod 4. Accurate for |x| < 2^20 pi/2; float32
-  arguments are reduced and evaluated in float64.
+  |j| < 2^20), or beyond that by Payne and Hanek's reduction with a table of 2/pi (a slow path the vectorised
+  loop tests for once per vector), then the Taylor series of sin or cos of r by j mod 4; float32 arguments are
+  reduced and evaluated in float64.
 - erf, erfc: Cody's rational approximations (the coefficients of ``transpiler.primitives.special``) in float64.
 - erf_inv: XLA's algorithm (Giles' polynomials, XLA's log1p and float32 log, FMA Horner steps) operation by
   operation, so that float32 results are the eager path's (and JAX's) bits; float64 uses our log (1 ulp).
@@ -392,8 +393,212 @@ def _sin_cos_poly(d: Floats, r, terms: int):
     return sin_r, cos_r
 
 
+# Payne and Hanek's reduction, for |x| >= _LARGE (where j pi/2 in Cody and Waite's three pieces is no longer
+# exact): x = m 2^k with m < 2^53 an integer, and x 2/pi = m G_k (mod 4) for G_k = (2^k 2/pi) mod 4, so only
+# the bits of 2/pi near 2^-k matter. A table holds G_k for each k in pieces of 53 bits; the products m g are
+# exact (two-product by FMA) and their sum is compensated, so the fraction left after the quadrant keeps its
+# bits however close x is to a multiple of pi/2.
+_LARGE = 1.5e6  # below 2^20 pi/2, and at least 2^20
+
+
+def _two_over_pi(bits: int) -> int:
+    """floor(2/pi 2^bits) (within one unit), from Machin's pi = 16 atan(1/5) - 4 atan(1/239) in integers."""
+    scale = bits + 32
+
+    def atan_inverse(n: int) -> int:  # atan(1/n) 2^scale
+        total, power, k = 0, (1 << scale) // n, 0
+        while power:
+            total += (-1) ** k * (power // (2 * k + 1))
+            power //= n * n
+            k += 1
+        return total
+
+    pi = 16 * atan_inverse(5) - 4 * atan_inverse(239)
+    return (1 << (scale + bits + 1)) // pi
+
+
+_2_OVER_PI_BITS = 1400  # k <= 971 shifts 971 bits off the front; 4 pieces need 212 more and a margin
+
+
+def _reduction_table(module: ir.Module, k_min: int, k_max: int, pieces: int) -> ir.GlobalVariable:
+    """G_k for k in [k_min, k_max] as ``pieces`` doubles each: the first at multiples of 2^-51, each next one 53
+    bits further down (all rounded to nearest, so signed and exact)."""
+    name = f"srcjax.two_over_pi.{k_min}.{k_max}.{pieces}"
+    if name in module.globals:
+        return module.globals[name]
+    bits = _2_OVER_PI_BITS
+    two_over_pi = _two_over_pi(bits)
+    rows = []
+    for k in range(k_min, k_max + 1):
+        g = (two_over_pi << k if k >= 0 else two_over_pi >> -k) % (4 << bits)
+        row = []
+        for i in range(pieces):
+            shift = bits - 51 - 53 * i
+            piece = (g + (1 << (shift - 1))) >> shift
+            row.append(math.ldexp(piece, -51 - 53 * i))
+            g -= piece << shift
+        rows.append(ir.Constant(ir.ArrayType(F64, pieces), row))
+    kind = ir.ArrayType(ir.ArrayType(F64, pieces), len(rows))
+    table = ir.GlobalVariable(module, kind, name=name)
+    table.global_constant, table.linkage, table.initializer = True, "internal", ir.Constant(kind, rows)
+    return table
+
+
+def _two_sum(d: Floats, a, b):
+    """(a + b rounded, its rounding error), exactly (Knuth)."""
+    s = d.add(a, b)
+    v = d.sub(s, a)
+    return s, d.add(d.sub(a, d.sub(s, v)), d.sub(b, v))
+
+
+def _reduce_large(d: Floats, a, precision: int, max_exponent: int, pieces: int):
+    """(j, r) with a = j pi/2 + r, j an integer (as a double) and |r| <= pi/4 (to rounding), for finite
+    a >= _LARGE with ``precision`` significant bits below 2^(max_exponent + 1) (scalar code: the slow path)."""
+    b = d.b
+    bits = d.as_bits(a)
+    m = d.from_bits(b.or_(b.and_(bits, d.ci((1 << 52) - 1)), d.ci(1075 << 52)))  # 2^52 <= m < 2^53
+    m = d.mul(m, d.c(2.0 ** (precision - 53)))  # the integer of ``precision`` bits (the rest are zero)
+    k_min, k_max = 20 - (precision - 1), max_exponent - (precision - 1)  # a = m 2^k
+    row = b.sub(b.and_(b.lshr(bits, d.ci(52)), d.ci(2047)), d.ci(1023 + precision - 1 + k_min))
+    row = b.select(b.icmp_signed("<", row, d.ci(0)), d.ci(0), row)
+    row = b.select(b.icmp_signed(">", row, d.ci(k_max - k_min)), d.ci(k_max - k_min), row)
+    table = _reduction_table(b.module, k_min, k_max, pieces)
+    i32 = ir.IntType(32)
+    g = [b.load(b.gep(table, [i32(0), row, i32(i)], inbounds=True)) for i in range(pieces)]
+
+    def mod4(v):  # exact for the multiples of 2^-51 below 2^55 it meets
+        return d.sub(v, d.mul(d.rint(d.mul(v, d.c(0.25))), d.c(4.0)))
+
+    p0 = d.mul(m, g[0])
+    e0 = d.fma(m, g[0], d.b.fneg(p0))  # m g0 = p0 + e0 exactly
+    if precision == 24:  # m g1 < 2^-27 needs no more than its rounding, nor the sum with it a compensation
+        s = d.add(mod4(p0), e0)
+        p1 = d.mul(m, g[1])
+        j = d.rint(d.add(s, p1))
+        return j, d.mul(d.add(d.sub(s, j), p1), d.c(math.pi / 2))
+    products = [(p0, e0)]
+    for piece in g[1:]:
+        p = d.mul(m, piece)
+        products.append((p, d.fma(m, piece, d.b.fneg(p))))
+    (p0, e0), (p1, e1) = products[0], products[1]
+    high, low = _two_sum(d, mod4(d.add(mod4(p0), e0)), p1)
+    j = d.rint(high)
+    fraction, compensation = d.sub(high, j), low
+    for term in [e1] + [t for p, e in products[2:] for t in (p, e)]:
+        fraction, error = _two_sum(d, fraction, term)
+        compensation = d.add(compensation, error)
+    fraction, compensation = _two_sum(d, fraction, compensation)
+    pio2_hi, pio2_lo = _split(_EXACT.divide(_PI, 2), (53, 53))
+    r = d.mul(fraction, d.c(pio2_hi))
+    r_low = d.fma(fraction, d.c(pio2_hi), d.b.fneg(r))
+    r_low = d.add(r_low, d.fma(fraction, d.c(pio2_lo), d.mul(compensation, d.c(pio2_hi))))
+    return j, d.add(r, r_low)
+
+
+_VECTOR_WIDTHS = (2, 4, 8, 16)  # the loop vectoriser's choices (up to 512 bits of float32): one variant each
+
+
+def _trig_large(module: ir.Module, typ: ir.Type, quarter_shift: int) -> ir.Function:
+    """sin(x + quarter_shift pi/2) for |x| >= _LARGE by Payne and Hanek, for a fused loop that calls it for every
+    element and selects its result where it passed flag 1: a scalar function of (x, flag) that returns x at once
+    for flag 0, with vector variants (VFABI) that return at once when no lane's flag is set and otherwise work
+    lane by lane. The vectoriser so keeps the loop vectorised with one variant call per vector, and after the
+    inlining that follows vectorisation (``codegen_worker``) a vector of small arguments costs a test and a branch
+    not taken. (Both call a third function that does the work: a variant calling the scalar function itself would
+    be vectorised into a call of itself.)"""
+    suffix = "f64" if typ == F64 else "f32"
+    name = f"srcjax_{'sin' if quarter_shift == 0 else 'cos'}_large_{suffix}"
+    if name in module.globals:
+        return module.globals[name]
+    i32 = ir.IntType(32)
+    work = _trig_large_work(module, f"{name}_work", typ, quarter_shift)
+    fn = ir.Function(module, ir.FunctionType(typ, [typ, i32]), name=name)
+    fn.linkage = "internal"
+    for attribute in ("noinline", "nounwind", "readonly"):  # (its work reads a table: readnone would make that UB)
+        fn.attributes.add(attribute)
+    set.add(fn.attributes, "willreturn")  # (llvmlite knows no willreturn, nor the mapping below)
+    set.add(fn.attributes, '"vector-function-abi-variant"="' + ",".join(
+        f"_ZGV_LLVM_N{n}vv_{name}({name}_v{n})" for n in _VECTOR_WIDTHS) + '"')
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x, flag = fn.args
+    with b.if_then(b.icmp_unsigned("!=", flag, i32(0))):
+        b.ret(b.call(work, [x]))
+    b.ret(x)
+    _keep(module, [fn] + [_lanes_variant(module, work, f"{name}_v{n}", typ, n) for n in _VECTOR_WIDTHS])
+    return fn
+
+
+def _trig_large_work(module: ir.Module, name: str, typ: ir.Type, quarter_shift: int) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(typ, [typ]), name=name)
+    fn.linkage = "internal"
+    for attribute in ("noinline", "nounwind", "readonly"):
+        fn.attributes.add(attribute)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    f, d = Floats(b, typ), Floats(b, F64)
+    xd = f.widen(fn.args[0])
+    j, r = _reduce_large(d, d.abs(xd), *((53, 1023, 4) if f.double else (24, 127, 2)))
+    negative = d.cmp("<", xd, d.c(0.0))
+    j, r = d.select(negative, b.fneg(j), j), d.select(negative, b.fneg(r), r)
+    b.ret(f.narrow(_by_quadrant(d, f, j, r, quarter_shift), typ))
+    return fn
+
+
+def _lanes_variant(module: ir.Module, work: ir.Function, name: str, typ: ir.Type, n: int) -> ir.Function:
+    """The ``n``-lane variant: the vector unchanged unless a flag is set, then ``work`` on each flagged lane."""
+    i32 = ir.IntType(32)
+    vector, flags = ir.VectorType(typ, n), ir.VectorType(i32, n)
+    fn = ir.Function(module, ir.FunctionType(vector, [vector, flags]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x, flag = fn.args
+    reduce_or = module.globals.get(f"llvm.vector.reduce.or.v{n}i1") or ir.Function(
+        module, ir.FunctionType(ir.IntType(1), [ir.VectorType(ir.IntType(1), n)]), name=f"llvm.vector.reduce.or.v{n}i1")
+    with b.if_then(b.call(reduce_or, [b.icmp_unsigned("!=", flag, ir.Constant(flags, [0] * n))]), likely=False):
+        out = x
+        for lane in range(n):
+            before = b.block
+            value = b.extract_element(x, i32(lane))
+            with b.if_then(b.icmp_unsigned("!=", b.extract_element(flag, i32(lane)), i32(0))):
+                done = b.call(work, [value])
+                inside = b.block
+            merged = b.phi(typ)
+            merged.add_incoming(done, inside)
+            merged.add_incoming(value, before)
+            out = b.insert_element(out, merged, i32(lane))
+        b.ret(out)
+    b.ret(x)
+    return fn
+
+
+def _keep(module: ir.Module, functions: list[ir.Function]) -> None:
+    """Functions the optimiser must not delete before the vectoriser calls them (``llvm.compiler.used``)."""
+    ptr = ir.PointerType(ir.IntType(8))
+    old = module.globals.get("llvm.compiler.used")
+    kept = list(old.initializer.constant) if old is not None else []
+    kept += [f.bitcast(ptr) for f in functions]
+    if old is not None:
+        del module.globals["llvm.compiler.used"]
+        module.scope._useset.discard("llvm.compiler.used")
+    keep = ir.GlobalVariable(module, ir.ArrayType(ptr, len(kept)), name="llvm.compiler.used")
+    keep.linkage, keep.section = "appending", "llvm.metadata"
+    keep.initializer = ir.Constant(ir.ArrayType(ptr, len(kept)), kept)
+
+
+def _by_quadrant(d: Floats, f: Floats, j, r, quarter_shift: int):
+    """sin(j pi/2 + r + quarter_shift pi/2) in float64 from the Taylor series of sin r or cos r by j mod 4."""
+    sin_r, cos_r = _sin_cos_poly(d, r, 9 if f.double else 5)
+    quadrant = f.b.and_(f.b.add(d.to_int(j), d.ci(quarter_shift)), d.ci(3))
+    use_cos = f.b.trunc(quadrant, ir.IntType(1))  # odd quadrants
+    negate = f.b.icmp_unsigned(">=", quadrant, d.ci(2))
+    y = d.select(use_cos, cos_r, sin_r)
+    return d.select(negate, d.b.fneg(y), y)
+
+
 def _sin_or_cos(f: Floats, x, quarter_shift: int):
-    """sin(x + quarter_shift pi/2), in float64 (float32 arguments are widened, the result rounded)."""
+    """sin(x + quarter_shift pi/2), in float64 (float32 arguments are widened, the result rounded); beyond
+    2^20 pi/2, in the host's code, by ``_trig_large``."""
     d = Floats(f.b, F64)
     xd = f.widen(x)
     finite = d.isfinite(xd)
@@ -402,14 +607,12 @@ def _sin_or_cos(f: Floats, x, quarter_shift: int):
     r = x0
     for piece in _PIO2:
         r = d.fma(d.b.fneg(j), d.c(piece), r)
-    sin_r, cos_r = _sin_cos_poly(d, r, 9 if f.double else 5)
-    quadrant = f.b.and_(f.b.add(d.to_int(j), d.ci(quarter_shift)), d.ci(3))
-    use_cos = f.b.trunc(quadrant, ir.IntType(1))  # odd quadrants
-    negate = f.b.icmp_unsigned(">=", quadrant, d.ci(2))
-    y = d.select(use_cos, cos_r, sin_r)
-    y = d.select(negate, d.b.fneg(y), y)
-    y = d.select(finite, y, d.c(math.nan))
+    y = d.select(finite, _by_quadrant(d, f, j, r, quarter_shift), d.c(math.nan))
     y = f.narrow(y, f.t)
+    if engine.emitting_for_host():
+        large = f.b.and_(finite, d.cmp(">=", d.abs(xd), d.c(_LARGE)))
+        slow = f.b.call(_trig_large(f.b.module, f.t, quarter_shift), [x, f.b.zext(large, ir.IntType(32))])
+        y = f.select(large, slow, y)
     if quarter_shift == 0:  # sin x = x for tiny x, which also keeps the sign of -0
         y = f.select(f.cmp("<", f.abs(x), f.c(2.0**-27 if f.double else 2.0**-12)), x, y)
     return f.select(f.isnan(x), x, y)
