@@ -220,11 +220,9 @@ class NestEmitter:
         red = body.reduction
         if red is not None and depth == self.suffix_start() and depth < len(body.shape):
             start = identity(red.combine, red.dtype)
-            if red.scan:  # the running value, in the operand's dtype (as NumPy's); -0.0 + x is x, even for -0.0
-                acc_dtype = red.dtype
+            acc_dtype = accumulator_dtype(red.combine, red.dtype)
+            if red.scan:  # the running value (float32 in float64, each prefix rounded); -0.0 + x is x, even -0.0
                 start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else start
-            else:
-                acc_dtype = accumulator_dtype(red.combine, red.dtype)
             acc = self.alloca(ltype(acc_dtype))
             b.store(self.cx.const(acc_dtype, start), acc)
             self.acc = (acc, acc_dtype)
@@ -254,7 +252,7 @@ class NestEmitter:
             last = ir.Constant(I64, body.shape[depth] - 1)
             for_range(self.b, start, stop, lambda i: self.loops(depth + 1, [*index, self.b.sub(last, i)], lo, hi))
             return
-        if depth == len(body.shape) - 1 and self.acc is not None and self.acc[1] != body.reduction.dtype:
+        if depth == len(body.shape) - 1 and self.acc is not None and self.acc[1] != red.dtype and not red.scan:
             self._blocked_innermost(index, start, stop)
             return
         # Unrolling pays in reductions (several partial results in flight); a map's vectorised loop is bound by
@@ -312,9 +310,11 @@ class NestEmitter:
         value = self.value(red.node, index, values)
         if red.scan:  # combine into the running value (none when the axis has one element) and store it
             if self.acc is not None:
-                acc = self.acc[0]
-                value = combine_values(self.cx, red.combine, red.dtype, b.load(acc), value)
-                b.store(value, acc)
+                acc, acc_dtype = self.acc
+                total = combine_values(self.cx, red.combine, acc_dtype, b.load(acc),
+                                       convert(self.cx, value, red.dtype, acc_dtype))
+                b.store(total, acc)
+                value = convert(self.cx, total, acc_dtype, red.dtype)
             ptr = b.gep(self.pointers[id(red.target)], [affine(b, red.coeffs, 0, index)])
             store_value(b, value, ptr, red.dtype)
             return

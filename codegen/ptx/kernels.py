@@ -289,11 +289,9 @@ class KernelEmitter(NestEmitter):
         """One result: its reduced axes looped over in order, accumulating in a register (a scan stores every
         prefix)."""
         b, red = self.b, self.body.reduction
-        if red.scan:  # the running value, in the operand's dtype, as the CPU's
-            acc_dtype = red.dtype
-            start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else identity(red.combine, red.dtype)
-        else:
-            acc_dtype, start = accumulator_dtype(red.combine, red.dtype), identity(red.combine, red.dtype)
+        acc_dtype, start = accumulator_dtype(red.combine, red.dtype), identity(red.combine, red.dtype)
+        if red.scan and red.combine == "add" and red.dtype.kind == "f":  # (float32 runs in float64, as the CPU's)
+            start = -0.0
         acc = self.alloca(ltype(acc_dtype))
         b.store(self.cx.const(acc_dtype, start), acc)
         self.acc = (acc, acc_dtype)

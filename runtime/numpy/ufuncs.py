@@ -161,7 +161,8 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
         inexact = ew.and_p.bind(ew.ne_p.bind(ew.sign_p.bind(x1), ew.sign_p.bind(x2)),
                                 ew.ne_p.bind(ew.rem_p.bind(x1, x2), _const(x1, 0)))
         return _where(inexact, ew.sub_p.bind(q, _const(q, 1)), q)
-    # floats, as NumPy: q = (x1 - fmod(x1, x2)) / x2 is an integer up to rounding; round it; x1 / 0 is +-inf
+    # floats, as JAX: q = (x1 - fmod(x1, x2)) / x2 is an integer up to rounding; round it; x1 / 0 is +-inf.
+    # A zero quotient is (+0) / x2, so it has x2's sign (NumPy gives the exact quotient's: -0.0 // 1 is -0.0)
     mod = ew.rem_p.bind(x1, x2)
     q = ew.div_p.bind(ew.sub_p.bind(x1, mod), x2)
     zero = _const(x1, 0)
@@ -169,9 +170,7 @@ def floor_divide(x1: Any, x2: Any, /) -> Any:
     q = _where(adjust, ew.sub_p.bind(q, _const(q, 1)), q)
     floor = ew.floor_p.bind(q)
     floor = _where(ew.gt_p.bind(ew.sub_p.bind(q, floor), _const(q, 0.5)), ew.add_p.bind(floor, _const(q, 1)), floor)
-    quotient = ew.div_p.bind(x1, x2)
-    floor = _where(ew.eq_p.bind(q, zero), ew.mul_p.bind(zero, quotient), floor)  # a zero with the quotient's sign
-    return _where(ew.eq_p.bind(x2, zero), quotient, floor)
+    return _where(ew.eq_p.bind(x2, zero), ew.div_p.bind(x1, x2), floor)
 
 
 def remainder(x1: Any, x2: Any, /) -> Any:
@@ -772,9 +771,15 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
     info = np.finfo(aval(x).dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = _where(ew.ne_p.bind(x, x), _const(x, nan, weak=False), x)
-    out = _where(isposinf(x), _const(x, posinf, weak=False), out)
-    return _where(isneginf(x), _const(x, neginf, weak=False), out)
+
+    def fill(value):  # a number, or an array (traced too) broadcast to x, in x's dtype
+        if isinstance(value, (int, float, complex, np.generic)):
+            return _const(x, value, weak=False)
+        return broadcast_to(convert(asarray(value), aval(x).dtype, weak_type=False), aval(x).shape)
+
+    out = _where(ew.ne_p.bind(x, x), fill(nan), x)
+    out = _where(isposinf(x), fill(posinf), out)
+    return _where(isneginf(x), fill(neginf), out)
 
 
 # -- complex numbers -------------------------------------------------------------------------------------

@@ -211,6 +211,19 @@ def test_cumsum_long_row_and_jnp_forms():
     agree(got, want)
 
 
+def test_float32_running_sums_and_products_accumulate_in_float64():
+    # a float32 running value drifts with the row's length (~1e-5 here; JAX's tree of partial sums ~4e-7):
+    # each prefix is the float64 running value rounded, compiled and eager alike
+    x = RNG.uniform(0.5, 1.5, size=(2, 100_000)).astype(np.float32)
+    y = RNG.uniform(0.999, 1.001, size=(100_000,)).astype(np.float32)
+    got, want = native(lambda x, y: (jnp.cumsum(x, axis=1), lax.cumsum(x, axis=1, reverse=True), jnp.cumprod(y)), x, y)
+    agree(got, want)
+    wide = [np.cumsum(x.astype(np.float64), axis=1), np.flip(np.cumsum(np.flip(x, 1).astype(np.float64), 1), 1),
+            np.cumprod(y.astype(np.float64))]
+    for g, w in zip(got, wide, strict=True):
+        np.testing.assert_array_max_ulp(np.asarray(g), w.astype(np.float32), maxulp=1)
+
+
 def test_grad_of_cumsum_compiled():
     x = RNG.normal(size=(5, 4)).astype(np.float32)
     got, want = native(srcjax.grad(lambda x: jnp.sum(jnp.cumsum(x, axis=1) ** 2)), x)

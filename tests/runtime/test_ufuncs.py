@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import srcjax
 import srcjax.runtime.lax as lax
 import srcjax.runtime.numpy as jnp
 from srcjax.runtime.array import Array
@@ -374,6 +375,10 @@ def test_float_floor_divide_and_remainder_as_jax():
     x = a([7.0, -7.0, 7.0, -7.0, 1.0, -1.0, 0.0, 5.5, np.inf])
     y = a([2.0, 2.0, -2.0, -2.0, 0.0, 0.0, 0.0, np.inf, 2.0])
     same(jnp.floor_divide(x, y), [3.0, -4.0, -4.0, 3.0, np.inf, -np.inf, np.nan, 0.0, np.nan])
+    # a zero quotient takes the divisor's sign (recorded from JAX 0.10.2; NumPy gives the exact quotient's)
+    zeros = jnp.floor_divide(a([-0.0, 0.0, -1.0, -0.5, 0.5, -0.0]), a([1.0, -1.0, -3.0, -np.inf, 2.0, -2.0]))
+    same(zeros, [0.0, -0.0, -0.0, -0.0, 0.0, -0.0])
+    np.testing.assert_array_equal(np.signbit(np.asarray(zeros)), [False, True, True, True, False, True])
     x = a([7.0, -7.0, 7.0, -7.0, 1.0, -1.0, 0.0, 5.5, np.inf, -0.0])
     y = a([2.0, 2.0, -2.0, -2.0, 0.0, 0.0, 0.0, np.inf, 2.0, 3.0])
     out = jnp.remainder(x, y)
@@ -452,6 +457,13 @@ def test_nan_to_num_isclose_clip_where_as_jax():
     big = np.finfo(np.float32).max
     same(jnp.nan_to_num(a([np.nan, np.inf, -np.inf, 1.0])), [0.0, big, -big, 1.0])
     same(jnp.nan_to_num(a([np.nan, np.inf, -np.inf, 1.0]), nan=5, posinf=7, neginf=-7), [5.0, 7.0, -7.0, 1.0])
+
+    def replace_with(x, fills):  # the replacements may be arrays, traced ones too (as JAX takes them)
+        return jnp.nan_to_num(x, nan=fills[0], posinf=fills[1:2], neginf=fills)
+
+    x, fills = a([np.nan, np.inf, -np.inf, 1.0]), a([5.0, 6.0, 7.0, 8.0])
+    same(replace_with(x, fills), [5.0, 6.0, 7.0, 1.0])
+    same(srcjax.jit(replace_with)(x, fills), [5.0, 6.0, 7.0, 1.0])
     same(jnp.nan_to_num(a([complex(np.nan, np.inf)], "complex64")), [complex(0, big)])
     same(jnp.isclose(a([1.0, np.nan, np.inf, np.inf, 1.0]), a([1.00001, np.nan, np.inf, -np.inf, 1.1])),
          [False, False, True, False, False])

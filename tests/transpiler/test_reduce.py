@@ -154,6 +154,22 @@ def test_cummax_propagates_nan():
     np.testing.assert_array_equal(out, [1.0, np.nan, np.nan])
 
 
+def test_max_and_min_order_negative_zero_below_zero_as_xla():
+    # recorded from JAX 0.10.2: max picks 0.0 and min -0.0 whichever comes first (NumPy keeps the first)
+    for x, max_, min_, cummax, cummin in [
+        ([0.0, -0.0], 0.0, -0.0, [0.0, 0.0], [0.0, -0.0]),
+        ([-0.0, 0.0], 0.0, -0.0, [-0.0, 0.0], [-0.0, -0.0]),
+        ([-0.0, -0.0, 0.0, -0.0], 0.0, -0.0, [-0.0, -0.0, 0.0, 0.0], [-0.0, -0.0, -0.0, -0.0]),
+    ]:
+        x = np.array(x, np.float32)
+        got = [run(R.reduce_max_p, x, axes=(0,)), run(R.reduce_min_p, x, axes=(0,)),
+               run(R.cummax_p, x, axis=0, reverse=False), run(R.cummin_p, x, axis=0, reverse=False)]
+        for value, want in zip(got, [max_, min_, cummax, cummin], strict=True):
+            np.testing.assert_array_equal(np.signbit(value), np.signbit(want))
+    both = np.array([[0.0, -0.0], [-0.0, -0.0]], np.float32)
+    np.testing.assert_array_equal(np.signbit(run(R.reduce_max_p, both, axes=(1,))), [False, True])
+
+
 # -- sort and top_k -----------------------------------------------------------------------------------------
 def sort_key(value):
     """XLA's order for one element: NaNs last (all equal), -0.0 == 0.0, complex by real then imaginary part."""

@@ -196,8 +196,23 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     return out, sh.reshape_p.bind(t, new_sizes=aval_of(out).shape, dimensions=None)
 
 
-reduce_max_p = reduction("reduce_max", lambda x, axes: np.max(x, axes, initial=_identity("max", x.dtype)), _ORDERED)
-reduce_min_p = reduction("reduce_min", lambda x, axes: np.min(x, axes, initial=_identity("min", x.dtype)), _ORDERED)
+def _signed_zero(out: np.ndarray, x: np.ndarray, seen: Callable, negative: bool) -> np.ndarray:
+    """XLA orders -0.0 below +0.0, where NumPy's max and min keep the zero they meet first: a zero extremum is
+    the zero of the preferred sign wherever ``seen`` (an any over the reduced values) finds one."""
+    if x.dtype.kind != "f":
+        return out
+    zero = np.array(-0.0 if negative else 0.0, x.dtype)
+    return np.where((out == 0) & seen((x == 0) & (np.signbit(x) == negative)), zero, out)
+
+
+def _extremum_reduction(op: str) -> Callable:
+    reducer = np.max if op == "max" else np.min
+    return lambda x, axes: _signed_zero(reducer(x, axes, initial=_identity(op, x.dtype)), x,
+                                        lambda z: np.any(z, axis=axes), negative=op == "min")
+
+
+reduce_max_p = reduction("reduce_max", _extremum_reduction("max"), _ORDERED)
+reduce_min_p = reduction("reduce_min", _extremum_reduction("min"), _ORDERED)
 
 
 def _reduce_chooser_jvp(g, ans, x, *, axes):
@@ -333,14 +348,26 @@ def _logaddexp_combine(a, b):
     return [out, ew.add_p.bind(ew.mul_p.bind(ta, weight(pa)), ew.mul_p.bind(tb, weight(pb)))]
 
 
-cumsum_p = scan("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtype), _NUMBER)
+def _running(fn: Callable) -> Callable:
+    """np.cumsum or np.cumprod, float32 accumulating in float64 as the compiled scans do (JAX's tree of
+    partial sums loses far less than a float32 running value, whose error grows with the length)."""
+    return lambda x, axis: fn(x, axis, dtype=np.float64 if x.dtype == np.float32 else x.dtype).astype(x.dtype)
+
+
+cumsum_p = scan("cumsum", _running(np.cumsum), _NUMBER)
 # a running sum from the other end collects, for each element, the outputs it contributed to
 cumsum_p.def_linear(lambda ct, x, *, axis, reverse=False: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
-cumprod_p = scan("cumprod", lambda x, axis: np.cumprod(x, axis, dtype=x.dtype), _NUMBER)
+cumprod_p = scan("cumprod", _running(np.cumprod), _NUMBER)
 _cumulative_jvp(cumprod_p, _mul_combine)
-cummax_p = scan("cummax", lambda x, axis: np.maximum.accumulate(x, axis), _NUMBER)
+def _cumulative_extremum(op: str) -> Callable:
+    ufunc = np.maximum if op == "max" else np.minimum
+    return lambda x, axis: _signed_zero(ufunc.accumulate(x, axis), x, lambda z: np.logical_or.accumulate(z, axis),
+                                        negative=op == "min")
+
+
+cummax_p = scan("cummax", _cumulative_extremum("max"), _NUMBER)
 _cumulative_jvp(cummax_p, _chooser_combine(ew.max_p))
-cummin_p = scan("cummin", lambda x, axis: np.minimum.accumulate(x, axis), _NUMBER)
+cummin_p = scan("cummin", _cumulative_extremum("min"), _NUMBER)
 _cumulative_jvp(cummin_p, _chooser_combine(ew.min_p))
 cumlogsumexp_p = scan("cumlogsumexp", lambda x, axis: np.logaddexp.accumulate(x, axis), "f")
 _cumulative_jvp(cumlogsumexp_p, _logaddexp_combine)

@@ -58,7 +58,9 @@ def _erfc_large(y):
         tail = (_INV_SQRT_PI - inv2 * _horner(_ERFC_T, inv2) / _horner(_ERFC_U, inv2)) / y
         ratio = np.where(y <= 4.0, middle, tail)
         # exp(-y^2) = exp(-h^2) exp(-(y-h)(y+h)) with h = y rounded down to 1/16: h^2 is exact, so the
-        # rounding error of y^2 (amplified by y^2 in the exponential) never arises.
+        # rounding error of y^2 (amplified by y^2 in the exponential) never arises. y is capped where the
+        # exponential is 0 anyway, so that y^2 never overflows (inf * 0 would give NaN).
+        y = np.minimum(y, 32.0)
         h = np.trunc(y * 16.0) / 16.0
         out = np.exp(-h * h) * np.exp(-(y - h) * (y + h)) * ratio
         return np.where(y == np.inf, 0.0, out)
