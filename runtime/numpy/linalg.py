@@ -7,6 +7,7 @@ that later transformations see only primitives with rules; the decompositions wr
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -296,10 +297,36 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         return jnp.zeros((*batch, n, m), aval(a).dtype)
     if rtol is None:
         rtol = 10.0 * max(m, n) * _eps(a)
+    return _pinv_with_jvp()(a, rtol, hermitian)
+
+
+def _pinv(a: Any, rtol: Any, hermitian: bool) -> Any:
     u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     cutoff = jnp.expand_dims(jnp.asarray(rtol), -1) * s[..., :1]
     kept = jnp.where(s > cutoff, s, np.inf).astype(aval(u).dtype)  # 1/inf = 0 drops the rest
     return jnp.matmul(_H(vh), _H(u) / jnp.expand_dims(kept, -1)).astype(aval(a).dtype)
+
+
+def _pinv_jvp(rtol: Any, hermitian: bool, primals: Any, tangents: Any) -> Any:
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P (Golub and Pereyra 1973; JAX's rule): no
+    # division by gaps between singular values, so repeated ones (the identity) have a finite derivative
+    (a,), (a_dot,) = primals, tangents
+    p = _pinv_with_jvp()(a, rtol, hermitian)
+    *_, m, n = aval(a).shape
+    dtype = aval(a).dtype
+    a_dot_h = _H(a_dot)
+    p_dot = -p @ a_dot @ p
+    p_dot = p_dot + p @ _H(p) @ a_dot_h @ (jnp.eye(m, dtype=dtype) - a @ p)
+    return p, p_dot + (jnp.eye(n, dtype=dtype) - p @ a) @ a_dot_h @ _H(p) @ p
+
+
+@functools.cache
+def _pinv_with_jvp() -> Any:
+    from srcjax.runtime.autodiff import custom_jvp  # not at import: autodiff imports the numpy package
+
+    pinv_ = custom_jvp(_pinv, nondiff_argnums=(1, 2))
+    pinv_.defjvp(_pinv_jvp)
+    return pinv_
 
 
 def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:  # noqa: N803

@@ -267,6 +267,8 @@ def _var(name: str, a, axis, dtype, ddof, keepdims, where, mean_, ignore_nan: bo
     else:
         center = convert(asarray(mean_), work)
     centered = _apply(ew.sub_p, a, center)
+    if ignore_nan:  # zeroed before squaring: a NaN's square would send 0 * NaN back to the mean
+        centered = _where(_isnan(a), 0, centered)
     if work.kind == "c":  # |z|^2 = z * conj(z), which is real
         squares = ew.real_p.bind(_apply(ew.mul_p, centered, ew.conj_p.bind(centered)))
     else:
@@ -274,15 +276,18 @@ def _var(name: str, a, axis, dtype, ddof, keepdims, where, mean_, ignore_nan: bo
     real = aval(squares).dtype
     if ignore_nan:
         nan = _isnan(a)
-        squares = _where(nan, 0, squares)
         valid = ew.not_p.bind(nan) if where is None else _apply(ew.and_p, ew.not_p.bind(nan), _bool(where, nan))
         count = sum(valid, axis, dtype=real, keepdims=keepdims)
     else:
         count = _count(aval(a).shape, axes, where, real, keepdims)
     normalizer = _apply(ew.sub_p, count, np.asarray(ddof, real))
     total = _reduce(name, rp.reduce_sum_p, "sum", squares, axes, keepdims, where=where)
-    # NumPy divides by max(n - ddof, 0); JAX (and we) answer NaN when nothing is left to divide by
-    result = _where(_apply(ew.le_p, normalizer, 0), np.nan, _div(total, normalizer))
+    # NumPy divides by max(n - ddof, 0); JAX (and we) answer NaN when nothing is left to divide by. JAX's
+    # nanvar divides by 1 there, so its derivative is 0 (var's, dividing by 0 or less, is NaN)
+    empty = _apply(ew.le_p, normalizer, 0)
+    if ignore_nan:
+        normalizer = _where(empty, 1, normalizer)
+    result = _where(empty, np.nan, _div(total, normalizer))
     return convert(result, out_dtype)
 
 

@@ -35,6 +35,12 @@ def _lax():
     return lax
 
 
+def _custom_jvp():
+    from srcjax.runtime.autodiff import custom_jvp
+
+    return custom_jvp
+
+
 def _inexact(name: str, *args: Any) -> list[Any]:
     _core.check_arraylike(name, *args)
     return _core.promote_args_inexact(name, *args)
@@ -273,10 +279,14 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
 
     For x -> -inf, log Phi(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 + sum_n (-1)^n (2n-1)!! / x^(2n)).
     """
-    jnp = _jnp()
     if not isinstance(series_order, int) or not 0 <= series_order <= 30:
         raise ValueError(f"log_ndtr: series_order must be an int in [0, 30], got {series_order!r}")
     (x,) = _inexact("log_ndtr", x)
+    return _log_ndtr(x, series_order)
+
+
+def _log_ndtr_value(x: Any, series_order: int) -> Any:
+    jnp = _jnp()
     dtype = _core.aval(x).dtype
     lower, upper = _LOG_NDTR_BOUNDS.get(dtype, _LOG_NDTR_BOUNDS[np.dtype(np.float32)])
     mid_x = jnp.clip(x, lower, upper)
@@ -295,6 +305,19 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
         series = series + (-1) ** n * odd_product * term
     low = -x2 / 2 - jnp.log(-low_x) - np.asarray(0.5 * math.log(2 * math.pi), dtype) + jnp.log(series)
     return jnp.where(x > upper, high, jnp.where(x < lower, low, mid)).astype(dtype)
+
+
+def _log_ndtr_jvp(series_order: int, primals, tangents):
+    """d log Phi(x) = phi(x) / Phi(x) dx = exp(log phi(x) - log Phi(x)) dx (JAX's rule): exact on both sides of
+    the pieces' boundaries, where the pieces' own slopes (through clip) would be halved."""
+    (x,), (x_dot,) = primals, tangents
+    out = _log_ndtr(x, series_order)
+    log_density = -x * x / 2 - np.asarray(0.5 * math.log(2 * math.pi), _core.aval(x).dtype)
+    return out, x_dot * _jnp().exp(log_density - out)
+
+
+_log_ndtr = _custom_jvp()(_log_ndtr_value, nondiff_argnums=(1,))
+_log_ndtr.defjvp(_log_ndtr_jvp)
 
 
 def multigammaln(a: Any, d: Any) -> Any:
@@ -428,12 +451,6 @@ def _gamma_density(a: Any, x: Any) -> Any:
     """dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)"""
     jnp = _jnp()
     return jnp.exp(xlogy(a - 1, x) - x - _lax().lgamma(a))
-
-
-def _custom_jvp():
-    from srcjax.runtime.autodiff import custom_jvp
-
-    return custom_jvp
 
 
 def _difference(function: Any, a: Any) -> Any:

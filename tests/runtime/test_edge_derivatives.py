@@ -120,6 +120,11 @@ EDGES = [
     edge("sinc'' at 0, differentiated", lambda x: srcjax.grad(srcjax.grad(jnp.sinc))(x), (0.0,), (0.0,)),
     edge("sinc hessian 0", lambda x: srcjax.hessian(jnp.sinc)(x), (0.0,), (0.0,)),
     edge("hypot 0, 0", lambda x, y: jnp.hypot(x, y), (0.0, 0.0), (0.5, 0.5)),
+    # second derivatives at the poles: JAX's rules hold y^-2 (integer_pow), whose own slope is infinite there
+    edge("1 / x at 0", lambda x: 1.0 / x, (0.0,), (-INF,), second=INF),
+    edge("1 / x at -0", lambda x: 1.0 / x, (-0.0,), (-INF,), second=-INF),
+    edge("cbrt 0", lambda x: jnp.cbrt(x), (0.0,), (INF,), second=-INF),
+    edge("cbrt -0", lambda x: jnp.cbrt(x), (-0.0,), (INF,), second=INF),
     edge("hypot 0, 3", lambda x, y: jnp.hypot(x, y), (0.0, 3.0), (0.0, 1.0), second=1 / 3),
     edge("hypot 3, 0", lambda x, y: jnp.hypot(x, y), (3.0, 0.0), (1.0, 0.0)),
     edge("hypot 0, -3", lambda x, y: jnp.hypot(x, y), (0.0, -3.0), (0.0, -1.0)),
@@ -223,6 +228,7 @@ EDGES = [
 #   xlogy(0, 0), xlog1py(0, -1): JAX gives (-inf, nan) under grad, (nan, nan) under jvp; srcjax (0, 0): its
 #     x * log(y) uses log(y) = 0 where x == 0 and log(y) is not finite, so masked uses stay finite.
 #   entr(0): JAX gives +inf (its own rule, -(log x + 1)); srcjax 0 (entr selects the constant 0 at x == 0).
+#   vander at 0: JAX gives NaN (its float powers' derivative, 0 * 0^-1); srcjax 1 (its powers are products).
 DIFFERENT_FROM_JAX = [
     edge("logaddexp -inf tie", lambda x, y: jnp.logaddexp(x, y), (-INF, -INF), (1.0, 1.0)),
     edge("logaddexp2 -inf tie", lambda x, y: jnp.logaddexp2(x, y), (-INF, -INF), (1.0, 1.0)),
@@ -230,6 +236,7 @@ DIFFERENT_FROM_JAX = [
     edge("xlogy 0, 0", lambda x, y: special.xlogy(x, y), (0.0, 0.0), (0.0, 0.0)),
     edge("xlog1py 0, -1", lambda x, y: special.xlog1py(x, y), (0.0, -1.0), (0.0, 0.0)),
     edge("entr 0", lambda x: special.entr(x), (0.0,), (0.0,)),
+    edge("vander 0", lambda x: jnp.sum(jnp.vander(jnp.reshape(x, (1,)), 3)), (0.0,), (1.0,)),
 ]
 
 

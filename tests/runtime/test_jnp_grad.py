@@ -669,6 +669,23 @@ def test_derivative_conventions_at_kinks(f, want):
     np.testing.assert_array_equal(srcjax.grad(f)(TIES), np.asarray(want, np.float64))
 
 
+def test_nanvar_and_nanstd_gradients_skip_the_nans():
+    # d nanvar / dx_i = 2 (x_i - mean) / (count - ddof) over the non-NaN entries, 0 at the NaNs; where
+    # count - ddof <= 0 the value is NaN and JAX's derivative 0 (it divides by 1 there). A NaN's square once
+    # sent 0 * NaN back through the mean and made every entry NaN.
+    x = np.array([[np.nan, 1.0, 2.0, 4.0], [3.0, np.nan, -1.0, np.nan]])
+    valid = ~np.isnan(x)
+    count = valid.sum(axis=1, keepdims=True)
+    centered = np.where(valid, x - np.nanmean(x, axis=1, keepdims=True), 0)
+    want = 2 * centered / (count - 1)
+    np.testing.assert_allclose(srcjax.grad(lambda v: jnp.sum(jnp.nanvar(v, axis=1, ddof=1)))(x), want, atol=1e-12)
+    std = np.nanstd(x, axis=1, ddof=1, keepdims=True)
+    got = srcjax.jit(srcjax.grad(lambda v: jnp.sum(jnp.nanstd(v, axis=1, ddof=1))))(x)
+    np.testing.assert_allclose(got, want / (2 * std), atol=1e-12)
+    nothing_left = srcjax.grad(lambda v: jnp.sum(jnp.nanvar(v, axis=1, ddof=2)))(x)  # row 1 has 2 numbers
+    np.testing.assert_array_equal(np.asarray(nothing_left)[1], np.zeros(4))
+
+
 # -- pytrees, grad API, jit --------------------------------------------------------------------------------
 def _loss(params, x):
     h = jnp.tanh(x @ params["w"] + params["b"])

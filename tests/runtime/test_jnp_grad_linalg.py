@@ -11,6 +11,7 @@ inputs are symmetrised inside the function, as Autograd's and JAX's tests do.
 import numpy as np
 import pytest
 
+import srcjax
 import srcjax.numpy as jnp
 import srcjax.scipy.linalg as sla
 from srcjax.runtime.config import config
@@ -81,6 +82,11 @@ LINALG = [
     case("cholesky_solve", lambda x, b: jnp.linalg.solve(jnp.linalg.cholesky(sym(x)), b), spd(3), rn(3), order=1),
     case("qr", _qr_parts, rn(4, 3)), case("qr_square_batched", _qr_parts, rn(2, 3, 3)),
     case("qr_r_mode", lambda x: jnp.abs(jnp.linalg.qr(x, mode="r")), rn(4, 3)),
+    # JAX 0.10 differentiates wide matrices and the complete Q too (its rules once refused both)
+    case("qr_wide", _qr_parts, rn(2, 4)), case("qr_wide_batched", _qr_parts, rn(2, 2, 5), order=1),
+    case("qr_complete", lambda x: jnp.linalg.qr(x, mode="complete"), rn(4, 2), order=1),
+    case("qr_complete_complex", lambda a, b: jnp.linalg.qr(a + 1j * b, mode="complete"), rn(3, 2), rn(3, 2),
+         order=1),
     case("eigh_values", lambda x: jnp.linalg.eigh(sym(x))[0], spd(4)),
     case("eigh_vectors", _eigh_vectors, spd(3)), case("eigh_batched", _eigh_vectors, spd(3, (2,))),
     case("eigh_upper", lambda x: jnp.linalg.eigh(sym(x), UPLO="U")[0], spd(3)),
@@ -152,10 +158,23 @@ def test_eig_eigenvector_derivative_is_unimplemented():
         check_grads(lambda x: jnp.abs(jnp.linalg.eig(x)[1]), (rn(3, 3),), order=1)
 
 
-def test_qr_wide_derivative_is_unimplemented():
-    # as in JAX: the QR derivative exists for rows >= columns only
-    with pytest.raises(NotImplementedError, match="rows >= columns"):
-        check_grads(_qr_parts, (rn(2, 4),), order=1)
+
+
+def test_pinv_derivative_at_repeated_singular_values():
+    # JAX's rule (Golub and Pereyra) divides by no gap between singular values: through the SVD's derivative
+    # the identity or an orthogonal matrix gave NaN. Near such a matrix pinv is inv, which finite differences see.
+    check_grads(jnp.linalg.pinv, (np.eye(3),), order=1)
+    check_grads(jnp.linalg.pinv, (np.linalg.qr(rn(3, 3))[0],), order=1)
+    check_grads(jnp.linalg.pinv, (np.diag([2.0, 2.0, 1.0])[:, :2],), order=1)
+
+
+def test_pinv_derivative_with_dropped_singular_values_is_jaxs():
+    # rtol = 0.5 drops the singular values 1 and 0.1 of diag(1, 0.1, 3); JAX 0.10.2's gradient, recorded (its rule
+    # holds the kept rank fixed and does not see the dropped values' directions as the SVD's derivative does)
+    weights = np.arange(9.0).reshape(3, 3)
+    grad = srcjax.grad(lambda a: jnp.sum(jnp.linalg.pinv(a, rtol=0.5) * weights))(np.diag([1.0, 0.1, 3.0]))
+    want = [[0.0, 0.0, 2 / 3], [0.0, 0.0, 7 / 9], [2 / 9, 5 / 9, -8 / 9]]
+    np.testing.assert_allclose(grad, want, atol=1e-12)
 
 
 FFT = [

@@ -80,6 +80,21 @@ def test_special(f, args, order, kw):
     check_grads(f, args, order=order, **kw)
 
 
+@pytest.mark.parametrize("dtype, bounds", [(np.float32, (-10.0, 5.0)), (np.float64, (-20.0, 8.0))])
+def test_log_ndtr_slope_at_the_pieces_boundaries(dtype, bounds):
+    # d log Phi = phi / Phi (JAX's rule); exactly at the points where log_ndtr switches method the pieces'
+    # clipped arguments once halved it (float32 -10: 5.05 for 10.098, as JAX's float32 value is)
+    import math
+
+    import srcjax
+
+    x = np.array([*bounds, bounds[0] - 1, bounds[1] + 1, 0.0], dtype)
+    want = [math.exp(-v * v / 2) / math.sqrt(2 * math.pi) / (0.5 * math.erfc(-v / math.sqrt(2))) for v in x.tolist()]
+    got = srcjax.vmap(srcjax.grad(sp.log_ndtr))(x)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-8)  # the series is 3 terms
+
+
 NORM = [
     case("pdf", norm.pdf, X), case("pdf_loc_scale", norm.pdf, X, rn(3), pos(2, 3)),
     case("logpdf", norm.logpdf, X, 0.3, pos(3)), case("cdf", norm.cdf, X),

@@ -234,7 +234,8 @@ mul_p.def_transpose(lambda ct, x, y: [mul_p.bind(ct, y) if is_undefined(x) else 
                                       mul_p.bind(x, ct) if is_undefined(y) else None])
 div_p = binary("div", _div, kinds="iufc",
                jvp=(lambda g, x, y: div_p.bind(g, y),
-                    lambda g, x, y: mul_p.bind(neg_p.bind(g), div_p.bind(x, mul_p.bind(y, y)))))
+                    # -g x y^-2 (JAX's form: at y == 0 its own derivative is inf, where x / (y y)'s is NaN)
+                    lambda g, x, y: mul_p.bind(mul_p.bind(neg_p.bind(g), x), integer_pow_p.bind(y, y=-2))))
 div_p.def_transpose(lambda ct, x, y: [div_p.bind(ct, y), None])
 rem_p = binary("rem", _rem, kinds="iuf",  # x - y * trunc(x / y)
                jvp=(lambda g, x, y: g, lambda g, x, y: mul_p.bind(neg_p.bind(g), _trunc(div_p.bind(x, y)))))
@@ -380,7 +381,7 @@ acosh_p = unary("acosh", np.arccosh, jvp=lambda g, x, y: g * rsqrt_p.bind(x * x 
 atanh_p = unary("atanh", np.arctanh, jvp=lambda g, x, y: g / (1 - x * x))
 sqrt_p = unary("sqrt", np.sqrt, jvp=lambda g, x, y: g / (2 * y))
 rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)), jvp=lambda g, x, y: g * (-0.5 * y / x))
-cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: g / (3 * y * y))
+cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: g * (1 / 3 * integer_pow_p.bind(y, y=-2)))  # as JAX
 erf_p = unary("erf", special.erf, kinds="f", jvp=lambda g, x, y: g * (2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
 erfc_p = unary("erfc", special.erfc, kinds="f", jvp=lambda g, x, y: g * (-2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
 erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",

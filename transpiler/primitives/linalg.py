@@ -24,7 +24,7 @@ from srcjax.transpiler.primitives.core import Primitive, check, register_module
 from srcjax.transpiler.primitives.elementwise import conj_p, convert_element_type_p, real_p, select_n_p
 from srcjax.transpiler.primitives.indexing import slice_p
 from srcjax.transpiler.primitives.reduce import reduce_sum_p
-from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, iota_p, pad_p, reshape_p, transpose_p
+from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, iota_p, pad_p, reshape_p, transpose_p
 from srcjax.transpiler.types import TensorType, complex_dtype, real_dtype
 
 
@@ -432,30 +432,75 @@ def _qr_impl(x, *, full_matrices=True):
     return list(np.linalg.qr(x, mode=mode))
 
 
-@qr_p.def_jvp
-def _qr_jvp(primals, tangents, *, full_matrices=True):
+def _thin_qr_jvp(q, r, dx):
     # With dX R^-1 = C: Q^H dQ = dO is skew-Hermitian and dR R^-1 is upper triangular, so dO takes the
     # strictly lower part of Q^H C mirrored (plus, for complex, the imaginary part of its diagonal);
-    # dQ = Q (dO - Q^H C) + C and dR = (Q^H C - dO) R (JAX's rule). Defined for m >= n, reduced Q.
-    (x,), (dx,) = primals, tangents
-    *_, m, n = aval_of(x).shape
-    if m < n or (full_matrices and m != n):
-        raise NotImplementedError(f"the QR derivative needs rows >= columns and, unless square, "
-                                  f"full_matrices=False; got a [{m}, {n}] matrix with full_matrices={full_matrices}")
-    outs = qr_p.bind(x, full_matrices=full_matrices)
-    if is_zero(dx):
-        return outs, _zero_tangents(outs)
-    q, r = outs
+    # dQ = Q (dO - Q^H C) + C and dR = (Q^H C - dO) R (JAX's rule), for an [m, n] Q with m >= n, R [n, n].
+    dtype = aval_of(q).dtype
     dx_rinv = _solve_triangular(r, dx)  # dX R^-1
     qh_dx_rinv = _matmul(_H(q), dx_rinv)
     below = _triangle(qh_dx_rinv, -1, lower=True)
     do = below - _H(below)
-    if aval_of(x).dtype.kind == "c":
-        imaginary = qh_dx_rinv - _as(real_p.bind(qh_dx_rinv), aval_of(x).dtype)
-        do = do + _eye(n, aval_of(x).dtype) * imaginary
-    dq = _matmul(q, do - qh_dx_rinv) + dx_rinv
-    dr = _matmul(qh_dx_rinv - do, r)
-    return outs, [dq, dr]
+    if dtype.kind == "c":
+        imaginary = qh_dx_rinv - _as(real_p.bind(qh_dx_rinv), dtype)
+        do = do + _eye(aval_of(r).shape[-1], dtype) * imaginary
+    return _matmul(q, do - qh_dx_rinv) + dx_rinv, _matmul(qh_dx_rinv - do, r)
+
+
+def _columns(x, start: int, stop: int):
+    """x[..., :, start:stop]."""
+    *lead, rows, _ = aval_of(x).shape
+    return slice_p.bind(x, start_indices=(*(0,) * len(lead), 0, start), limit_indices=(*lead, rows, stop),
+                        strides=None)
+
+
+def _rows(x, start: int, stop: int):
+    """x[..., start:stop, :]."""
+    *lead, _, cols = aval_of(x).shape
+    return slice_p.bind(x, start_indices=(*(0,) * len(lead), start, 0), limit_indices=(*lead, stop, cols),
+                        strides=None)
+
+
+def _solve_adjoint(a, b):
+    """a^H x = b for a square a, through a's LU factors: P a = L U, so x = P^T L^-H U^-H b."""
+    lu, _, permutation = lu_p.bind(a)
+    dtype = aval_of(a).dtype
+    lower = _triangle(lu, -1, lower=True) + _eye(aval_of(a).shape[-1], dtype)
+    flags = dict(left_side=True, transpose_a=True, conjugate_a=True)
+    y = _solve_triangular(lower, _solve_triangular(_triangle(lu, lower=False), b, lower=False, **flags),
+                          lower=True, unit_diagonal=True, **flags)
+    return _matmul(_mT(_permutation_matrix(permutation, dtype)), y)
+
+
+@qr_p.def_jvp
+def _qr_jvp(primals, tangents, *, full_matrices=True):
+    # m >= n, reduced: the thin rule. m < n: X = Q [R1 R2] splits into the square X1 = Q R1 and
+    # R2 = Q^H X2, so dR2 = dQ^H X2 + Q^H dX2. m > n with the complete Q = [Q_mn Q_mp]: the thin rule for
+    # Q_mn, and dQ_mp = dQ_mn Z^H - (Q_mn + Q_mp Z)(dQ_pn - Z dQ_nn)^H with Z = Q_pn (Q_nn - I)^-1
+    # (arXiv:2409.13374, eqs. 32-33; JAX's rules).
+    (x,), (dx,) = primals, tangents
+    *_, m, n = aval_of(x).shape
+    outs = qr_p.bind(x, full_matrices=full_matrices)
+    if is_zero(dx):
+        return outs, _zero_tangents(outs)
+    q, r = outs
+    if m < n:
+        dq, dr1 = _thin_qr_jvp(q, _columns(r, 0, m), _columns(dx, 0, m))
+        dr2 = _matmul(_H(dq), _columns(x, m, n)) + _matmul(_H(q), _columns(dx, m, n))
+        return outs, [dq, concatenate_p.bind(dr1, dr2, dimension=aval_of(x).ndim - 1)]
+    if not full_matrices or m == n:
+        return outs, list(_thin_qr_jvp(q, r, dx))
+    q_mn = _columns(q, 0, n)
+    dq_mn, dr_nn = _thin_qr_jvp(q_mn, _rows(r, 0, n), dx)
+    q_nn, q_pn = _rows(q_mn, 0, n), _rows(q_mn, n, m)
+    z_h = _solve_adjoint(q_nn - _eye(n, aval_of(x).dtype), _H(q_pn))
+    z = _H(z_h)
+    dq_mp = _matmul(dq_mn, z_h) - _matmul(q_mn + _matmul(_columns(q, n, m), z),
+                                          _H(_rows(dq_mn, n, m) - _matmul(z, _rows(dq_mn, 0, n))))
+    zero = np.zeros((), aval_of(x).dtype)
+    keep = [(0, 0, 0)] * (aval_of(x).ndim - 2)
+    dr = pad_p.bind(dr_nn, zero, padding_config=(*keep, (0, m - n, 0), (0, 0, 0)))
+    return outs, [concatenate_p.bind(dq_mn, dq_mp, dimension=aval_of(x).ndim - 1), dr]
 
 
 qr_p.def_unsupported("transpose", "not linear")

@@ -11,27 +11,27 @@ def grad_newton_sqrt(a):
     x, trip = a, jnp.int32(0)
     while lax.abs(x * x - a) > t0:
         t2 = a / x             # x = 0.5 * (x + a / x)  (programs.py:498)
-        t3 = x * x
-        t4 = a / t3
-        t5 = x + t2
-        x_1 = 0.5 * t5
+        t3 = lax.integer_pow(x, y=-2)
+        t4 = x + t2
+        x_1 = 0.5 * t4
         trip = trip + 1        # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
         x_saved.append(x)
-        t1.append(t4)
+        t1.append(t3)
         x = x_1
     # backward
-    t6 = trip - 1
-    x_bar, t7 = jnp.float32(1.0), jnp.float32(0.0)
-    for t8 in map(jnp.int32, range(trip)):
-        t9 = t6 - t8
+    t5 = trip - 1
+    x_bar, t6 = jnp.float32(1.0), jnp.float32(0.0)
+    for t7 in map(jnp.int32, range(trip)):
+        t8 = t5 - t7
         x_bar_1 = 0.5 * x_bar  # x = 0.5 * (x + a / x)  (programs.py:498)
-        t10 = t1[t9]
-        t11 = x_bar_1 * t10
+        t9 = t1[t8]
+        t10 = x_bar_1 * t9
+        t11 = t10 * a
         t12 = -t11
-        x_2 = x_saved[t9]
+        x_2 = x_saved[t8]
         a_bar = x_bar_1 / x_2
         x_bar = x_bar_1 + t12
-        t7 = t7 + a_bar        # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
-    a_bar_1 = x_bar + t7
+        t6 = t6 + a_bar        # while jnp.abs(x * x - a) > 1e-4 * a:  (programs.py:497)
+    a_bar_1 = x_bar + t6
     return a_bar_1
 

@@ -9,9 +9,9 @@ def jvp_newton_sqrt(a, a_dot):
         t1 = a / x  # x = 0.5 * (x + a / x)  (programs.py:498)
         t2 = a_dot / x
         t3 = -x_dot
-        t4 = x * x
-        t5 = a / t4
-        t6 = t3 * t5
+        t4 = t3 * a
+        t5 = lax.integer_pow(x, y=-2)
+        t6 = t4 * t5
         t7 = t2 + t6
         t8 = x + t1
         t9 = x_dot + t7
