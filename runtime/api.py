@@ -471,17 +471,88 @@ class Compiled:
 
 
 class Lowered:
-    def __init__(self, compiled: Compiled):
-        self._compiled = compiled
+    """``jit(f).lower(*args)`` (JAX's ``jax.stages.Lowered``): ``compile()`` gives the function callable with the
+    call's non-static arguments, of the types it was lowered for."""
+
+    def __init__(self, compiled: Compiled, signature: Signature, names: list[str]):
+        self._compiled = AotCompiled(compiled, signature, names)
 
     def as_text(self) -> str:
         return self._compiled.as_text()
 
-    def compile(self) -> Compiled:
+    def compile(self) -> AotCompiled:
         return self._compiled
+
+    def cost_analysis(self) -> None:  # (JAX: "returns something trivial" where the backend has no analysis)
+        return None
+
+    @property
+    def in_tree(self) -> Any:
+        return self._compiled.in_tree
+
+    @property
+    def out_tree(self) -> Any:
+        return self._compiled.out_tree
+
+
+def _type_name(aval: TensorType) -> str:
+    return f"{aval.dtype}[{','.join(str(d) for d in aval.shape)}]"
+
+
+class AotCompiled:
+    """``lowered.compile()`` (JAX's ``jax.stages.Compiled``): called with the lowered call's non-static
+    arguments, which must have the structure, shapes and dtypes it was compiled for (JAX's TypeError otherwise).
+    Other attributes are the specialisation's (``native``, ``ir``, ``as_text()``)."""
+
+    def __init__(self, compiled: Compiled, signature: Signature, names: list[str]):
+        self._compiled, self._signature, self._names = compiled, signature, names
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
+
+    @property
+    def in_tree(self) -> Any:
+        """The structure of ``(args, kwargs)`` it takes, as JAX gives it (``args`` a tuple)."""
+        args, kwargs = tree_util.tree_unflatten(self._signature.treedef, [0] * self._signature.treedef.num_leaves)
+        return tree_util.tree_structure((tuple(args), kwargs))
+
+    @property
+    def out_tree(self) -> Any:
+        return self._compiled.out_tree
+
+    def cost_analysis(self) -> None:
+        return None
+
+    def memory_analysis(self) -> None:
+        return None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        sig = self._signature
+        leaves, tree = tree_util.tree_flatten((list(args), kwargs))
+        if tree != sig.treedef:
+            raise TypeError(f"function compiled for {sig.treedef}, called with {tree}.")
+        traced = next((leaf for leaf in leaves if isinstance(leaf, Value)), None)
+        if traced is not None:  # (JAX's policy: a compiled function is not transformed, jit included)
+            raise TypeError("Cannot apply JAX transformations to a function lowered and compiled for a particular "
+                            f"signature. Detected a traced argument, of type {traced.aval}.")
+        mismatches = []
+        for leaf, want, dynamic, name in zip(leaves, sig.types, sig.dynamic, self._names):
+            if not dynamic:
+                continue
+            got = abstractify(leaf) if _is_dynamic(leaf) and not isinstance(leaf, ShapeDtypeStruct) else None
+            if got is None or got.shape != want.shape or got.dtype != want.dtype:
+                called = _type_name(got) if got is not None else f"a value of type {type(leaf).__name__}"
+                mismatches.append(f"Argument '{name}' compiled with {_type_name(want)} and called with {called}")
+        if mismatches:
+            raise TypeError("Argument types differ from the types for which this computation was compiled. The "
+                            "mismatches are:\n" + "\n".join(mismatches))
+        return self._compiled(*[leaf for leaf, d in zip(leaves, sig.dynamic) if d])
 
 
 _jitted: weakref.WeakSet = weakref.WeakSet()  # every live ``jit(f)``, for ``clear_caches``
+# per function, per (static_argnums, static_argnames, donate_argnums): the compiled specialisations every
+# ``jit(f)`` of it shares, as JAX's cache is keyed by the function (``jit(f)(x)`` in a loop traces ``f`` once)
+_shared_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class Jitted:
@@ -585,7 +656,16 @@ class Jitted:
         return compiled(*sig.dynamic_leaves())
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
-        return Lowered(self._specialise(args, kwargs)[0])
+        compiled, sig = self._specialise(args, kwargs)
+        arg_paths, kwarg_paths = _argument_paths(self.fn, args, kwargs)
+        names = [arg_paths[i] for i in range(len(args)) if i not in sig.static_positions]
+        kwarg_names = [kwarg_paths[k] for k in kwargs if k not in self.static_argnames]
+        dynamic_args = [a for i, a in enumerate(args) if i not in sig.static_positions]
+        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        leaf_names = []
+        for name, value in zip(names + kwarg_names, dynamic_args + list(dynamic_kwargs.values())):
+            leaf_names += [name + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(value)[0]]
+        return Lowered(compiled, sig, leaf_names)
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -611,7 +691,14 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if inspect.isgeneratorfunction(fun):
         raise TypeError(f"Expected a function, got a generator function: {fun}")
     _check_argnums(fun, static_argnums, static_argnames, donate_argnums)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums)
+    try:
+        per_options = _shared_caches.setdefault(fun, {})
+    except TypeError:  # (a callable that cannot be weakly referenced or hashed keeps its own cache)
+        return jitted
+    options_key = (jitted.static_argnums, jitted.static_argnames, jitted.donate_argnums)
+    jitted._cache = per_options.setdefault(options_key, jitted._cache)
+    return jitted
 
 
 def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any) -> None:
@@ -703,6 +790,7 @@ def clear_caches() -> None:
 
     for jitted in list(_jitted):
         jitted.clear_cache()
+    _shared_caches.clear()
     for caches in _hot_caches:
         for c in caches:
             c.clear()

@@ -37,11 +37,11 @@ from srcjax.transpiler.frontend.calls import (
 from srcjax.transpiler.frontend.concrete import TraceContext
 from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.interpret import eval_function
-from srcjax.transpiler.ir import Block, Function, Op, Value, walk
+from srcjax.transpiler.ir import Function, Op, Value, walk
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.ad import Zero, aval_of, tangent_aval
 from srcjax.transpiler.transforms.jvp import jvp_function
-from srcjax.transpiler.transforms.vjp import vjp_function
+from srcjax.transpiler.transforms.vjp import forward_function, vjp_function
 from srcjax.transpiler.transforms.vmap import vmap_function
 from srcjax.transpiler.types import TensorType
 
@@ -435,7 +435,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         _check_rev_inputs([p.aval for p, on in zip(traced.params, wrt) if on], holomorphic, allow_int, "grad")
         _check_scalar(traced.ir.results[0].aval if n_main else None, n_main, main_tree)
         _check_rev_outputs([traced.ir.results[0].aval], holomorphic, "grad")
-        ir = traced.transformed(("grad", nums), lambda: vjp_function(_without_aux(traced.ir, 1), wrt, seed_ones=True))
+        ir = traced.transformed(("grad", nums), lambda: vjp_function(traced.ir, wrt, seed_ones=True, seeded=1))
         results = eval_function(ir, *call_args)
         n_out = len(traced.ir.results)
         value, aux = traced.outputs(results, has_aux)
@@ -444,24 +444,6 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         return ((value, aux) if has_aux else value), g
 
     return value_and_grad_f
-
-
-def _without_aux(ir: Function, n_main: int) -> Function:
-    """``ir`` with every result after the first ``n_main`` made a constant of differentiation (``has_aux``)."""
-    from srcjax.transpiler.primitives.custom import stop_gradient_p
-
-    if len(ir.results) == n_main:
-        return ir
-    body = ir.body
-    ops, results = list(body.ops), list(body.results[:n_main])
-    for r in body.results[n_main:]:
-        if r.aval.dtype.kind in "fc":
-            stopped = Value(r.aval, r.name)
-            ops.append(Op(stop_gradient_p, [r], {}, [stopped]))
-            results.append(stopped)
-        else:
-            results.append(r)
-    return Function(ir.name, ir.params, Block(body.params, ops, results), ir.consts, ir.source, ir.captured)
 
 
 # -- vjp, jvp, linearize -----------------------------------------------------------------------------------------
@@ -476,6 +458,10 @@ def _without_effects(ir: Function) -> Function:
     return drop_effects(copy_function(ir)[0])
 
 
+def _has_custom_calls(ir: Function) -> bool:
+    return any(op.name in ("custom_jvp_call", "custom_vjp_call") for op in walk(ir.body))
+
+
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()):
     """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` as a tuple (``(out, f_vjp,
     aux)`` with ``has_aux``). Integer inputs get ``float0`` cotangents."""
@@ -483,7 +469,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     traced, call_args = _trace(fun, primals, {}, range(len(primals)), ints=True)
     n_main, main_tree = traced.main_outputs(has_aux)
     wrt = traced.wrt(range(len(primals)))
-    forward = eval_function(traced.ir, *call_args)
+    forward_ir = traced.ir
+    if _has_custom_calls(traced.ir):  # (JAX's vjp gives the outputs of their rules: see forward_function)
+        forward_ir = traced.transformed(("vjp forward",), lambda: forward_function(traced.ir, wrt))
+    forward = eval_function(forward_ir, *call_args)
     out, aux = traced.outputs(forward, has_aux)
     results = traced.ir.results
     name = getattr(fun, "__name__", "the function")
@@ -504,10 +493,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
                                  f"because the corresponding output of the differentiated function had type "
                                  f"{_type_text(r.aval.dtype, r.aval.shape)}")
             cts.append(_as_tangent(c, tangent_aval(r.aval)))
-        cts += [np.zeros(r.aval.shape, tangent_aval(r.aval).dtype) for r in results[n_main:]]
         # the backward pass is made when it is first needed, as JAX runs a custom_vjp's bwd only here
-        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_aux(_without_effects(traced.ir),
-                                                                               n_main), wrt))
+        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_effects(traced.ir), wrt,
+                                                                      seeded=n_main))
         flat = eval_function(ir, *call_args, *cts)[len(results):]
         return tuple(_per_argument(primals, range(len(primals)), traced, _input_cotangents(traced, wrt, flat)))
 
@@ -588,8 +576,13 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
     _check_callable(fun, "linearize")
     traced, call_args = _trace(fun, list(primals), {}, range(len(primals)), ints=True)
     traced.main_outputs(has_aux)
-    out, aux = traced.outputs(eval_function(traced.ir, *call_args), has_aux)
-    _, wrt = _jvp_ir(traced)
+    jvp_ir, wrt = _jvp_ir(traced)
+    if _has_custom_calls(traced.ir):  # (their outputs come from their rules, as in vjp)
+        zero_tangents = [np.zeros(p.aval.shape, tangent_aval(p.aval).dtype) for p, on in zip(traced.params, wrt) if on]
+        forward = eval_function(jvp_ir, *call_args, *zero_tangents)[: len(traced.ir.results)]
+    else:
+        forward = eval_function(traced.ir, *call_args)
+    out, aux = traced.outputs(forward, has_aux)
     ir = traced.transformed("linearized", lambda: jvp_function(_without_effects(traced.ir), wrt))
     primal_tree = tree_util.tree_structure(tuple(primals))
 
@@ -707,13 +700,12 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         _check_rev_outputs([r.aval for r in out_results[:n_main]], holomorphic, "jacrev")
         n = len(out_results)
         diff = [a.dtype.kind in "fc" for a in in_avals]
-        # one batched VJP over the standard basis of the outputs (the auxiliary outputs get zero cotangents)
+        # one batched VJP over the standard basis of the outputs (the auxiliary outputs get none)
         main = [r.aval for r in out_results[:n_main]]
         cotangents, offsets, rows = _standard_basis(main, [tangent_aval(a).dtype for a in main])
         ir = traced.transformed(("jacrev", tuple(wrt), n_main, rows), lambda: vmap_function(
-            vjp_function(_without_aux(traced.ir, n_main), wrt), [None] * len(call_args) + [0] * n, rows,
+            vjp_function(traced.ir, wrt, seeded=n_main), [None] * len(call_args) + [0] * n_main, rows,
             out_dims=[None] * n + [0] * sum(diff)))
-        cotangents += [np.zeros((rows, *r.aval.shape), tangent_aval(r.aval).dtype) for r in out_results[n_main:]]
         results = eval_function(ir, *call_args, *cotangents)
         _, aux = traced.outputs(results[:n], has_aux)
         grads = list(results[n:])
@@ -762,10 +754,12 @@ class custom_jvp:  # noqa: N801 - JAX's name
     tangent_out)``, or ``f.defjvps(*partials)`` with ``partial(tangent, primal_out, *primals)`` per argument."""
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        # first, as JAX does: update_wrapper copies ``fun.__dict__``, which for a transformed function (a
+        # ``vmap``, another custom function) holds its own ``fun`` and rules, and must not replace ours
+        functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
-        functools.update_wrapper(self, fun)
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         self.jvp = jvp
@@ -802,11 +796,11 @@ class custom_vjp:  # noqa: N801 - JAX's name
     ``bwd(*nondiff_args, residuals, cotangent) -> cotangents`` (a tuple, one per differentiable argument)."""
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)  # first: see custom_jvp
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-        functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         self.fwd, self.bwd = fwd, bwd
@@ -853,8 +847,8 @@ class _CustomCall:
         return tree_util.tree_unflatten(self.treedef, [next(it) if op else s
                                                        for op, s in zip(self.is_operand, self.static)])
 
-    def batched(self, dims: Sequence[int | None], size: int) -> _Batched:
-        return _Batched(self, dims, size)
+    def batched(self, dims: Sequence[int | None], size: int, axis_name: Any = None) -> _Batched:
+        return _Batched(self, dims, size, axis_name)
 
     def split(self, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         nondiff = set(self.custom.nondiff_argnums)
@@ -880,14 +874,14 @@ class _CustomCall:
 @dataclasses.dataclass(init=False, eq=False)
 class _Batched:
     """A custom call's rules over a batch: each per-example rule mapped with vmap (operands batched along
-    axis 0 or not at all, as ``dims`` says; every output batched along axis 0). ``inner`` is the call itself
-    or, under nested vmaps, the call batched by the inner ones. (A dataclass whose one field is a name: the IR
-    prints it as ``_Batched(name='batched(f)')``.)"""
+    axis 0 or not at all, as ``dims`` says; every output batched along axis 0), under the batch's axis name (the
+    rules' collectives refer to it). ``inner`` is the call itself or, under nested vmaps, the call batched by the
+    inner ones. (A dataclass whose one field is a name: the IR prints it as ``_Batched(name='batched(f)')``.)"""
 
     name: str
 
-    def __init__(self, inner: _CustomCall | _Batched, dims: Sequence[int | None], size: int):
-        self.inner, self.dims, self.size = inner, list(dims), size
+    def __init__(self, inner: _CustomCall | _Batched, dims: Sequence[int | None], size: int, axis_name: Any = None):
+        self.inner, self.dims, self.size, self.axis_name = inner, list(dims), size, axis_name
         self.name = f"batched({inner.name})"
 
     def __repr__(self) -> str:
@@ -898,13 +892,13 @@ class _Batched:
         """The operands' types over the batch."""
         return [a if d is None else a.update(shape=(self.size, *a.shape)) for a, d in zip(self.inner.avals, self.dims)]
 
-    def batched(self, dims: Sequence[int | None], size: int) -> _Batched:
-        return _Batched(self, dims, size)
+    def batched(self, dims: Sequence[int | None], size: int, axis_name: Any = None) -> _Batched:
+        return _Batched(self, dims, size, axis_name)
 
     def _map(self, fn: Callable, in_axes: Sequence[int | None], *args: Any) -> Any:
         from srcjax.runtime.vmap import vmap
 
-        return vmap(fn, in_axes=tuple(in_axes), axis_size=self.size)(*args)
+        return vmap(fn, in_axes=tuple(in_axes), axis_size=self.size, axis_name=self.axis_name)(*args)
 
     def jvp_rule(self, primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
         from srcjax.transpiler.primitives.ad import instantiate
@@ -1027,16 +1021,21 @@ class _CustomVJPCall(_CustomCall):
         if self.custom.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using defvjp.")
         args = self.arguments(primals)
-        out, residuals = _run_user(self.custom.fwd, *args)
+        pair = _run_user(self.custom.fwd, *args)
+        must = (f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function {self.name} must "
+                "produce a pair (list or tuple of length two) where the first element represents the primal output "
+                f"(equal to the output of the custom_vjp-decorated function {self.name}) and the second element "
+                "represents residuals")
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            kind = "an array" if hasattr(pair, "shape") else type(pair).__name__
+            raise TypeError(f"{must}, but instead the fwd rule output's type was {kind}"
+                            + (f" of length {len(pair)}." if isinstance(pair, (tuple, list)) else "."))
+        out, residuals = pair
         out_leaves, out_tree = tree_util.tree_flatten(out)
         if self.out_tree is None:  # (traced in place of the function: ``fwd`` gives the output's structure)
             self.out_tree = out_tree
         if out_tree != self.out_tree:
-            raise TypeError(f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function "
-                            f"{self.name} must produce a pair (list or tuple of length two) where the first "
-                            f"element represents the primal output (equal to the output of the custom_vjp-decorated "
-                            f"function {self.name}) and the second element represents residuals, but the output "
-                            f"has structure {out_tree} where {self.out_tree} was expected.")
+            raise TypeError(f"{must}, but the output has structure {out_tree} where {self.out_tree} was expected.")
         res_leaves, self.res_tree = tree_util.tree_flatten(residuals)
         return out_leaves, res_leaves + kept
 
@@ -1164,6 +1163,21 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
 
 
 # -- checkpoint, stop_gradient -----------------------------------------------------------------------------------
+@dataclasses.dataclass(init=False, eq=False)
+class _Policy:
+    """A ``checkpoint`` op's ``policy`` parameter: the user's callable, which the IR prints by its name (the
+    policy only tells reverse mode what to keep; the op's values do not depend on it)."""
+
+    name: str
+
+    def __init__(self, policy: Callable):
+        self.name = getattr(policy, "__name__", type(policy).__name__)
+        self.policy = policy
+
+    def __call__(self, *args: Any, **params: Any) -> bool:
+        return self.policy(*args, **params)
+
+
 class _Checkpointed:
     """``checkpoint(fun)``: called, it is ``fun``; in code being traced, a ``checkpoint`` op holding ``fun`` (its
     source interpreted), which reverse mode computes again in the backward pass instead of storing its values."""
@@ -1219,7 +1233,8 @@ class _Checkpointed:
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 block.results = [builder.operand(o) for o in out_leaves]
             results = [Value(r.aval) for r in block.results]
-            builder.emit(Op(checkpoint_p, values, {"policy": self.policy, "prevent_cse": self.prevent_cse}, results,
+            policy = None if self.policy is None else _Policy(self.policy)
+            builder.emit(Op(checkpoint_p, values, {"policy": policy, "prevent_cse": self.prevent_cse}, results,
                             regions=[block], loc=builder.loc))
         return tree_util.tree_unflatten(out_tree, results)
 

@@ -9,6 +9,7 @@ pytree prefixes of the arguments and results: an int (negative allowed) or ``Non
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -124,9 +125,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             dims.append(axis)
             sliced.append(_Example(aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])))
         if len(sizes) > 1:
-            detail = ", ".join(f"axis {axes[i]} of argument leaf {i} has size {size}"
-                               for size, idx in sizes.items() for i in idx)
-            raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {detail}")
+            names = _leaf_names(fun, args, kwargs)
+            detail = ";\n".join(f"  * one axis had size {size}: axis {dims[i]} of {names[i]} of type "
+                                 f"{_type_text(leaves[i])}" for size, idx in sizes.items() for i in idx)
+            raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{detail}")
         if not sizes and axis_size is None:
             raise ValueError("vmap must have at least one non-None value in in_axes (or give axis_size)")
         size = next(iter(sizes)) if sizes else int(axis_size)
@@ -157,6 +159,29 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         return tree_util.tree_unflatten(out_tree, results)
 
     return vmapped
+
+
+def _leaf_names(fun: Callable, args: tuple, kwargs: dict) -> list[str]:
+    """How JAX's messages name each leaf of ``(args, kwargs)``: ``argument x``, ``argument t[0]``, ``kwargs['y']``."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = []
+    for path, _ in tree_util.tree_flatten_with_path((list(args), kwargs))[0]:
+        rest = tree_util.keystr(path[2:])
+        if path[0].idx == 1:
+            names.append(f"kwargs{tree_util.keystr(path[1:2])}{rest}")
+        else:
+            i = path[1].idx
+            names.append(f"argument {positional[i] if i < len(positional) else f'args[{i}]'}{rest}")
+    return names
+
+
+def _type_text(leaf: Any) -> str:
+    aval = aval_of(leaf) if hasattr(leaf, "aval") else abstractify(leaf)
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 class _Example:

@@ -268,6 +268,9 @@ def _stack_get(e: Emitter, op: Op) -> Spelled:
         return Spelled(f"stacks.stack_read({stack}, {index}, {aval.shape}, '{aval.dtype}'{lanes})", single=True)
     if not op.params.get("lanes"):
         return Spelled(f"{stack}[{index}]", single=True)
+    if isinstance(op.results[0].aval, StackType):  # (each example takes its own inner stack: see stack_take)
+        e.use("stacks")
+        return Spelled(f"stacks.stack_take({stack}, {index})", single=True)
     # batched entries: example b reads row b of its own entry index[b] (indices clipped into the stack)
     e.use("np")
     e.use("jnp")

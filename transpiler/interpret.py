@@ -83,7 +83,13 @@ class Evaluator:
             with interpreter.at(op.loc):
                 outs = self._bind(op, operands)
         else:
-            outs = self._bind(op, operands)
+            try:
+                outs = self._bind(op, operands)
+            except FloatingPointError as e:  # (jax_debug_nans: say which line of the user's made the NaN)
+                if op.loc is not None and not getattr(e, "_srcjax_located", False):
+                    e._srcjax_located = True
+                    e.add_note(f"{op.loc.file}:{op.loc.line}: {op.loc.text.strip()}")
+                raise
         if len(outs) != len(op.results):
             raise ValueError(f"'{op.name}' gave {len(outs)} results, the op has {len(op.results)}")
         for result, out in zip(op.results, outs):

@@ -13,8 +13,9 @@ unchanged on values while a function is being built.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -59,10 +60,10 @@ class Value(ArrayMethods):
         return self  # (values are immutable: a copy is the value)
 
     def item(self, *args: Any) -> Any:
-        self._concrete("item()")
+        return np.asarray(self._concrete("item()")).item(*args)
 
     def tolist(self) -> Any:
-        self._concrete("tolist()")
+        return np.asarray(self._concrete("tolist()")).tolist()
 
     def __len__(self) -> int:
         if not self.shape:
@@ -74,28 +75,37 @@ class Value(ArrayMethods):
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
-    def _concrete(self, what: str):
-        raise ConcretizationError(
-            f"{what} needs a concrete value, but {self.aval} is only known when the compiled function runs"
-        )
+    # Where the trace being built knows the value from its inputs (``known_value``, set by the front end: under
+    # grad or jvp outside jit, as JAX's tracers there hold a concrete primal), Python's conversions see it, as
+    # they do when Python code that has no source is run on traced values; elsewhere they are refused, and so
+    # are conversions other than bool() of a differentiated value (``exact``), as JAX refuses them.
+    known_value: Callable[[Value, bool], Any] | None = None
+
+    def _concrete(self, what: str, exact: bool = True) -> Any:
+        known = Value.known_value(self, exact) if Value.known_value is not None else None
+        if known is None:
+            raise ConcretizationError(
+                f"{what} needs a concrete value, but {self.aval} is only known when the compiled function runs")
+        return known
 
     def __bool__(self) -> bool:
-        self._concrete("bool()")
+        return bool(self._concrete("bool()", exact=False))
 
     def __int__(self) -> int:
-        self._concrete("int()")
+        return int(self._concrete("int()"))
 
     def __float__(self) -> float:
-        self._concrete("float()")
+        return float(self._concrete("float()"))
 
     def __complex__(self) -> complex:
-        self._concrete("complex()")
+        return complex(self._concrete("complex()"))
 
     def __index__(self) -> int:
-        self._concrete("using an array as a Python index")
+        return operator.index(self._concrete("using an array as a Python index"))
 
     def __array__(self, dtype=None, copy=None):
-        self._concrete("conversion to a NumPy array")
+        raise ConcretizationError(f"conversion to a NumPy array needs a concrete value, but {self.aval} is only "
+                                  "known when the compiled function runs")  # (refused even where known, as JAX's)
 
 
 @dataclass(frozen=True)

@@ -602,8 +602,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
         if operand is not _NO_OPERAND:
             operands = (operand,)
         typ = _core.aval(pred)
-        if typ.shape != () or typ.dtype.kind not in "biu":
-            raise TypeError(f"cond: Pred must be a scalar boolean or integer, got {_type_text(typ)}")
+        if typ.shape != () or typ.dtype.kind not in "biuf":  # (a number is true where it is not 0, as in JAX)
+            raise TypeError(f"cond: Pred must be a scalar boolean or number, got {_type_text(typ)}")
         pred = pred if _core.aval(pred).dtype == np.bool_ else pred != 0
         return _symbolic_branches("cond", pred, [true_fun, false_fun], ["true_fun", "false_fun"], operands)
     return _eager_cond(pred, true_fun, false_fun, *operands, operand=operand)
@@ -615,6 +615,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
         if operand is not _NO_OPERAND:
             operands = (operand,)
         branches = list(branches)
+        if not branches:
+            raise ValueError("switch: Empty branch sequence")
         if _core.aval(index).shape != () or _core.aval(index).dtype.kind not in "iu":
             raise TypeError(f"switch: Index must be an integer scalar, got {_type_text(_core.aval(index))}")
         index = _core.convert(index, np.dtype(np.int32))

@@ -136,8 +136,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
                                                                                   if v is not None))
     if want.kind == "b":
         raise TypeError("jnp.arange: dtype bool is not supported (use an integer or floating dtype)")
-    if want.kind == "c":
-        raise TypeError("jnp.arange: complex dtypes are not supported")
+    if want.kind == "c":  # the range in the real parts, as JAX's iota counts
+        return convert(arange(start, stop, step, np.dtype(f"f{want.itemsize // 2}")), want)
     if by == 0:
         raise ZeroDivisionOrValueError("jnp.arange: step must not be zero")
     if all(isinstance(v, int) for v in (lo, hi, by)):

@@ -33,7 +33,7 @@ from srcjax.runtime.numpy._core import (
     promote_dtypes,
     promote_shapes,
 )
-from srcjax.transpiler.ir import ConcretizationError
+from srcjax.transpiler.ir import ConcretizationError, Value
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
 from srcjax.transpiler.primitives.indexing import (
@@ -132,11 +132,17 @@ def _leaves(x: Any) -> list:
     return [x]
 
 
-def _concrete_value(x: Any, name: str, what: str) -> np.ndarray:
-    """The data of a concrete array; a symbolic one is an error (the result's shape would depend on it)."""
+def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False) -> np.ndarray:
+    """The data of a concrete array; a symbolic one is an error (the result's shape would depend on it). With
+    ``structure`` (the data decides only which elements are taken), a traced value the trace knows from its
+    inputs (under grad outside jit, as JAX's tracer there holds its primal) is used too."""
     if not is_concrete(x):
-        raise TypeError(f"{name}: {what} must be concrete, but it is a value computed inside a compiled function; "
-                        "the result's shape would depend on its data. Pass size=... or use jnp.where instead.")
+        known = Value.known_value(x, False) if structure and isinstance(x, Value) and Value.known_value else None
+        if known is None:
+            raise TypeError(f"{name}: {what} must be concrete, but it is a value computed inside a compiled "
+                            "function; the result's shape would depend on its data. Pass size=... or use "
+                            "jnp.where instead.")
+        return np.asarray(known)
     return np.asarray(x)
 
 
@@ -175,7 +181,7 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
     typ = aval(item)
     if typ.dtype.kind == "b":
         if typ.ndim == 0:
-            return "bool0", bool(_concrete_value(item, "indexing", "a boolean index"))
+            return "bool0", bool(_concrete_value(item, "indexing", "a boolean index", structure=True))
         return "mask", item
     if typ.dtype.kind not in "iu":
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {typ.dtype.name} at "
@@ -232,7 +238,7 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
             if mask_shape != shape[dim:dim + len(mask_shape)]:
                 raise IndexError(f"boolean index did not match shape of indexed array in index {position}: got "
                                  f"{mask_shape}, expected {list(shape[dim:dim + len(mask_shape)])}")
-            coords = np.nonzero(_concrete_value(value, "indexing", "a boolean mask index"))
+            coords = np.nonzero(_concrete_value(value, "indexing", "a boolean mask index", structure=True))
             for axis_coords in coords:
                 add(_Entry("array", dim, axis_coords.astype(_index_dtype())))
                 dim += 1
@@ -806,7 +812,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
                          "instead.")
     dtype = _index_dtype()
     if size is None:
-        value = _concrete_value(a, "jnp.nonzero", "the array (without size=)")
+        value = _concrete_value(a, "jnp.nonzero", "the array (without size=)", structure=True)
         return tuple(Array(c.astype(dtype)) for c in np.nonzero(value))
     size = operator.index(size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * len(shape)

@@ -16,6 +16,7 @@ import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
 from srcjax.codegen.llvm.compile import unsupported_reason
+from srcjax.runtime.api import NativeFallbackWarning
 from srcjax.runtime.config import config
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Block, Function, Op, Value
@@ -233,3 +234,39 @@ def test_stack_carried_to_the_next_trip_is_not_compiled():
         Op(stack_size_p, [out], {}, [final]),
     ], [final]))
     assert "carried to its next trip" in unsupported_reason(fn)
+
+
+def loops_of_argument_lengths(x, n, m):  # both trip counts are arguments: per example under vmap
+    s = x[0]
+    for _ in range(n):
+        for j in range(m):
+            s = jnp.sin(s * x[1] + x[2] * j)
+    return s
+
+
+def test_vmap_of_grad_with_per_example_outer_trip_counts(x64):
+    # each example's backward pass reads its own outer trip's inner stack (stack_get[lanes] of a stack of
+    # stacks). It read rows of a reshaped entry instead: the gradients of examples were mixed, or the reshape
+    # failed where the inner stacks' lengths differed
+    from srcjax.transpile import transformed
+    from srcjax.transpiler.emit_python import emit_module
+
+    xs = np.array([[0.3, 0.7, 0.2], [0.5, -0.4, 0.9], [1.1, 0.2, -0.3]])
+    mapped = srcjax.vmap(srcjax.grad(loops_of_argument_lengths))
+    compiled = srcjax.jit(mapped)
+    for k, (n, m) in enumerate((([2, 3, 1], [2, 2, 2]), ([2, 3, 1], [2, 1, 0]), ([0, 0, 0], [1, 2, 3]))):
+        n, m = np.array(n, np.int32), np.array(m, np.int32)
+        want = np.stack([_differences(lambda y, b=b, n=n, m=m: loops_of_argument_lengths(y, n[b], m[b]), xs[b])
+                         for b in range(3)])
+        np.testing.assert_allclose(np.asarray(mapped(xs, n, m)), want, rtol=1e-6, atol=1e-7)
+        if k == 0:  # (per-example reads of a stack of stacks run in the interpreter, the first call says)
+            with pytest.warns(NativeFallbackWarning, match="stack of stacks"):
+                got = compiled(xs, n, m)
+        else:
+            got = compiled(xs, n, m)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-7)
+        ir = transformed(loops_of_argument_lengths, [TensorType(xs.dtype, xs.shape), TensorType(np.int32, (3,)),
+                                                     TensorType(np.int32, (3,))], ["grad", "vmap"])
+        namespace: dict = {}
+        exec(compile(emit_module(ir), "<emitted>", "exec"), namespace)
+        np.testing.assert_allclose(np.asarray(namespace[ir.name](xs, n, m)), want, rtol=1e-6, atol=1e-7)

@@ -38,6 +38,7 @@ def compiled(fn, args, parallel: bool, monkeypatch):
     monkeypatch.setenv("SRCJAX_CACHE", "0")  # (the disk cache's key does not know WAKE_MIN_WORK)
     monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1 if parallel else 1 << 62)
     monkeypatch.setattr(kernels, "WAKE_MIN_WORK", 0)  # (no task is too small to wake the workers for)
+    srcjax.clear_caches()  # (jit(fn) again would find the compilation made under the other settings, as JAX's)
     executable = srcjax.jit(fn).lower(*args).compile().native
     assert executable is not None
     assert ("srcjax_parallel" in executable.llvm_ir) == parallel
@@ -237,8 +238,10 @@ def test_small_tasks_do_not_wake_workers(monkeypatch):
     monkeypatch.setenv("SRCJAX_CACHE", "0")
     monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 1)
     monkeypatch.setattr(kernels, "WAKE_MIN_WORK", 1 << 62)
+    srcjax.clear_caches()  # (jit of the same function shares its compilations, as JAX's)
     small = srcjax.jit(selu).lower(x).compile().native
     monkeypatch.setattr(kernels, "WAKE_MIN_WORK", 0)
+    srcjax.clear_caches()
     large = srcjax.jit(selu).lower(x).compile().native
     chunks = min(int(THREADS) * kernels.CHUNKS_PER_THREAD, x.shape[0])
     assert f"i64 {chunks + pool.PARALLEL_SMALL})" in small.llvm_ir and f"i64 {chunks})" in large.llvm_ir

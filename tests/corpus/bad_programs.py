@@ -239,6 +239,34 @@ def nonlocal_in_symbolic_if(x):
     return total
 
 
+@bad("f32[]", match=r"cannot raise ValueError inside an `if` or loop on a traced value", anchor="raise")
+def raise_on_symbolic_condition(x):
+    if x > 0:
+        raise ValueError("positive")  # <- raise_on_symbolic_condition
+    return x
+
+
+@bad("f32[]", match=r"'z' may be undefined here", anchor="z")
+def first_assigned_in_symbolic_while(x):
+    while x < 10.0:
+        z = x
+        x = x * 2.0
+    return z  # <- first_assigned_in_symbolic_while
+
+
+@bad("f32[]", "i32[]", match=r"range\(\) with a bound that is a traced value can only be the iterable of a `for`",
+     anchor="range(n)")
+def comprehension_over_symbolic_range(x, n):
+    return sum([x * i for i in range(n)])  # <- comprehension_over_symbolic_range
+
+
+@bad("f32[]", match=r"the returned value is f32\[4\] here but f32\[3\] where an earlier return", anchor="return")
+def return_shapes_differ(x):
+    if x > 0:
+        return jnp.ones(3)
+    return jnp.ones(4)  # <- return_shapes_differ
+
+
 @bad("f32[]", match=r"match on a traced value", anchor="x")
 def match_on_symbolic(x):
     match x:  # <- match_on_symbolic

@@ -113,10 +113,12 @@ def test_eager_float32_reductions_sum_pairwise(name, fn, oracle):
     assert _ulps(fn(jnp.asarray(data)), oracle(data.astype(np.float64))) <= 3.0
 
 
-def test_eager_cumsum_accumulates_as_numpy_does():
-    # one element after another in the array's dtype, as NumPy's and the compiled code's running sums do
+def test_eager_cumsum_rounds_each_prefix_once():
+    # float32 running sums accumulate in float64, as the compiled code's do: each prefix is rounded once
     data = np.random.default_rng(0).random((10000, 10), dtype=np.float32)
-    np.testing.assert_array_equal(np.asarray(jnp.cumsum(jnp.asarray(data), 0)), np.cumsum(data, 0))
+    want = np.cumsum(data.astype(np.float64), 0).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(jnp.cumsum(jnp.asarray(data), 0)), want)
+    np.testing.assert_array_equal(np.asarray(srcjax.jit(lambda v: jnp.cumsum(v, 0))(data)), want)
 
 
 def test_accurate_sums_keep_dtypes_recorded_from_jax():
@@ -155,6 +157,27 @@ def test_jit_checks_static_argnums_and_argnames_when_applied():
     srcjax.jit(lambda **kw: 0, static_argnames="anything")
 
 
+def test_a_call_with_the_wrong_arguments_names_the_function():
+    def f(x, y):
+        return x + y
+
+    for transform in (srcjax.jit, srcjax.grad, srcjax.vmap):  # (JAX: Python's "f() missing 1 required ...")
+        with pytest.raises(TypeError, match=r"^f\(\): missing a required argument: 'y'"):
+            transform(f)(jnp.ones(2))
+    with pytest.raises(TypeError, match=r"^f\(\): got an unexpected keyword argument 'z'"):
+        srcjax.jit(f)(1.0, 2.0, z=3.0)
+
+
+def test_a_custom_vjp_fwd_rule_that_returns_no_pair():
+    @srcjax.custom_vjp
+    def f(x):
+        return x * 2
+
+    f.defvjp(lambda x: x * 2, lambda res, g: (g * 2,))
+    with pytest.raises(TypeError, match="fwd rule <lambda> for function f must produce a pair.*type was an array"):
+        srcjax.grad(f)(1.0)
+
+
 def test_jit_of_async_and_generator_functions():
     async def coroutine(x):
         return x
@@ -191,6 +214,32 @@ def test_jit_names_the_argument_that_is_not_an_array(args, kwargs, kind, path):
 def test_jit_static_arguments_may_be_anything():
     assert float(srcjax.jit(_ok, static_argnums=1)(1.0, "s")) == 1.0
     assert float(srcjax.jit(_ok, static_argnames="y")(1.0, y="s")) == 1.0
+
+
+def test_jit_of_the_same_function_again_finds_its_compiled_code():
+    """The Sharp Bits and JIT tutorials: ``jit(f)`` applied again to the same ``f`` (``jit(f)(i)`` in a loop) does
+    not run ``f``'s Python again for arguments of a type it has seen; a new type, new options or a new function
+    do. So a global ``f`` reads is the one of its first trace (JAX 0.10.2 prints 4.0, 5.0 and [14.])."""
+    traces = []
+    offset = {"g": 0.0}
+
+    def f(x):
+        traces.append(1)
+        return x + offset["g"]
+
+    assert float(srcjax.jit(f)(4.0)) == 4.0
+    offset["g"] = 10.0
+    assert float(srcjax.jit(f)(5.0)) == 5.0
+    assert len(traces) == 1
+    same(srcjax.jit(f)(jnp.array([4.0])), [14.0])
+    assert len(traces) == 2
+    assert float(srcjax.jit(f, donate_argnums=0)(5.0)) == 15.0  # other options: another cache
+    assert len(traces) == 3
+    assert float(srcjax.jit(lambda x: f(x))(5.0)) == 15.0  # another function
+    assert len(traces) == 4
+    srcjax.clear_caches()
+    assert float(srcjax.jit(f)(5.0)) == 15.0
+    assert len(traces) == 5
 
 
 # -- a traced value used after its trace ---------------------------------------------------------------------
@@ -450,6 +499,35 @@ def test_shape_dtype_structs_are_abstract_arguments():
     assert grad_spec == srcjax.ShapeDtypeStruct((5,), jnp.float32)
     compiled = srcjax.jit(lambda x: x * 2).lower(spec).compile()
     np.testing.assert_array_equal(np.asarray(compiled(jnp.ones((2, 3)))), np.full((2, 3), 2.0))
+
+
+def test_ahead_of_time_compiled_functions_check_their_arguments():
+    """The AOT tutorial: a compiled function takes the lowered call's non-static arguments (pytrees too) and
+    refuses others with JAX 0.10.2's TypeError, rather than reading their buffers as the compiled types."""
+
+    def f(x, y):
+        return 2 * x + y
+
+    i32 = srcjax.ShapeDtypeStruct((), jnp.dtype("int32"))
+    compiled = srcjax.jit(f).lower(i32, i32).compile()
+    assert int(compiled(3, 4)) == 10
+    with pytest.raises(TypeError, match=r"compiled with int32\[\] and called with int32\[3\]\nArgument 'y'"):
+        compiled(jnp.arange(3), jnp.arange(3))
+    with pytest.raises(TypeError, match=r"Argument 'x' compiled with int32\[\] and called with float32\[\]"):
+        compiled(jnp.float32(72.0), 1)
+    with pytest.raises(TypeError, match="function compiled for"):
+        compiled(1, 2, 3)
+    assert int(srcjax.jit(f, static_argnums=0).lower(7, 8).compile()(5)) == 19
+    assert int(srcjax.jit(f, static_argnums=0).lower(10, i32).compile()(5)) == 25
+    tree = srcjax.jit(lambda d: d["a"] * d["b"]).lower({"b": 2.0, "a": jnp.ones(2)}).compile()
+    same(tree({"a": jnp.arange(2.0), "b": 3.0}), [0.0, 3.0])
+    with pytest.raises(TypeError, match=r"Argument 'd\['a'\]' compiled with float32\[2\] and called with float32\[3\]"):
+        tree({"a": jnp.arange(3.0), "b": 3.0})
+    assert str(tree.in_tree) == "PyTreeDef((({'a': *, 'b': *},), {}))"  # (JAX 0.10.2's)
+    g_aot = srcjax.jit(lambda x: x @ jnp.ones(2)).lower(jnp.ones((3, 2))).compile()
+    for transformed, x in ((srcjax.vmap(g_aot), jnp.ones((4, 3, 2))), (srcjax.jit(g_aot), jnp.ones((3, 2)))):
+        with pytest.raises(TypeError, match="Cannot apply JAX transformations to a function lowered and compiled"):
+            transformed(x)
 
 
 def test_linear_transpose_typeof_and_compile_time_eval():

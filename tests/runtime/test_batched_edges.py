@@ -33,6 +33,12 @@ def test_switch_with_an_index_per_example():
                                [2.0, -1.0, np.cos(3.0), np.cos(4.0), 10.0], rtol=1e-6)
     np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.hessian(f, argnums=1))(i, x)),
                                [2.0, 0.0, -np.sin(3.0), -np.sin(4.0), 2.0], rtol=1e-5, atol=1e-6)
+    # differentiated outside the vmap, a clamped index's branch passes the derivative on (it had been zero)
+    gradient = srcjax.grad(lambda x: jnp.sum(srcjax.vmap(f)(i, x)))
+    for got in (gradient(x), srcjax.jit(gradient)(x)):
+        np.testing.assert_allclose(np.asarray(got), [2.0, -1.0, np.cos(3.0), np.cos(4.0), 10.0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.jacfwd(srcjax.vmap(f, in_axes=(0, None)), argnums=1)(i, 2.0)),
+                               [4.0, -1.0, np.cos(2.0), np.cos(2.0), 4.0], rtol=1e-6)
     A = np.array([[[0.1, 0.2], [0.0, 0.3]], [[1.0, 2.0], [0.5, 0.1]]], np.float32)  # (expm switches on the norm)
     np.testing.assert_allclose(np.asarray(srcjax.vmap(srcjax.scipy.linalg.expm)(A)),
                                [[[1.105171, 0.24468787], [0.0, 1.3498588]],

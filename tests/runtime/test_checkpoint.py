@@ -71,6 +71,16 @@ def test_policies_keep_the_derivative(policy):
     np.testing.assert_allclose(srcjax.jit(srcjax.grad(net))(W, XV), srcjax.grad(_net)(W, XV, False), rtol=1e-12)
 
 
+def test_policy_of_a_checkpoint_compiled_without_a_derivative():
+    # the checkpoint op reaches the compiler (and the printed IR) with its policy: printed by its name
+    layer = srcjax.checkpoint(_layer, policy=_POLICIES.dots_saveable)
+    jitted = srcjax.jit(lambda w, x: layer(w, layer(w, x)))
+    np.testing.assert_allclose(jitted(W, XV), _layer(W, _layer(W, XV)), rtol=1e-12)
+    assert "policy=_Policy(name='dots_saveable')" in jitted.lower(W, XV).as_text()
+    custom = srcjax.checkpoint(_layer, policy=lambda prim, *avals, **params: False)
+    np.testing.assert_allclose(srcjax.jit(custom)(W, XV), _layer(W, XV), rtol=1e-12)
+
+
 def test_dots_saveable_keeps_the_products_out_of_the_recomputation():
     def loss(w, xs, policy):
         step = srcjax.checkpoint(lambda h, x: (jnp.tanh(w @ h + x), None), policy=policy)
@@ -269,3 +279,45 @@ def test_policies_by_name():
     assert count(policies.save_anything_except_these_names("b"), "tanh") < count(policies.nothing_saveable, "tanh")
     with pytest.raises(TypeError, match="name must be a str"):
         checkpoint_name(XV, 3)
+
+
+def _g(w, x):
+    return jnp.sin(jnp.dot(w, x))
+
+
+def _two_layers(w1, w2, x):
+    return _g(w2, _g(w1, x))
+
+
+def _saved(fun, *args):
+    from srcjax.ad_checkpoint import saved_residuals
+
+    return [(str(aval), what.split(" from /")[0].split(" from ")[0]) for aval, what in saved_residuals(fun, *args)]
+
+
+def test_saved_residuals_as_the_gradient_checkpointing_tutorial_prints_them():
+    """JAX 0.10.2's ``saved_residuals`` for the tutorial's programs (the types and what each value is): without
+    checkpoint, every sin and cos; with ``checkpoint(g)``, the sin each checkpointed call takes as input."""
+    w1, w2, x = jnp.ones((5, 4)), jnp.ones((6, 5)), jnp.ones(4)
+    args = [("f64[5,4]", "from the argument w1"), ("f64[6,5]", "from the argument w2"),
+            ("f64[4]", "from the argument x")]
+    assert _saved(_two_layers, w1, w2, x) == args + [
+        ("f64[5]", "output of sin"), ("f64[5]", "output of cos"), ("f64[6]", "output of cos")]
+    ck = srcjax.checkpoint(_g)
+    assert _saved(lambda w1, w2, x: ck(w2, ck(w1, x)), w1, w2, x) == args + [("f64[5]", "output of sin")]
+
+
+def test_a_policy_saves_what_it_names_and_no_more():
+    """``dots_with_no_batch_dims_saveable`` keeps the dots' results; the sin and cos computed from them are
+    computed again in the backward pass, not merged into the forward pass's (JAX 0.10.2 saves the two dots and
+    the cos of the sin outside the checkpoint). The gradient is the one without checkpoint."""
+    w1, w2, x = jnp.ones((5, 4)), jnp.ones((6, 5)), jnp.ones(4)
+    f3 = srcjax.checkpoint(_two_layers, policy=srcjax.checkpoint_policies.dots_with_no_batch_dims_saveable)
+    loss = lambda w1, w2, x: jnp.sum(jnp.sin(f3(w1, w2, x)))  # noqa: E731
+    assert _saved(loss, w1, w2, x)[3:] == [
+        ("f64[5]", "output of dot_general"), ("f64[6]", "output of dot_general"), ("f64[6]", "output of cos")]
+    want = srcjax.grad(lambda *a: jnp.sum(jnp.sin(_two_layers(*a))), argnums=(0, 1, 2))(w1, w2, x)
+    for got in (srcjax.grad(loss, argnums=(0, 1, 2))(w1, w2, x),
+                srcjax.jit(srcjax.grad(loss, argnums=(0, 1, 2)))(w1, w2, x)):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-12)

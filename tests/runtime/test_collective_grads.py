@@ -146,3 +146,26 @@ def test_pmap_matches_jax(name, three_devices, monkeypatch):
         np.testing.assert_allclose(np.asarray(pmapped(x)), np.asarray(want, np.float32), rtol=2e-6, atol=1e-6)
         if mode == "replicas":
             assert any(s is not None for s in pmapped._spmd.values()) == native
+
+
+def test_custom_rules_with_collectives_differentiated_outside_the_vmap():
+    # the rules of a custom function batched by a named vmap run under that axis name (they were mapped
+    # unnamed: "unbound axis name"); JAX 0.10.2 gives these numbers
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
+    perm = [(k, (k + 1) % 4) for k in range(4)]
+    back = [(b, a) for a, b in perm]
+
+    def shift(v):
+        return lax.ppermute(jnp.sin(v), "i", perm)
+
+    by_jvp = srcjax.custom_jvp(shift)
+    by_jvp.defjvp(lambda p, t: (by_jvp(p[0]), lax.ppermute(jnp.cos(p[0]) * t[0], "i", perm) * 1.5))
+    by_vjp = srcjax.custom_vjp(shift)
+    by_vjp.defvjp(lambda v: (by_vjp(v), v), lambda v, g: (lax.ppermute(g, "i", back) * jnp.cos(v) * 0.5,))
+    cos = np.cos(x.ravel())
+    got = srcjax.grad(lambda x: jnp.sum(srcjax.vmap(by_jvp, axis_name="i")(x)))(x)
+    np.testing.assert_allclose(np.asarray(got).ravel(), 1.5 * cos, rtol=1e-6)
+    got = srcjax.grad(lambda x: jnp.sum(srcjax.vmap(by_vjp, axis_name="i")(x)))(x)
+    np.testing.assert_allclose(np.asarray(got).ravel(), 0.5 * cos, rtol=1e-6)
+    got = srcjax.jvp(srcjax.vmap(by_jvp, axis_name="i"), (x,), (np.ones_like(x),))[1]
+    np.testing.assert_allclose(np.asarray(got), 1.5 * np.roll(np.cos(x), 1, axis=0), rtol=1e-6)

@@ -107,6 +107,17 @@ def test_switch_errors(call, error, message):
         call()
 
 
+def test_compiled_cond_takes_a_number_as_its_predicate_and_switch_refuses_no_branches():
+    import srcjax
+
+    f = srcjax.jit(lambda p, x: lax.cond(p, lambda v: v, lambda v: -v, x))
+    # a float predicate is true where it is not 0, NaN included (JAX 0.10: ne(p, 0.0), then cond)
+    assert [f(p, 2.0).item() for p in (1.5, 0.0, -0.5, float("nan"))] == [2.0, -2.0, 2.0, 2.0]
+    assert srcjax.grad(lambda x: lax.cond(x, lambda v: v * v, lambda v: -v, x))(1.5).item() == 3.0
+    with pytest.raises(ValueError, match="Empty branch sequence"):
+        srcjax.jit(lambda i, x: lax.switch(i, [], x))(0, 1.0)
+
+
 # -- while_loop and fori_loop -------------------------------------------------------------------------------------
 def test_while_loop_counts_and_carries_pytrees():
     assert lax.while_loop(lambda x: x < 10, lambda x: x + 3, 0).item() == 12

@@ -64,6 +64,9 @@ RANGES = [
     ("arange empty", lambda: jnp.arange(5, 2), np.arange(5, 2), I32, False),
     ("arange step keyword", lambda: jnp.arange(5, step=2), np.arange(0, 5, 2), I32, False),
     ("arange float bounds", lambda: jnp.arange(-1.5, 2.25, 0.75), np.arange(-1.5, 2.25, 0.75), F32, False),
+    # a complex dtype counts in the real parts (JAX accepts it; srcjax had refused it)
+    ("arange complex dtype", lambda: jnp.arange(1.5, 4, 0.5, dtype=jnp.complex64),
+     np.arange(1.5, 4, 0.5).astype(np.complex64), np.dtype(np.complex64), False),
     ("linspace", lambda: jnp.linspace(0, 1, 5), np.linspace(0, 1, 5), F32, False),
     ("linspace no endpoint", lambda: jnp.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False),
      F32, False),

@@ -308,6 +308,36 @@ def test_branching_jvp_rule_forward_and_second_order():
     close(srcjax.grad(srcjax.grad(g))(2.0), 0.0)
 
 
+def test_function_and_rule_that_both_branch_on_the_primal():
+    """The advanced-autodiff tutorial's example: ``f`` and its rule each hold an ``if`` on ``x``. Reverse mode
+    keeps the rule's own call of ``f`` (no tangent reaches it), and the ``if`` inside that call must be recorded
+    as a cond, not run on a symbolic predicate. JAX 0.10.2 gives 2.0 and 3.0 (it raises under jit)."""
+
+    @srcjax.custom_jvp
+    def f(x):
+        if x > 0:
+            return jnp.sin(x)
+        else:
+            return jnp.cos(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        ans = f(x)
+        if x > 0:
+            return ans, 2 * x_dot
+        else:
+            return ans, 3 * x_dot
+
+    close(srcjax.grad(f)(1.0), 2.0)
+    close(srcjax.grad(f)(-1.0), 3.0)
+    close(srcjax.jit(srcjax.grad(f))(-1.0), 3.0)
+    close(srcjax.grad(lambda x: f(x) * 2)(-1.0), 6.0)
+    # the call kept whole (its operand is not differentiated): JAX 0.10.2 gives cos(-1) = 0.5403023
+    close(srcjax.grad(lambda a, b: f(b) * a)(2.0, -1.0), np.cos(np.float32(-1.0)))
+    close(srcjax.jit(srcjax.grad(lambda a, b: f(b) * a))(2.0, -1.0), np.cos(np.float32(-1.0)))
+
+
 def test_nondiff_python_values_reach_the_rules_as_python_values():
     """A nondiff argument that is a Python int stays one (JAX passes it through), so the function and its rules
     may branch on it under jit, grad and vmap; a function passed as a nondiff argument is called. Values

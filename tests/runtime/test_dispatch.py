@@ -166,6 +166,27 @@ def test_disable_jit_and_debug_nans_leave_the_fast_path():
     assert np.isnan(np.asarray(f(x))[0])
 
 
+def test_debug_nans_names_the_line_that_made_the_nan():
+    """The Sharp Bits tutorial's example: JAX's de-optimized rerun shows the line of the division; ours says it
+    in a note on the FloatingPointError."""
+
+    @srcjax.jit
+    def f(x, y):
+        a = x * y
+        b = (x + y) / (x - y)
+        return a + b
+
+    x = jnp.array([2.0, 0.0])
+    srcjax.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="nan") as info:
+            f(x, x * 0)
+    finally:
+        srcjax.config.update("jax_debug_nans", False)
+    notes = getattr(info.value, "__notes__", [])
+    assert len(notes) == 1 and "test_dispatch.py" in notes[0] and "b = (x + y) / (x - y)" in notes[0]
+
+
 # -- asynchronous dispatch --------------------------------------------------------------------------------------
 def _big():
     return srcjax.device_put(_f32(BIG))

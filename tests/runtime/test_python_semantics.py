@@ -275,3 +275,59 @@ def test_partial_of_library_function_gets_its_arguments_once():
     want = x + 1.0 + x.sum() + 5.0
     np.testing.assert_allclose(srcjax.jit(f)(x), want)
     np.testing.assert_allclose(srcjax.grad(lambda v: f(v).sum())(x), np.full(3, 4.0))
+
+
+# -- `while` tests that bind names, and conditional expressions, on traced values -------------------------------
+def while_walrus(x):
+    y, n = x[0], 0
+    while (z := y * 1.5 + 0.1) < 4.0:  # the body and the code after the loop see each trip's z
+        y = z
+        n += 1
+    return y * x[1] + n + z
+
+
+def while_walrus_break(x):
+    y, n = x[0], 0
+    while (z := y * 1.5 + 0.1) < 6.0:
+        y = z * x[1]
+        n += 1
+        if y > 2.0:
+            break  # (no test after a break: z keeps this trip's value)
+    return y + 2.0 * z + n
+
+
+def _python_walrus(x, break_at=None):
+    y, n = x[0], 0
+    while (z := y * 1.5 + 0.1) < (4.0 if break_at is None else 6.0):
+        y = z if break_at is None else z * x[1]
+        n += 1
+        if break_at is not None and y > break_at:
+            break
+    return (y * x[1] + n + z) if break_at is None else (y + 2.0 * z + n)
+
+
+@pytest.mark.parametrize("x", [[0.5, 2.0], [3.0, 1.5], [0.1, 1.2]])
+def test_a_while_test_that_binds_a_name(x):
+    # the body read the value z had before the loop: y stayed put and jit never ended
+    x = np.asarray(x)
+    for fn, want in ((while_walrus, _python_walrus(x)), (while_walrus_break, _python_walrus(x, 2.0))):
+        for run in (fn, srcjax.jit(fn)):
+            np.testing.assert_allclose(float(run(x)), want, rtol=1e-6)
+        diff = [(float(fn(x + e)) - float(fn(x - e))) / 2e-3 for e in np.eye(2) * 1e-3]
+        np.testing.assert_allclose(np.asarray(srcjax.grad(fn)(x)), diff, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(while_walrus)(np.array([[0.5, 2.0], [3.0, 1.5]]))),
+                               [_python_walrus([0.5, 2.0]), _python_walrus([3.0, 1.5])], rtol=1e-6)
+
+
+def sqrt_or_zero(x):
+    return jnp.sqrt(x) if x > 0 else x * 0.0
+
+
+def test_a_conditional_expression_runs_only_the_side_it_picks():
+    # Python (and JAX) evaluates one side: the gradient at x < 0 is 0. Computed on both sides and selected, the
+    # unpicked sqrt's derivative made it NaN
+    for grad in (srcjax.grad(sqrt_or_zero), srcjax.jit(srcjax.grad(sqrt_or_zero))):
+        assert float(grad(-1.0)) == 0.0 and float(grad(4.0)) == 0.25
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(srcjax.grad(sqrt_or_zero))(jnp.array([-1.0, 4.0]))),
+                                  [0.0, 0.25])
+    assert float(srcjax.jit(lambda x: 1 if x > 0 else x * 2.5)(-2.0)) == -5.0

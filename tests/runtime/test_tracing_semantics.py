@@ -219,6 +219,109 @@ def test_an_exception_raised_on_a_traced_condition():
     assert "note: ValueError is raised here" in str(info.value)
 
 
+def test_a_raise_on_a_traced_condition_under_jit_is_refused_not_raised():
+    def g(x):
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2.0
+
+    # JAX refuses the `if` (TracerBoolConversionError); srcjax reads both branches, so the raise would happen
+    # for every x: it is refused at the raise, as the ConcretizationTypeError JAX's is, for either value
+    for x in (1.0, -1.0):
+        with pytest.raises(jax.errors.ConcretizationTypeError, match="cannot raise ValueError inside an `if`") as info:
+            jax.jit(g)(x)
+        assert (info.value.line, info.value.column) == (g.__code__.co_firstlineno + 2, 13)
+        assert "it says: negative" in str(info.value)
+
+    def h(x):  # (caught inside the same branch: raised whenever the branch runs, so allowed)
+        if x < 0:
+            try:
+                raise ValueError("negative")
+            except ValueError:
+                x = -x
+        return x * 2.0
+
+    assert float(jax.jit(h)(-1.5)) == 3.0 and float(jax.jit(h)(1.5)) == 3.0
+
+
+class _ProgramError(Exception):
+    def __init__(self, code):
+        super().__init__(f"code {code}")
+        self.code = code
+
+
+def test_the_program_s_own_exception_types_reach_the_caller():
+    def f(x):
+        raise _ProgramError(7)
+
+    with pytest.raises(_ProgramError) as info:  # (JAX's tracing lets the program's exception through)
+        jax.jit(f)(1.0)
+    assert info.value.code == 7 and str(info.value).startswith(f"{__file__}:")
+
+    def g(x, table):
+        return x * table["missing"]
+
+    with pytest.raises(KeyError) as info:  # (printed as the located message, not as KeyError's quoted repr)
+        jax.jit(g)(1.0, {"a": 1.0})
+    assert str(info.value).splitlines()[0].endswith("error: 'missing'")
+
+
+def test_nonlocal_assignment_to_a_closure_of_a_function_not_read():
+    traces = 0
+
+    def f(x):
+        nonlocal traces
+        traces += 1  # (JAX's way to count traces: runs once per compilation)
+        return x * 2.0
+
+    g = jax.jit(f)
+    assert float(g(1.0)) == 2.0 and float(g(2.0)) == 4.0 and traces == 1
+    g(jnp.ones(2))
+    assert traces == 2
+
+
+@pytest.mark.filterwarnings("ignore::srcjax.transpiler.frontend.errors.MissingSourceWarning")
+def test_python_conversions_in_code_without_source_see_grad_s_primal():
+    namespace = {}
+    exec("def f(x):\n    while x < 10:\n        x = x * 2\n    return x * 3\n"
+         "def k(x):\n    return x * float(x)\n", namespace)
+    f, k = namespace["f"], namespace["k"]
+    assert float(jax.grad(f)(1.5)) == 24.0  # (JAX: 24.0; bool() of the primal, as JAX's tracer has it)
+    assert float(jax.grad(f)(3.0)) == 12.0
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.grad(k)(3.0)  # (float() would drop the derivative: JAX refuses it too)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(f)(1.5)
+
+
+def test_a_boolean_mask_of_a_differentiated_value_is_concrete_under_grad():
+    def f(x):
+        return (x[x > 0] ** 2).sum()
+
+    # JAX 0.10: the mask is the primal's, the gradient is 2x where x > 0 (each call its own mask)
+    np.testing.assert_allclose(jax.grad(f)(jnp.array([1.0, -1.0, 2.0])), [2.0, 0.0, 4.0])
+    np.testing.assert_allclose(jax.grad(f)(jnp.array([-1.0, 3.0, -2.0])), [0.0, 6.0, 0.0])
+    with pytest.raises(TypeError, match="a boolean mask index must be concrete"):
+        jax.jit(f)(jnp.array([1.0, -1.0, 2.0]))
+
+
+def test_recursion_deeper_than_a_few_levels_with_a_static_base_case():
+    def r(x, n):
+        if n == 0:
+            return x
+        return r(x * 1.01, n - 1)
+
+    assert float(jax.jit(r, static_argnums=1)(1.0, 150)) == pytest.approx(1.01**150, rel=1e-5)
+
+    def fact(n):
+        if n <= 0:
+            return 1.0
+        return n * fact(n - 1)
+
+    # under grad the base case's `if` is on a known value: the branch not taken is not read (JAX: 274.0)
+    assert float(jax.grad(fact)(5.0)) == 274.0
+
+
 # -- 4. global ------------------------------------------------------------------------------------------------------
 RESULT = None
 COUNT = 0

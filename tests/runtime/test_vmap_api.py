@@ -77,6 +77,12 @@ def test_errors():
     x = np.ones((3, 2), np.float32)
     with pytest.raises(ValueError, match="inconsistent sizes for array axes to be mapped"):
         srcjax.vmap(p.add)(x, np.ones((4, 2), np.float32))
+    # each axis named as JAX names it: the parameter, the path inside it, or the keyword argument
+    with pytest.raises(ValueError, match=r"(?s)size 3: axis 0 of argument t\[0\] of type float32\[3,2\];.*"
+                                         r"size 4: axis 0 of argument t\[1\]"):
+        srcjax.vmap(lambda t: t[0] + t[1][:3])((x, np.ones((4, 2), np.float32)))
+    with pytest.raises(ValueError, match=r"size 5: axis 0 of kwargs\['b'\] of type float32\[5\]"):
+        srcjax.vmap(lambda a, b: a)(x, b=np.ones(5, np.float32))
     with pytest.raises(ValueError, match="map its argument along axis 2"):
         srcjax.vmap(p.add, in_axes=2)(x, x)
     with pytest.raises(ValueError, match="in_axes must be an int, None, or a tuple"):

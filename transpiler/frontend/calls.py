@@ -15,6 +15,7 @@ import functools
 import inspect
 import linecache
 import os
+import sys
 import sysconfig
 import types
 from typing import Any, Callable, Iterator, Sequence
@@ -22,17 +23,17 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from srcjax.transpiler.builder import Builder
-from srcjax.transpiler.frontend.concrete import TraceContext, evaluate, reachable, runs
+from srcjax.transpiler.frontend.concrete import TraceContext, converted, evaluate, reachable, runs
 from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
-from srcjax.transpiler.frontend.frame import MUTATORS, RET, RETVAL, Enclosing, Exit, Frame, is_symbolic
+from srcjax.transpiler.frontend.frame import MUTATORS, RET, RETVAL, Enclosing, Exit, Frame, is_symbolic, refuse_raise
 from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source, running_function
-from srcjax.transpiler.ir import Function, SourceLoc, Value
+from srcjax.transpiler.ir import ConcretizationError, Function, SourceLoc, Value
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.trees import tree_flatten, tree_unflatten
 from srcjax.transpiler.types import TensorType
 
-MAX_DEPTH = 40  # interpreted calls use several Python frames each
+MAX_DEPTH = 1000  # nested interpreted calls, as Python's default recursion limit allows nested calls
 
 # srcjax's own folders: in the repository transpiler/, runtime/, codegen/ and srcjax/ are siblings; installed,
 # the first three sit inside srcjax/ (this file is <folder>/frontend/calls.py either way)
@@ -53,6 +54,8 @@ class Trace:
     def __init__(self, builder: Builder, context: TraceContext | None = None):
         self.builder = builder
         self.depth = 0
+        self.active: dict[Any, int] = {}  # the user functions being read, and how many times over (recursion)
+        self.base_frames = _frames()  # (Python's stack below the trace: see ``_deepen``)
         if context is None:
             stack = getattr(_traces, "stack", None)
             context = stack[-1].context if stack and stack[-1].builder is builder else TraceContext()
@@ -70,6 +73,20 @@ def active(trace: Trace) -> Iterator[Trace]:
         yield trace
     finally:
         stack.pop()
+
+
+def _known_value(value: Value, exact: bool) -> Any:
+    """``value``'s number for a Python conversion of it (see ``concrete.converted``), else None."""
+    trace = enclosing_trace()
+    if trace is None:
+        return None
+    try:
+        return converted(trace, value, exact)
+    except Exception:  # noqa: BLE001 - a value that cannot be computed here is not known
+        return None
+
+
+Value.known_value = staticmethod(_known_value)
 
 
 def enclosing_trace() -> Trace | None:
@@ -125,13 +142,22 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
             raise frame.wrap(node, e) from e
     target, args = _unwrap(fn, args)
     if target is not None:
+        key = getattr(target, "node", None) or getattr(target, "__code__", None) or target
+        if trace.active.get(key) and trace.context.guards and runs(trace) is False:
+            # a recursive call in the branch of an `if` known not to be taken (under grad, say): not read, as JAX
+            # does not run it (reading it would recurse where the base case is that branch's `if`)
+            raise Exit("dead")
         trace.depth += 1
+        trace.active[key] = trace.active.get(key, 0) + 1
         try:
             if trace.depth > MAX_DEPTH:
                 raise frame.error(node, f"calls nest deeper than {MAX_DEPTH} levels (unbounded recursion?)")
+            if trace.depth == _DEEP:
+                _deepen(trace)
             return interpret(trace, target, args, kwargs, caller=frame, node=node)
         finally:
             trace.depth -= 1
+            trace.active[key] -= 1
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, (list, dict, set)) and getattr(fn, "__name__", "") in MUTATORS:
         frame.check_outer_write(node, owner, f"a {type(owner).__name__} (its .{fn.__name__})")
@@ -143,6 +169,28 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
         raise frame.error(node, "calls nest too deeply (unbounded recursion?)") from None
     except Exception as e:  # noqa: BLE001 - reported at the call site
         raise frame.wrap(node, e) from e
+
+
+_DEEP = 50  # nested interpreted calls at which Python's recursion limit is checked (once: counting frames is slow)
+_MAX_RECURSION_LIMIT = 30_000  # (what the C stack of a thread of 8 MB was seen to allow)
+
+
+def _frames() -> int:
+    frame, frames = sys._getframe(), 0
+    while frame is not None:
+        frame, frames = frame.f_back, frames + 1
+    return frames
+
+
+def _deepen(trace: Trace) -> None:
+    """Raise Python's recursion limit (never lower it) so that MAX_DEPTH nested interpreted calls fit: each uses
+    several Python frames where the program's own call uses one: what the ``_DEEP`` calls so far used each, scaled
+    up to MAX_DEPTH."""
+    frames = _frames()
+    per_call = (frames - trace.base_frames) / _DEEP
+    needed = min(int(frames + 1.25 * per_call * (MAX_DEPTH - _DEEP)) + 200, _MAX_RECURSION_LIMIT)
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
 
 
 def _super(frame: Frame, node: cst.CSTNode) -> Any:
@@ -210,7 +258,7 @@ def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: 
     except TypeError as e:
         if caller is not None and node is not None:
             raise caller.wrap(node, TypeError(f"{fn.__name__}(): {e}")) from None
-        raise
+        raise TypeError(f"{fn.__name__}(): {e}") from None  # (the transformed function itself, called so)
     bound.apply_defaults()
     frame = Frame(trace, source, fn, dict(bound.arguments))
     return run_function_body(frame, source.node)
@@ -327,6 +375,16 @@ class SymbolicRange:
         if is_symbolic(self.step):
             raise TypeError("range(): the step must be a static number inside a compiled function")
 
+    def __iter__(self) -> Iterator[Any]:  # (only a ``for`` statement over it compiles: to a loop)
+        raise ConcretizationError("range() with a bound that is a traced value can only be the iterable of a `for` "
+                                  "statement (compiled as a loop): iterating it otherwise (a comprehension, list(), "
+                                  "unpacking) needs its number of items, which is only known when the compiled "
+                                  "function runs")
+
+    def __len__(self) -> int:
+        raise ConcretizationError("len() of a range() whose bound is a traced value is only known when the compiled "
+                                  "function runs")
+
 
 # -- the entry point -----------------------------------------------------------------------------------------
 def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | None = None,
@@ -354,11 +412,16 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
     with core.interpreting(builder), active(trace):
         args, kwargs = tree_unflatten(tree, params)  # (a registered pytree's own code sees the traced values)
         target, call_args = _unwrap(fn, list(args))
-        if target is not None:
-            out = interpret(trace, target, call_args, kwargs)
-        else:
-            _warn_if_sourceless(fn)
-            out = fn(*args, **kwargs)
+        try:
+            if target is not None:
+                out = interpret(trace, target, call_args, kwargs)
+            else:
+                _warn_if_sourceless(fn)
+                out = fn(*args, **kwargs)
+        except TranspileError as e:
+            if getattr(e, "conditional_raise", False):
+                raise refuse_raise(e) from None
+            raise
     out_leaves, out_tree = tree_flatten(out)
     for leaf in out_leaves:
         if not (isinstance(leaf, Value) or hasattr(leaf, "aval") or isinstance(leaf, (int, float, complex, bool))

@@ -197,6 +197,41 @@ def evaluate(trace: Any, value: Any) -> Any:
         return evaluator.read(value)
 
 
+def converted(trace: Any, value: Value, exact: bool) -> Any:
+    """``value``'s number for a Python conversion of it (``bool(x)``; with ``exact``, ``float(x)``, ``int(x)``,
+    ``x.item()``), or None where JAX's tracer would refuse it: not computable on the trace's inputs, or, with
+    ``exact``, a value that is differentiated (JAX refuses a number that would drop the derivative)."""
+    if reachable(trace) is not True:
+        return None
+    found = _slice(trace, value)
+    if found is None:
+        return None
+    if exact and _differentiated(trace, found[1]):
+        return None
+    return evaluate(trace, value)
+
+
+def _differentiated(trace: Any, reads: set[int]) -> bool:
+    """Whether the parameters ``reads`` carry a derivative: of this trace's transformation, or of an enclosing
+    one (through what the enclosing trace passed in)."""
+    params = trace.builder.function.params
+    depths = getattr(trace.builder, "differentiated", None) or {}
+    if any(depths.get(id(params[i])) for i in reads):
+        return True
+    if trace.context.kind in ("grad", "jvp") and _tracked(trace, reads):
+        return True
+    outer = trace.context.outer
+    if outer is None or getattr(outer, "context", None) is None:
+        return False
+    for i in reads:
+        x = _given(trace, i)
+        if isinstance(x, Value):
+            found = _slice(outer, x)
+            if found is None or _differentiated(outer, found[1]):
+                return True
+    return False
+
+
 # -- printing ----------------------------------------------------------------------------------------------------
 class TracerText:
     """A traced value as ``print``, ``str``, ``repr`` and f-strings show it: JAX's text for its tracer. A format

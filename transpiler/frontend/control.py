@@ -75,9 +75,17 @@ def _join_types(frame: Frame, name: str, leaves: Sequence[Any], where: Sequence[
     if len(shapes) > 1:
         detail = " and ".join(f"{a} {w}" for a, w in zip(avals, where))
         raise _paths_error(frame, name, "a value's shape", [str(a) for a in avals], where, sites, node,
-                           f"'{name}' is {detail}")
+                           f"{_named(name)} is {detail}")
     dtype, weak = values.result_type(*leaves)
     return dtype, weak, avals[0].shape
+
+
+def _named(name: str) -> str:
+    """A local as messages name it (the value a ``return`` gives is kept as a local of its own, and so is a
+    conditional expression's)."""
+    if name.startswith(_IFEXP):
+        return "the conditional expression's value"
+    return "the returned value" if name == RETVAL else f"'{name}'"
 
 
 # -- shape errors that point at the assignments involved (the line to change first, then notes) ----------------
@@ -95,11 +103,11 @@ def _paths_error(frame: Frame, name: str, subject: str, shown: Sequence[str], wh
     k = own[-1]
     j = 1 - k
     other = where[j].split(" (line ", 1)[0]
-    notes = [sites[j].note(f"'{name}' is {shown[j]} here")] if isinstance(sites[j], Assignment) else []
+    notes = [sites[j].note(f"{_named(name)} is {shown[j]} here")] if isinstance(sites[j], Assignment) else []
     is_if = where[0].startswith("in the then-branch")
     notes.append(frame.note(node, "the branch is on a traced value" if is_if else "the paths split here, on a "
                                                                                   "traced value"))
-    return TranspileError(f"'{name}' is {shown[k]} here but {shown[j]} {other}; {subject} cannot differ between "
+    return TranspileError(f"{_named(name)} is {shown[k]} here but {shown[j]} {other}; {subject} cannot differ between "
                           "the paths of control flow on a traced value", sites[k].loc, length=sites[k].length,
                           notes=notes)
 
@@ -118,12 +126,12 @@ def _loop_shape_error(frame: Frame, name: str, before: TensorType, after: Tensor
     site = frame.env.get("@" + name)
     if not isinstance(site, Assignment) or site is before_site:
         return frame.error(stmt, "a value's shape changes inside a loop on a symbolic value",
-                           note=f"'{name}' is {before} before the loop and {after} after an iteration "
+                           note=f"{_named(name)} is {before} before the loop and {after} after an iteration "
                                 f"(line {site if site is not None else '?'})")
     notes = [frame.note(stmt, "the loop is on a traced value")]
     if isinstance(before_site, Assignment):
-        notes.append(before_site.note(f"'{name}' is {before} here, before the loop"))
-    return TranspileError(f"'{name}' is {after} here after an iteration but {before} before the loop; a value's "
+        notes.append(before_site.note(f"{_named(name)} is {before} here, before the loop"))
+    return TranspileError(f"{_named(name)} is {after} here after an iteration but {before} before the loop; a value's "
                           "shape cannot change inside a loop on a traced value", site.loc, length=site.length,
                           notes=notes)
 
@@ -135,6 +143,8 @@ def _convert(frame: Frame, x: Any, dtype: np.dtype, weak: bool) -> Any:
 def _record_exit(frame: Frame, exit_: Exit) -> None:
     if exit_.kind == "return":
         frame.env[RET], frame.env[RETVAL] = True, exit_.value
+        if exit_.site is not None:
+            frame.env["@" + RETVAL] = exit_.site
     elif exit_.kind == "break":
         frame.env[BRK] = True
     else:
@@ -343,14 +353,14 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
             else:
                 lines = [env.get("@" + name) for env in envs]
                 paths = [w.format(line=ln) for w, ln in zip(where, lines) if ln is not None]
-                merged[name] = Undefined(name, f"'{name}' is assigned only {' and '.join(paths)}")
+                merged[name] = Undefined(name, f"{_named(name)} is assigned only {' and '.join(paths)}")
                 continue
         flat = [tree_flatten(v) for v in values]
         if any(f[1] != flat[0][1] for f in flat):
             detail = " and ".join(f"{_describe(v)} {w.format(line=env.get('@' + name, '?'))}"
                                   for v, w, env in zip(values, where, envs))
             raise _paths_error(frame, name, "a value's structure", [_shown(frame, v) for v in values], where,
-                               [env.get("@" + name) for env in envs], node, f"'{name}' is {detail}")
+                               [env.get("@" + name) for env in envs], node, f"{_named(name)} is {detail}")
         template = []
         for j in range(len(flat[0][0])):
             leaves = [f[0][j] for f in flat]
@@ -361,7 +371,7 @@ def _merge(frame: Frame, envs: list[dict], blocks: list, where: list[str], node:
                 detail = " and ".join(f"{leaf!r} {w.format(line=env.get('@' + name, '?'))}"
                                       for leaf, w, env in zip(leaves, where, envs))
                 raise _paths_error(frame, name, "a static value", [repr(leaf) for leaf in leaves], where,
-                                   [env.get("@" + name) for env in envs], node, f"'{name}' is {detail}")
+                                   [env.get("@" + name) for env in envs], node, f"{_named(name)} is {detail}")
             line_where = [w.format(line=env.get("@" + name, "?")) for w, env in zip(where, envs)]
             dtype, weak, shape = _join_types(frame, name, leaves, line_where, node,
                                              [env.get("@" + name) for env in envs])
@@ -428,6 +438,36 @@ def after_exit_flags(frame: Frame, rest: Sequence[cst.CSTNode], stmt: cst.CSTNod
            then_flags=then_flags)
     if frame.env.get(RET) is True:
         raise Exit("return", frame.env.get(RETVAL))
+
+
+_IFEXP = "$ifexp"
+
+
+def conditional_expression(frame: Frame, test: Any, node: cst.IfExp) -> Any:
+    """``a if test else b`` on a symbolic test: a ``cond`` that evaluates only the side the test picks, as Python
+    does (``where(test, a, b)`` computes both, and a gradient through the other side, sqrt(x) at x < 0, say, is
+    then NaN); a choice between values that need no computing (names, numbers) is a select."""
+    if _plain(node.body) and _plain(node.orelse):
+        return select_values(frame, test, frame.eval(node.body), frame.eval(node.orelse), node)
+    pred = to_predicate(frame, test, node.test)
+    name = f"{_IFEXP}{id(node)}"
+
+    def side(expr: cst.BaseExpression) -> Callable[[], None]:
+        def run() -> None:
+            frame.env[name] = frame.eval(expr)
+            frame.env["@" + name] = Assignment(frame.loc(expr), frame.source.file.span(expr))
+
+        return run
+
+    branch(frame, pred, [side(node.body), side(node.orelse)], ["left of `if`", "after `else`"], node.test)
+    frame.env.pop("@" + name, None)
+    return frame.env.pop(name)
+
+
+def _plain(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        return _plain(expr.expression)
+    return isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary))
 
 
 def select_values(frame: Frame, test: Any, a: Any, b: Any, node: cst.CSTNode) -> Any:
@@ -544,7 +584,7 @@ def exec_while(frame: Frame, stmt: cst.While) -> None:
         while True:
             test = frame.eval(stmt.test)
             if is_symbolic(test) or is_symbolic(frame.env.get(BRK)) or is_symbolic(frame.env.get(RET, False)):
-                _symbolic_loop(frame, stmt, body, kind="while")
+                _symbolic_loop(frame, stmt, body, kind="while", test=test)
                 break
             if frame.env[BRK] is True or not test:
                 if frame.env[BRK] is False and isinstance(stmt.orelse, cst.Else):
@@ -653,8 +693,10 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
 
 
 def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.CSTNode], kind: str,
-                   rng: Any = None, rows: Any = None) -> None:
-    """Build a ``while`` or ``for`` op for the loop, tracing its body once per set of carried types."""
+                   rng: Any = None, rows: Any = None, test: Any = None) -> None:
+    """Build a ``while`` or ``for`` op for the loop, tracing its body once per set of carried types. A ``while``
+    whose test binds names (``while (z := f(y)) < c``) is rotated: the body computes the next trip's test (``test``
+    is this trip's), carried with the names it binds, for the body and the code after the loop to see them."""
     from srcjax.transpiler.frontend.calls import SymbolicRange
 
     builder = frame.trace.builder
@@ -678,6 +720,10 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
         names.append(RET)
         if RETVAL in frame.env:
             names.append(RETVAL)
+    retest = f"$test{id(stmt)}" if kind == "while" and _scan_body(stmt.test).names else None
+    if retest:
+        frame.env[retest] = to_predicate(frame, test, stmt.test)
+        names.append(retest)
     counted = kind == "for"
     peelable = counted and isinstance(rng, range) and len(rng) > 1
     unrollable = counted and isinstance(rng, range) and len(rng) <= UNROLL_FALLBACK_LIMIT  # (see _Unroll)
@@ -756,6 +802,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                         if e.kind == "raise":
                             raise
                         _record_exit(frame, e)
+                if retest:
+                    _next_test(frame, stmt, retest)
             frame.env[CONT] = False
             # compare what the body leaves with what it was given
             changed = False
@@ -771,7 +819,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                     if unrollable:
                         raise _Unroll()
                     raise frame.error(stmt, "a value's structure changes inside a loop on a symbolic value",
-                                      note=f"'{name}' is {_describe(base.get(name))} before the loop and "
+                                      note=f"{_named(name)} is {_describe(base.get(name))} before the loop and "
                                            f"{_describe(frame.env.get(name))} after an iteration "
                                            f"(line {frame.env.get('@' + name, '?')})")
                 for j, (slot, leaf) in enumerate(zip(template, leaves)):
@@ -798,7 +846,7 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                             raise _Unroll()
                         if not _is_array_like(leaf) or not _is_array_like(slot):
                             raise frame.error(stmt, "a static value changes inside a loop on a symbolic value",
-                                              note=f"'{name}' is {slot!r} before the loop and {leaf!r} after "
+                                              note=f"{_named(name)} is {slot!r} before the loop and {leaf!r} after "
                                                    f"an iteration")
                         promoted.add((name, j))
                         changed = True
@@ -829,6 +877,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             _bind_templates(frame, templates, params)
             if counted:
                 test = values.less(k, trip)
+            elif retest:
+                test = frame.env[retest]
             else:
                 test = to_predicate(frame, frame.eval(stmt.test), stmt.test)
             for flag in (BRK, RET):
@@ -845,7 +895,13 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
         builder.emit(Op(for_p, [trip_value, *operands], {}, results, regions=[body_block], loc=builder.loc))
     frame.env = base
     _bind_templates(frame, templates, results)
-    for name in (BRK, CONT):
+    for name in scan.names:  # (first bound inside the body: no value before the loop to carry, none after it)
+        unbound = name not in frame.env or isinstance(frame.env[name], Undefined)
+        if unbound and not name.startswith("$") and name not in carried_names:
+            frame.env[name] = Undefined(name, f"'{name}' is assigned only inside the loop on a traced value (line "
+                                              f"{frame.loc(stmt).line}), which may run no times; a value the loop "
+                                              "changes is kept after it only if it has one before it")
+    for name in (BRK, CONT, retest):
         frame.env.pop(name, None)
     frame.env[BRK] = frame.env[CONT] = False
     if counted and static_end and rows is None and len(rng) and isinstance(stmt.target, cst.Name):
@@ -855,6 +911,20 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                                                                       "not available after the loop")
     if static_end and isinstance(stmt.orelse, cst.Else):
         frame.exec_block(flatten_statements(stmt.orelse.body))
+
+
+def _next_test(frame: Frame, stmt: cst.While, name: str) -> None:
+    """The rotated loop's test for the next trip, computed where the trip did not stop the loop (after a break
+    or return Python evaluates no test, and the names it binds keep their values)."""
+    def evaluate() -> None:
+        frame.env[name] = to_predicate(frame, frame.eval(stmt.test), stmt.test)
+
+    stop = [frame.env[f] for f in (BRK, RET) if f in frame.env and frame.env[f] is not False]
+    if not stop:
+        evaluate()
+    elif not any(f is True for f in stop):
+        guard = values.logical_not(stop[0] if len(stop) == 1 else values.logical_or(*stop))
+        branch(frame, guard, [evaluate, lambda: None], ["after a loop trip", "after the loop stopped"], stmt.test)
 
 
 def _row(rows: Any, index: Any) -> Any:
@@ -907,4 +977,5 @@ class _Typed:
         self.shape = aval.shape
 
 
-__all__ = ["exec_if", "exec_while", "exec_for", "after_exit_flags", "select_values", "branch"]
+__all__ = ["exec_if", "exec_while", "exec_for", "after_exit_flags", "select_values", "conditional_expression",
+           "branch"]

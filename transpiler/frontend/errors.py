@@ -36,7 +36,11 @@ class TranspileError(Exception):
                  notes: Sequence[Note] = ()):
         self.message, self.loc, self.note, self.length = message, loc, note, max(1, length)
         self.notes = list(notes)
-        super().__init__(self.render())
+        # (not super(): a located error is also the program's exception class, whose __init__ takes its own args)
+        Exception.__init__(self, self.render())
+
+    def __str__(self) -> str:  # (not KeyError's, which would print the message as a quoted one-line repr)
+        return self.render()
 
     @property
     def line(self) -> int | None:

@@ -33,8 +33,8 @@ class Exit(Exception):
     ``raise`` in a region of an ``if`` on a traced value whose branch is known not to be taken, which ends the
     region (``control.branch``)."""
 
-    def __init__(self, kind: str, value: Any = None):
-        self.kind, self.value = kind, value
+    def __init__(self, kind: str, value: Any = None, site: Any = None):
+        self.kind, self.value, self.site = kind, value, site  # (site: the ``return``'s ``Assignment``)
 
 
 class Undefined:
@@ -75,28 +75,56 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
 
 _ERROR_TYPES = (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError, ZeroDivisionError,
                 NotImplementedError, OverflowError, RuntimeError, AssertionError)
-_error_classes: dict[tuple, type] = {}
+_error_classes: dict[type, type] = {}
 
 
 def located_error(error: BaseException, loc: SourceLoc | None, length: int, note: str = "") -> TranspileError:
-    """A ``TranspileError`` at the user's line that is still an instance of the original error's type."""
+    """A ``TranspileError`` at the user's line that is still an instance of the original error's type (the
+    program's own exception class too, as JAX's tracing lets it through) and keeps its attributes."""
     if isinstance(error, TranspileError):
         return error
-    bases: list[type] = []  # (every standard type the error is, most derived first: a TypeError that is also a
-    for t in type(error).__mro__:  # ValueError stays both)
-        if t in _ERROR_TYPES and not any(issubclass(b, t) for b in bases):
-            bases.append(t)
+    standard = any(t in _ERROR_TYPES for t in type(error).__mro__)
     message = str(error) if not isinstance(error, KeyError) else repr(error.args[0]) if error.args else "KeyError"
-    if not bases:
-        return TranspileError(f"{type(error).__name__}: {message}", loc, note=note, length=length)
-    key = tuple(bases)
-    cls = _error_classes.get(key)
-    if cls is None:
-        name = f"TranspileError[{', '.join(b.__name__ for b in bases)}]"
-        cls = _error_classes[key] = type(name, (TranspileError, *bases), {})
+    if not standard:
+        message = f"{type(error).__name__}: {message}"
+    cls = _located_class(type(error))
     err = cls.__new__(cls)
+    err.__dict__.update(getattr(error, "__dict__", {}))  # (the program's own fields: a handler may read them)
     TranspileError.__init__(err, message, loc, note=note, length=length)
     return err
+
+
+def _located_class(error_type: type) -> type:
+    """``TranspileError`` and ``error_type`` in one class; where Python cannot combine them (a base with its own
+    layout or metaclass), the standard types ``error_type`` is."""
+    cls = _error_classes.get(error_type)
+    if cls is None:
+        try:
+            cls = type(f"TranspileError[{error_type.__name__}]", (TranspileError, error_type), {})
+            cls.__new__(cls)
+        except Exception:  # noqa: BLE001 - a class Python cannot make or instantiate without arguments
+            bases: list[type] = []  # (every standard type, most derived first: a TypeError that is also a
+            for t in error_type.__mro__:  # ValueError stays both)
+                if t in _ERROR_TYPES and not any(issubclass(b, t) for b in bases):
+                    bases.append(t)
+            name = f"TranspileError[{', '.join(b.__name__ for b in bases)}]"
+            cls = type(name, (TranspileError, *bases), {}) if bases else TranspileError
+        _error_classes[error_type] = cls
+    return cls
+
+
+def refuse_raise(error: TranspileError) -> TranspileError:
+    """What a program's exception raised inside an `if` or loop on a traced value becomes when it leaves the
+    function being compiled: whether it would be raised is only known when the compiled function runs."""
+    caught = error.__cause__
+    what = type(caught).__name__ if caught is not None else "an exception"
+    refused = located_error(ConcretizationError(
+        f"cannot raise {what} inside an `if` or loop on a traced value: whether it is raised is only known when the "
+        "compiled function runs"), error.loc, error.length,
+        note=f"it says: {error.message}\nJAX cannot trace this either (its `if` needs a concrete value); check the "
+             "condition outside the compiled function, or mark the argument it depends on static")
+    refused.concretization = True
+    return refused
 
 
 def is_symbolic(x: Any) -> bool:
@@ -213,9 +241,10 @@ class Frame:
         self.env["@" + name] = Assignment(self.loc(node), self.source.file.span(node))
 
     def assign_nonlocal(self, name: str, value: Any, node: cst.CSTNode) -> None:
-        """``nonlocal v; v = value`` in a function defined inside interpreted code: the defining function's
-        variable is assigned, as Python assigns it. Inside an `if` or loop on a traced value that would happen on
-        some run-time paths only: refused (a loop over a static range is unrolled instead)."""
+        """``nonlocal v; v = value``: the defining function's variable is assigned, as Python assigns it (in the
+        interpreted frame that defined this function, or in the closure cell of one that is not read). Inside an
+        `if` or loop on a traced value that would happen on some run-time paths only: refused (a loop over a static
+        range is unrolled instead)."""
         if not concrete.at_top_level(self.trace):
             error = self.error(node, f"cannot assign the nonlocal variable '{name}' inside an `if` or loop on a "
                                      "traced value", note="whether it runs, or how often, is only known when the "
@@ -223,7 +252,10 @@ class Frame:
                                notes=[self.note(self.nonlocal_names[name], f"'{name}' is declared nonlocal here")])
             error.concretization = True
             raise error
-        self.outer.assign(name, value)
+        if isinstance(self.outer, Enclosing) and name in self.outer:
+            self.outer.assign(name, value)
+        else:  # (a variable of a function that is not being read: its cell, as Python assigns it)
+            self.closure[name].cell_contents = value
 
     def assign_global(self, name: str, value: Any, node: cst.CSTNode) -> None:
         """``global g; g = value``: the module's variable is assigned while the function is read, as JAX runs the
@@ -303,7 +335,8 @@ class Frame:
             self.assign(target, op(current, value))
 
     def stmt_Return(self, stmt: cst.Return) -> None:
-        raise Exit("return", None if stmt.value is None else self.eval(stmt.value))
+        raise Exit("return", None if stmt.value is None else self.eval(stmt.value),
+                   Assignment(self.loc(stmt), self.source.file.span(stmt)))
 
     def stmt_Break(self, stmt: cst.Break) -> None:
         raise Exit("break")
@@ -448,11 +481,22 @@ class Frame:
             if not self.handling:
                 raise self.error(stmt, "a bare 'raise' outside an `except` clause")
             raise self.handling[-1]  # (located where it was first raised)
-        if concrete.runs(self.trace) is False:
+        reached = concrete.runs(self.trace)
+        if reached is False:
             raise Exit("dead")  # (in the branch of an `if` not taken on these inputs: JAX does not run it)
+        conditional = reached is None and bool(self.trace.context.outer_objects)
+        if conditional:  # (in an `if` or loop on a traced value whose path is not known)
+            self.unroll_loop(stmt, "a raise")
         error = self.eval(stmt.exc)
+        cause = self.eval(stmt.cause.item) if stmt.cause is not None else None
+        if conditional and isinstance(error, BaseException):
+            # raised on the paths through this region only: refused if it leaves the function (``refuse_raise``),
+            # as JAX refuses the `if` itself; an ``except`` around it in the region may still catch it
+            located = self.wrap(stmt, error)
+            located.conditional_raise = True
+            raise located from error
         if stmt.cause is not None:
-            raise error from self.eval(stmt.cause.item)
+            raise error from cause
         raise error
 
     def stmt_Try(self, stmt: cst.Try) -> None:
@@ -623,7 +667,8 @@ class Frame:
     def stmt_Nonlocal(self, stmt: cst.Nonlocal) -> None:
         for item in stmt.names:
             name = item.name.value
-            if not isinstance(self.outer, Enclosing) or name not in self.outer:
+            in_outer = isinstance(self.outer, Enclosing) and name in self.outer
+            if not in_outer and name not in self.closure:
                 raise self.error(item, f"no binding for nonlocal '{name}' found",
                                  note="nonlocal names a variable of the function this one is defined in")
             self.nonlocal_names[name] = stmt
@@ -837,7 +882,7 @@ class Frame:
             return self.eval(node.body) if test else self.eval(node.orelse)
         from srcjax.transpiler.frontend import control
 
-        return control.select_values(self, test, self.eval(node.body), self.eval(node.orelse), node)
+        return control.conditional_expression(self, test, node)
 
     def expr_Subscript(self, node: cst.Subscript) -> Any:
         value = self.eval(node.value)
@@ -916,7 +961,11 @@ class Frame:
                 out.append(element())
                 return
             iterable = self.eval(clause.iter)
-            for item in iterable:
+            try:
+                items = iter(iterable)
+            except Exception as e:  # noqa: BLE001 - reported at the iterable, not as an internal error
+                raise self.wrap(clause.iter, e) from e
+            for item in items:
                 self.assign(clause.target, item)
                 keep = True
                 for condition in clause.ifs:

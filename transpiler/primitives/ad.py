@@ -113,6 +113,7 @@ def defjvp(prim: Primitive, *partials: Callable[..., Any] | None) -> None:
                 total = add_tangents(total, partial(g, *primals, **params))
         return out, total
 
+    rule.binds_primal_first = True
     prim.def_jvp(rule)
 
 
@@ -127,6 +128,7 @@ def defjvp2(prim: Primitive, *partials: Callable[..., Any] | None) -> None:
                 total = add_tangents(total, partial(g, out, *primals, **params))
         return out, total
 
+    rule.binds_primal_first = True
     prim.def_jvp(rule)
 
 
@@ -141,6 +143,7 @@ def linear_jvp(prim: Primitive) -> Callable[..., Any]:
             return out, zero
         return out, prim.bind(*(instantiate(t) for t in tangents), **params)
 
+    rule.binds_primal_first = True
     return rule
 
 

@@ -304,11 +304,32 @@ def _stack_get_run(op, operands, run_block) -> list[Any]:
         aval = op.results[0].aval
         shape = None if isinstance(aval, StackType) else aval.shape
         return [stack_read(stack, k, shape, aval.dtype, bool(op.params.get("lanes")))]
-    if op.params.get("lanes"):  # example b reads its own entry k[b] (batched stacks: entries are (B, ...), or
-        k = np.clip(np.asarray(k), 0, max(len(stack) - 1, 0))  # (B2, B1, ...) with k of shape (B2, B1), ...)
-        rows = [np.asarray(stack[int(i)]).reshape(k.size, -1)[b] for b, i in enumerate(k.reshape(-1))]
-        return [np.stack(rows).reshape(np.shape(stack[0]))]
+    if op.params.get("lanes"):
+        return [stack_take(stack, k)]
     return [stack[int(k)]]
+
+
+def stack_take(stack: list, k: Any) -> Any:
+    """``stack_get[lanes]``: example b reads the rows of its own entry k[b] (batched entries are (B, ...), or
+    (B2, B1, ...) with k of shape (B2, B1)); indices are clipped into the stack. Where the entries are stacks
+    (an inner loop's residuals), entry j of the result holds entry j of stack[k[b]] in example b's rows, zeros
+    past its end: each example's inner loop ran its own number of trips."""
+    flat = np.clip(np.asarray(k).reshape(-1), 0, max(len(stack) - 1, 0))
+    return _lane_merge([stack[int(i)] for i in flat])
+
+
+def _lane_merge(picked: list) -> Any:
+    """One value holding picked[b]'s rows as example b's (None: zeros)."""
+    present = [p for p in picked if p is not None]
+    if isinstance(present[0], list):
+        depth = max(len(p) for p in present)
+        return [_lane_merge([p[j] if p is not None and j < len(p) else None for p in picked]) for j in range(depth)]
+    template = np.asarray(present[0])
+    out = np.zeros(template.shape, template.dtype).reshape(len(picked), -1)
+    for b, p in enumerate(picked):
+        if p is not None:
+            out[b] = np.asarray(p).reshape(len(picked), -1)[b]
+    return out.reshape(template.shape)
 
 
 def _stack_size_run(op, operands, run_block) -> list[Any]:

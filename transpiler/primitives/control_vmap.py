@@ -25,7 +25,7 @@ from srcjax.transpiler.primitives.control import cond_p, for_p, scan_p, stack_ad
     stack_push_p, stack_size_p, while_p
 from srcjax.transpiler.primitives.core import TransformError, interpreting
 from srcjax.transpiler.primitives.custom import stop_gradient_p
-from srcjax.transpiler.primitives.elementwise import and_p, eq_p, lt_p, not_p, select_n_p
+from srcjax.transpiler.primitives.elementwise import and_p, eq_p, lt_p, max_p, min_p, not_p, select_n_p
 from srcjax.transpiler.primitives.engine import BatchEngine
 from srcjax.transpiler.primitives.reduce import reduce_max_p, reduce_or_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
@@ -57,6 +57,8 @@ def _cond_vmap(engine: BatchEngine, op: Op) -> None:
         outs = []
         which = moveaxis(pred, pred_dim, 0)
         boolean = op.operands[0].aval.dtype.kind == "b"
+        if not boolean:  # an index picks branch clamp(index, 0, n - 1), as unbatched (and as JAX's switch)
+            which = max_p.bind(min_p.bind(which, _full_like(which, len(op.regions) - 1)), _full_like(which, 0))
         for k, region in enumerate(op.regions):
             taken = (which if k == 0 else not_p.bind(which)) if boolean else eq_p.bind(which, _full_like(which, k))
             with _only_where(engine, taken, [region]):

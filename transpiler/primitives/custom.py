@@ -8,15 +8,18 @@ kept as it is, so that a later transformation of the program still finds its rul
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from srcjax.transpiler.ir import Literal, Op, Value
 from srcjax.transpiler.passes import drop_effects
-from srcjax.transpiler.primitives.ad import Zero, add_tangents, instantiate, is_differentiable, tangent_aval, zeros
+from srcjax.transpiler.primitives.ad import (
+    Zero, add_tangents, instantiate, is_differentiable, jvp_of, tangent_aval, zeros,
+)
 from srcjax.transpiler.primitives.batching import batched_aval, elementwise_rule
 from srcjax.transpiler.primitives.control import ControlPrimitive
-from srcjax.transpiler.primitives.core import Primitive, check, interpreting, register_module
+from srcjax.transpiler.primitives.core import Interpreter, Primitive, check, interpreting, register_module
 from srcjax.transpiler.primitives.engine import BatchEngine, JVPEngine, VJPEngine
 from srcjax.transpiler.types import TensorType
 
@@ -212,7 +215,7 @@ def _custom_vmap(engine: BatchEngine, op: Op) -> None:
         block.results = [builder.operand(v) for v in outs]
     params = dict(op.params)
     if batched and "rule" in params:
-        params["rule"] = params["rule"].batched(dims, engine.size)
+        params["rule"] = params["rule"].batched(dims, engine.size, engine.axis_name)
     results = [Value(r.aval, r.name) for r in block.results]
     builder.emit(Op(op.prim, [builder.operand(v) for v in values], params, results, regions=[block], loc=op.loc))
     for r, new, b in zip(op.results, results, out_batched):
@@ -292,12 +295,20 @@ class CheckpointRecord:
             with interpreting(engine.linearizer):
                 records = []
                 for inner in region.ops:
-                    with engine.builder.at(inner.loc):
+                    kept = self.saved.get(id(inner))
+                    if kept is not None:  # a saved result: not computed again, and what follows it is
+                        kept = resolve(kept)
+                        if barrier and isinstance(kept, Value) and isinstance(kept.aval, TensorType):
+                            kept = optimization_barrier_p.bind(kept)  # (else what follows merges into the forward)
+                    reuse = kept is not None and "transpose" not in inner.prim.op_rules and \
+                        getattr(jvp_of(inner.prim), "binds_primal_first", False)
+                    given = _FirstBindGives(engine.linearizer, inner.prim, kept) if reuse else None
+                    with engine.builder.at(inner.loc), interpreting(given) if given else nullcontext():
                         record = engine.forward_op(inner)
                     if record is not None:
                         records.append(record)
-                    if id(inner) in self.saved:  # (the recomputed result goes unused and is dropped)
-                        engine.write(inner.results[0], resolve(self.saved[id(inner)]), keep_name=False)
+                    if kept is not None:  # (a result computed again goes unused and is dropped)
+                        engine.write(inner.results[0], kept, keep_name=False)
             inner_ct: dict[int, Any] = {}
             for y, c in zip(region.results, cts_out):
                 if c is not None and not isinstance(y, Literal):
@@ -310,6 +321,23 @@ class CheckpointRecord:
             c = inner_ct.get(id(p))
             if c is not None and not isinstance(c, Zero) and engine.is_active(v):
                 ct[id(v)] = add_tangents(ct.get(id(v), Zero(tangent_aval(v.aval))), c)
+
+
+class _FirstBindGives(Interpreter):
+    """Answers the first bind of ``prim`` with ``value`` and sends every other bind on to ``inner``: a JVP rule
+    that binds its primal first (``binds_primal_first``) then differentiates at a saved result, not a new one."""
+
+    def __init__(self, inner: Interpreter, prim: Primitive, value: Any):
+        self.inner, self.prim, self.value = inner, prim, value
+
+    def canonical(self, x: Any) -> Any:
+        return self.inner.canonical(x)
+
+    def process(self, prim: Primitive, operands: Any, params: dict[str, Any]) -> Any:
+        if prim is self.prim and self.value is not None:
+            value, self.value = self.value, None
+            return value
+        return self.inner.process(prim, operands, params)
 
 
 def _checkpoint_vjp(engine: VJPEngine, op: Op) -> CheckpointRecord | None:

@@ -52,7 +52,8 @@ class JVP:
         evaluator = Evaluator()
         for v in {id(v): v for region in op.regions for v in free_values(region)}.values():
             evaluator.env[id(v)] = self.read(v)  # (values from outside the op that its regions use)
-        return evaluator._rebuild(self.builder, op, list(operands))
+        with core.interpreting(self.builder):  # (so that control flow in the regions is recorded, not run)
+            return evaluator._rebuild(self.builder, op, list(operands))
 
     def op(self, op: Op) -> None:
         prim = op.prim

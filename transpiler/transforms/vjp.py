@@ -143,7 +143,8 @@ class VJP:
         evaluator = Evaluator()
         for v in {id(v): v for region in op.regions for v in free_values(region)}.values():
             evaluator.env[id(v)] = self.read(v)  # (values from outside the op that its regions use)
-        return evaluator._rebuild(self.builder, op, list(operands))
+        with core.interpreting(self.builder):  # (so that control flow in the regions is recorded, not run)
+            return evaluator._rebuild(self.builder, op, list(operands))
 
     def trace(self, name: str, avals: Sequence[Any], body: Callable[[list[Value]], list[Any]]) -> Function:
         traced = Builder(name, self.source)
@@ -245,33 +246,26 @@ def _all_values(fn: Function) -> dict[int, Value]:
     return out
 
 
-def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: bool = False) -> Function:
+def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: bool = False,
+                 seeded: int | None = None) -> Function:
     """``(*primals, *cotangents) -> (*outs, *param_cotangents)`` for the params in ``wrt`` (default all).
 
-    With ``seed_ones`` there are no cotangent params: each output's cotangent is 1 (``grad``).
+    With ``seed_ones`` there are no cotangent params: each output's cotangent is 1 (``grad``). Only the first
+    ``seeded`` outputs (default all) get a cotangent; the others (``has_aux``'s auxiliary data) are outputs only,
+    still differentiable by a transformation of the result.
     """
     wrt = list(wrt) if wrt is not None else [True] * len(fn.params)
-    t = VJP(fn, wrt)
+    t, records, outs = _forward_sweep(fn, wrt)
     builder = t.builder
-    params = [builder.param(p.aval, p.name) for p in fn.params]
-    for p, new, on in zip(fn.params, params, wrt):
-        t.write(p, new)
-        if on and is_differentiable(p.aval):
-            t.active.add(id(p))
-    with core.interpreting(t.linearizer):
-        for value, data in fn.consts:
-            t.write(value, builder.constant(value, data))
-        records = t.forward_block(fn.body)
-        outs = [t.read(r) for r in fn.results]
+    main = fn.results[:seeded]
     if seed_ones:
-        seeds = [np.ones((), r.aval.dtype) for r in fn.results]
+        seeds = [np.ones((), r.aval.dtype) for r in main]
     else:
-        seeds = [builder.param(tangent_aval(r.aval), f"{r.name}_bar" if r.name else "out_bar")
-                 for r in fn.results]
+        seeds = [builder.param(tangent_aval(r.aval), f"{r.name}_bar" if r.name else "out_bar") for r in main]
     ct: dict[int, Any] = {}
     forward_ops = {id(op) for op in builder.function.body.ops}
     with core.interpreting(builder):
-        for r, s in zip(fn.results, seeds):
+        for r, s in zip(main, seeds):
             if t.is_active(r) and not isinstance(r, Literal):
                 seed = s if isinstance(s, Value) else add_tangents(zeros(tangent_aval(r.aval)), s)  # ones, as r
                 ct[id(r)] = add_tangents(ct.get(id(r), Zero(tangent_aval(r.aval))), seed)
@@ -287,4 +281,29 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
     return result
 
 
-__all__ = ["vjp_function", "VJP"]
+def _forward_sweep(fn: Function, wrt: Sequence[bool]) -> tuple[VJP, list[Record], list[Any]]:
+    t = VJP(fn, wrt)
+    builder = t.builder
+    params = [builder.param(p.aval, p.name) for p in fn.params]
+    for p, new, on in zip(fn.params, params, wrt):
+        t.write(p, new)
+        if on and is_differentiable(p.aval):
+            t.active.add(id(p))
+    with core.interpreting(t.linearizer):
+        for value, data in fn.consts:
+            t.write(value, builder.constant(value, data))
+        records = t.forward_block(fn.body)
+        outs = [t.read(r) for r in fn.results]
+    return t, records, outs
+
+
+def forward_function(fn: Function, wrt: Sequence[bool]) -> Function:
+    """``fn`` as reverse mode's forward sweep computes it: a custom-derivative call that depends on ``wrt`` gives
+    the outputs of its rule (a ``custom_vjp``'s ``fwd``, a ``custom_jvp``'s JVP rule), which a transformation of
+    the result differentiates as ordinary code, as it does JAX's ``vjp`` outputs."""
+    t, _, outs = _forward_sweep(fn, list(wrt))
+    with core.interpreting(t.builder):
+        return clean(t.builder.finish(outs))
+
+
+__all__ = ["forward_function", "vjp_function", "VJP"]
