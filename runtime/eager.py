@@ -169,16 +169,23 @@ def fast_path(fn=None, *, chain: bool = False):
             return out
         if entry is False:
             return fn(*args, **kwargs)
-        if type(entry) is int:  # (the function returns that operand itself)
+        if type(entry) is tuple:  # one primitive (most calls: kept to one NumPy call and a wrap)
+            impl, params, sources, aval = entry
+            with np.errstate(all="ignore"):
+                value = np.asarray(impl(*[args[s]._buffer if type(s) is int else s for s in sources], **params))
+            if value.dtype != aval.dtype:
+                value = value.astype(aval.dtype)
+        elif type(entry) is int:  # (the function returns that operand itself)
             return args[entry]
-        steps, aval = entry
-        values = []
-        with np.errstate(all="ignore"):
-            for impl, params, sources, dtype in steps:
-                value = np.asarray(impl(*[args[s]._buffer if type(s) is int else values[s[0]] if type(s) is tuple
-                                          else s for s in sources], **params))
-                values.append(value if value.dtype == dtype else value.astype(dtype))
-        value = values[-1]
+        else:
+            steps, aval = entry
+            values = []
+            with np.errstate(all="ignore"):
+                for impl, params, sources, dtype in steps:
+                    value = np.asarray(impl(*[args[s]._buffer if type(s) is int else values[s[0]]
+                                              if type(s) is tuple else s for s in sources], **params))
+                    values.append(value if value.dtype == dtype else value.astype(dtype))
+            value = values[-1]
         value.setflags(write=False)
         result = Array.__new__(Array)
         result._buffer, result.aval, result._device = value, aval, None
@@ -205,9 +212,10 @@ def _options_key(kwargs: dict) -> tuple | None:
 
 def _record(fn, args: tuple, kwargs: dict, chain: bool) -> tuple[Any, Any]:
     """``fn(*args, **kwargs)`` and what later calls of these operand types may do instead: False to call ``fn``,
-    an operand's position when ``fn`` returns it, else the recorded steps (each a primitive's implementation,
-    parameters, sources and result dtype; a source is an operand's position, ``(k,)`` for step k's result or a
-    constant) and the result's type."""
+    an operand's position when ``fn`` returns it, a tuple (implementation, parameters, sources, result type) for
+    one primitive, else a list of the recorded steps (each a primitive's implementation, parameters, sources and
+    result dtype; a source is an operand's position, ``(k,)`` for step k's result or a constant) and the result's
+    type."""
     recorder = _Recorder()
     with core.interpreting(recorder):
         out = fn(*args, **kwargs)
@@ -229,4 +237,7 @@ def _record(fn, args: tuple, kwargs: dict, chain: bool) -> tuple[Any, Any]:
         steps.append((prim.impl, dict(params), sources, result.aval.dtype))
     if not steps or made.get(id(out)) != len(steps) - 1:
         return out, False
-    return out, (steps, out.aval)
+    if len(steps) == 1:
+        impl, params, sources, _ = steps[0]
+        return out, (impl, params, sources, out.aval)
+    return out, [steps, out.aval]
