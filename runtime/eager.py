@@ -200,13 +200,15 @@ def _options_key(kwargs: dict) -> tuple | None:
     """Keyword arguments as part of a cache key, or None when one is not a plain Python value (an array)."""
     items = []
     for name, value in sorted(kwargs.items()):
-        if type(value) is float:
-            value = ("float", value.hex())
-        elif isinstance(value, tuple) and all(type(v) is int for v in value):
-            value = ("tuple", value)
-        elif value is not None and type(value) not in (int, bool, str, np.dtype, type):
+        kind = type(value)
+        if kind is float:
+            value = value.hex()  # (-0.0 is not 0.0 here)
+        elif kind is tuple:
+            if not all(type(v) is int for v in value):
+                return None
+        elif value is not None and kind not in (int, bool, str, type) and not isinstance(value, np.dtype):
             return None
-        items.append((name, value))
+        items.append((name, kind, value))  # (the kind too: keepdims=1 and keepdims=True are told apart)
     return tuple(items)
 
 
