@@ -36,6 +36,22 @@ CHILD_LIMIT = 1000
 _LEN = struct.Struct("<Q")
 
 
+# LLVM 22's machine peephole pass folds an AVX-512 masked load into a masked instruction that uses the same mask
+# even where that instruction moves elements between lanes (a permute), and so drops the load's own masking:
+# select(m, shuffle(select(m, a, b)), c) came out as select(m, shuffle(a), c). A jit(grad) through a minimum
+# took both sides of a tie for one (fuzz seed 991025). ISel has already folded the loads it can, so the pass is
+# turned off: the loops lose an instruction at most.
+BACKEND_OPTIONS = ("--disable-peephole",)
+
+
+def initialize() -> None:
+    """LLVM's native target, its assembly printer and ``BACKEND_OPTIONS``, in whichever process generates code."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for option in BACKEND_OPTIONS:
+        llvm.set_option("srcjax", option)
+
+
 @dataclass(frozen=True)
 class MachineSpec:
     """What a target machine is made from: the same in the parent and in the child."""
@@ -192,8 +208,7 @@ def _receive(stream: BinaryIO, count: int) -> list[bytes]:
 
 # -- the child's side --------------------------------------------------------------------------------------------
 def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
+    initialize()
     machines: dict[MachineSpec, llvm.TargetMachine] = {}
     while True:
         try:

@@ -90,8 +90,7 @@ def _init() -> dict[str, object]:
 
 def _init_locked() -> dict[str, object]:
     if not _state:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
+        codegen_worker.initialize()
         chosen = _choose_target()
         _state.update(target=chosen, counter=0)
         _state["machine"] = _jit_machine()

@@ -11,11 +11,7 @@ from tests.fuzz import cases
 
 # file name -> the bug, for the cases that still fail (each file's header has what failed and how it was found;
 # the other files are bugs the fuzzer found that are fixed, kept so that they stay fixed)
-KNOWN_BUGS = {
-    # found 2026-11-28 (already at the session's first commit): jit(grad) gives twice the eager gradient, which
-    # agrees with finite differences; the IR of the gradient reads correctly, so the native code is suspect
-    "jit_grad_991025.py": "jit(grad) doubles a gradient through a loop that reassigns its carry and a min tie",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 FILES = sorted(cases.REGRESSIONS.glob("*.py"))
 

@@ -1,7 +1,7 @@
 # srcjax fuzzer regression case: check 'derivatives' failed.
 # Found from generator seed 991025 (tests/fuzz/generator.py), inputs from seed 991025;
 # shrunk from 1609 to 452 characters. Run by tests/fuzz/test_regressions.py.
-# Failure when found:
+# Failure when found (an LLVM 22 miscompile on AVX-512; see codegen_worker.BACKEND_OPTIONS):
 #   [jit-grad] mismatch: leaf 0: got array(2.28684822), expected array(2.64097138)
 # ruff: noqa: E501, F401, F841, B007
 try:
