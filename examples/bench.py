@@ -448,6 +448,35 @@ def run_scans(key: str, repeat: int) -> None:
         print(line)
 
 
+def run_vae(key: str) -> None:
+    """JAX's VAE example (programs/mnist_vae.py: 6400 synthetic images, batch 32, its update jitted and called
+    from Python per batch) in fresh processes, the libraries alternating: the median epoch after the first,
+    which compiles."""
+    import os
+    import sys
+
+    name = "VAE epoch, 6400 images, batch 32"
+    if key not in name:
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
+    import compare_backends
+
+    libs = ["srcjax"] + (["jax"] if real_jax is not None else [])
+    later: dict[str, list[float]] = {lib: [] for lib in libs}
+    for _ in range(2):
+        for lib in libs:
+            times, last = compare_backends.run("mnist_vae", lib, ["--num-train", "6400", "--epochs", "4"])
+            if not times:
+                print(f"{name:44s} {lib}: {last}")
+                return
+            later[lib] += times[1:]
+    median = {lib: statistics.median(t) for lib, t in later.items()}
+    line = f"{name:44s} {median['srcjax']:9.3f}s "
+    if "jax" in median:
+        line += f"   jax {median['jax']:9.3f}s   ratio {median['srcjax'] / median['jax']:5.2f}"
+    print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", action="store_true")
@@ -485,6 +514,7 @@ def main() -> None:
     print()
     run_programs(args.small, args.k, repeat)
     run_scans(args.k, repeat)
+    run_vae(args.k)
 
 
 if __name__ == "__main__":
