@@ -112,6 +112,10 @@ class Array(ArrayMethods):
         return True
 
     @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
+
+    @property
     def committed(self) -> bool:
         return self._device is not None
 

@@ -5,9 +5,10 @@ Each flag may also be set from the environment (``JAX_ENABLE_X64=1``) before the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 def _bool(value: Any) -> bool:
@@ -56,6 +57,27 @@ def _prng_impl(value: Any) -> str:
     return value
 
 
+def _device_or_platform(value: Any) -> Any:
+    """``jax_default_device``: None, a device, or a platform's name."""
+    if value is None or (isinstance(value, str) and value in ("cpu", "gpu", "cuda")):
+        return value
+    if not isinstance(value, str) and hasattr(value, "platform") and hasattr(value, "id"):
+        return value
+    raise ValueError("jax.default_device must be passed either a Device object (e.g. `jax.devices('cpu')[0]`) or a "
+                     f"platform name string like 'cpu' or 'gpu', got: {value!r}")
+
+
+# JAX's transfer guard levels
+TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+
+
+def _transfer_guard(value: Any) -> str | None:
+    if value is not None and value not in TRANSFER_GUARD_LEVELS:
+        raise ValueError(f"new enum value must be None or in {list(TRANSFER_GUARD_LEVELS)}, got {value!r} of type "
+                         f"{type(value)}.")
+    return value
+
+
 def _size(value: Any) -> int:
     """A size in bytes or a count: -1 (no limit) or more."""
     n = int(value)
@@ -87,6 +109,14 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_random_seed_offset": (0, int),
     "jax_default_prng_impl": ("threefry2x32", _prng_impl),
     "jax_compilation_cache_dir": (None, lambda v: v),
+    # where arrays not placed explicitly live (a device or a platform name; None: the first local device)
+    "jax_default_device": (None, _device_or_platform),
+    # what a transfer between host and devices may do (JAX's levels; every CPU device shares the host's memory,
+    # so srcjax accepts the levels and allows every transfer)
+    "jax_transfer_guard": (None, _transfer_guard),
+    "jax_transfer_guard_host_to_device": (None, _transfer_guard),
+    "jax_transfer_guard_device_to_host": (None, _transfer_guard),
+    "jax_transfer_guard_device_to_device": (None, _transfer_guard),
     # the disk cache's size in bytes, least recently used entries deleted beyond it (JAX's option; -1: no
     # limit, 0: nothing written). JAX's default is -1; ours is bounded, since every jit is cached.
     "jax_compilation_cache_max_size": (256 << 20, _size),
@@ -208,3 +238,24 @@ threefry_partitionable = State("jax_threefry_partitionable", True)
 numpy_rank_promotion = State("jax_numpy_rank_promotion")
 default_matmul_precision = State("jax_default_matmul_precision")
 default_prng_impl = State("jax_default_prng_impl")
+default_device = State("jax_default_device")
+transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device")
+transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host")
+transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device")
+
+
+def transfer_guard(new_val: str) -> contextlib.AbstractContextManager:
+    """``with transfer_guard("disallow"):`` sets the guard of every kind of transfer (JAX's
+    ``jax.transfer_guard``)."""
+    level = _transfer_guard(new_val)
+    names = ("jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_host",
+             "jax_transfer_guard_device_to_device", "jax_transfer_guard")
+
+    @contextlib.contextmanager
+    def guarded() -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for name in names:
+                stack.enter_context(_StateContext(name, level))
+            yield
+
+    return guarded()

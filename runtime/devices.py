@@ -10,8 +10,10 @@ do not show through); ``device_get`` brings a pytree of arrays back as NumPy arr
 
 from __future__ import annotations
 
+import abc
+import gc
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,7 +24,9 @@ from srcjax.runtime.config import config
 
 
 @dataclass(frozen=True)
-class Device:
+class Device(metaclass=abc.ABCMeta):
+    """A CPU device; ``isinstance(d, Device)`` holds for the GPUs too (``jax.Device`` covers every kind)."""
+
     id: int
     platform: str = "cpu"
     process_index: int = 0
@@ -35,6 +39,9 @@ class Device:
         return f"CpuDevice(id={self.id})"
 
 
+Device.register(_gpu_runtime.GpuDevice)
+
+
 @dataclass(frozen=True)
 class SingleDeviceSharding:
     device: Device
@@ -42,6 +49,10 @@ class SingleDeviceSharding:
     @property
     def device_set(self) -> set:
         return {self.device}
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True
 
 
 _DEVICES: dict[tuple[int, int], Device] = {}
@@ -102,7 +113,14 @@ def local_device_count(backend: str | None = None) -> int:
 
 
 def default_device() -> Device:
-    return local_devices()[0]
+    """Where arrays not placed explicitly live: ``jax_default_device`` (a device, or a platform's first), else the
+    first local device."""
+    chosen = config.jax_default_device
+    if chosen is None:
+        return local_devices()[0]
+    if isinstance(chosen, str):
+        return local_devices(backend=chosen)[0]
+    return chosen
 
 
 def default_backend() -> str:
@@ -163,3 +181,54 @@ def block_until_ready(x: Any):
 
     tree_util.tree_map(lambda leaf: leaf.block_until_ready() if hasattr(leaf, "block_until_ready") else leaf, x)
     return x
+
+
+def live_arrays(platform: str | None = None) -> list:
+    """Every Array alive in this process (not deleted by donation), on ``platform``'s devices when given (JAX's
+    ``jax.live_arrays``; a debugging aid, so the heap is searched rather than every Array registered)."""
+    from srcjax.runtime.array import DELETED, Array
+
+    if platform is not None:
+        _check(platform)
+    found = []
+    for obj in gc.get_objects():
+        if type(obj) is Array and getattr(obj, "_pending", None) is not DELETED:
+            if platform is None or (obj.device.platform == "cpu") == (platform == "cpu"):
+                found.append(obj)
+    return found
+
+
+def make_array_from_callback(shape: Any, sharding: Any, data_callback: Callable[[Any], Any], dtype: Any = None):
+    """The Array of ``shape`` laid out as ``sharding`` says, each device's part being ``data_callback(index)`` (its
+    index: a tuple of slices of the global array), as JAX's ``make_array_from_callback``."""
+    from srcjax.runtime.array import Array
+    from srcjax.runtime.eager import to_array
+
+    shape = tuple(int(n) for n in shape)
+    if isinstance(sharding, SingleDeviceSharding):
+        indices = {sharding.device: tuple(slice(None) for _ in shape)}
+    elif hasattr(sharding, "devices_indices_map"):
+        indices = sharding.devices_indices_map(shape)
+    else:
+        raise TypeError(f"make_array_from_callback: expected a Sharding, got {type(sharding).__name__}")
+    parts: dict[tuple, Any] = {}
+    for index in indices.values():
+        key = tuple(s.indices(n) for s, n in zip(index, shape))
+        if key not in parts:
+            part = to_array(data_callback(index), "make_array_from_callback")
+            expected = tuple(len(range(*k)) for k in key)
+            if part.shape != expected:
+                raise ValueError(f"make_array_from_callback: data_callback returned an array of shape {part.shape} "
+                                 f"for the index {index}, whose shape is {expected}")
+            if dtype is not None and part.dtype != _dtypes.canonicalize_dtype(np.dtype(dtype)):
+                raise ValueError("If `dtype` is provided to `jax.make_array_from_callback`, it must match the dtype "
+                                 f"of the addressable shards. Got dtype={np.dtype(dtype)} and shard "
+                                 f"dtype={part.dtype}`.")
+            parts[key] = (index, part)
+    first = next(iter(parts.values()))[1]
+    value = np.empty(shape, first.dtype)
+    for index, part in parts.values():
+        value[index] = np.asarray(part)
+    weak = all(part.weak_type for _, part in parts.values())
+    where = sharding.device if isinstance(sharding, SingleDeviceSharding) else sharding
+    return Array(value, weak, where)

@@ -73,7 +73,7 @@ class PartitionSpec(tuple):
         return super().__new__(cls, entries)
 
     def __repr__(self) -> str:
-        return f"PartitionSpec{tuple(self)!r}"
+        return f"P{tuple(self)!r}"  # (JAX prints its short name)
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,12 @@ class NamedSharding:
     @property
     def is_fully_addressable(self) -> bool:
         return True
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array: the spec splits no axis over a mesh axis of more than one."""
+        sizes = self.mesh.shape
+        return all(sizes[name] == 1 for entry in self.spec for name in self._axes_of(entry))
 
     def _axes_of(self, entry: Any) -> tuple[str, ...]:
         if entry is None:

@@ -12,6 +12,7 @@ from srcjax.runtime.api import (
 )
 from srcjax.runtime.array import Array
 from srcjax.runtime.callbacks import pure_callback
+from srcjax.runtime.closures import closure_convert, custom_gradient
 from srcjax.runtime.pmap import pmap
 from srcjax.runtime.shard_map import shard_map
 from srcjax.runtime.vmap import vmap
@@ -38,12 +39,18 @@ from srcjax.runtime.config import (
     debug_infs,
     debug_nans,
     default_matmul_precision,
+    default_device,
     default_prng_impl,
     enable_checks,
     enable_x64,
     numpy_rank_promotion,
     threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
 )
+from srcjax.runtime.devices import Device
 from srcjax.runtime.devices import (
     block_until_ready,
     default_backend,
@@ -52,10 +59,14 @@ from srcjax.runtime.devices import (
     device_put,
     devices,
     local_device_count,
+    live_arrays,
     local_devices,
+    make_array_from_callback,
     process_count,
     process_index,
 )
+from srcjax.runtime.sharding import NamedSharding
+from srcjax.runtime.sharding import PartitionSpec as P
 
 from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
@@ -63,6 +74,7 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 _SUBMODULES = {
     "custom_derivatives", "debug", "distributed", "dtypes", "errors", "example_libraries", "experimental",
     "flatten_util", "lax", "nn", "ops", "random", "scipy", "sharding", "test_util", "tree", "tree_util", "typing",
+    "profiler", "stages", "version", "custom_batching", "image",
 }
 
 
@@ -131,7 +143,7 @@ def __getattr__(name: str):
         return importlib.import_module(f"srcjax.{name}")
     raise AttributeError(f"module 'srcjax' has no attribute '{name}'")
 
-__version__ = "0.1.0"
+from srcjax.version import __version__, __version_info__  # noqa: E402,F401 - jax.__version_info__
 __all__ = [
     "vmap", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian",
     "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_policies", "remat", "jit", "make_jaxpr", "disable_jit",
@@ -141,5 +153,7 @@ __all__ = [
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
     "pure_callback", "named_call", "named_scope", "print_environment_info", "linear_transpose", "typeof",
-    "ensure_compile_time_eval", "float0",
+    "ensure_compile_time_eval", "float0", "closure_convert", "custom_gradient", "default_device", "transfer_guard",
+    "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device", "Device",
+    "live_arrays", "make_array_from_callback", "NamedSharding", "P",
 ]

@@ -618,6 +618,7 @@ def emit_function_source(fn: Function) -> str:
 def _prepared(fn: Function) -> Function:
     """``fn`` simplified, with its implicit broadcasts written so (a copy: ``fn`` is not changed)."""
     for op in walk(fn.body):
-        if control_form(op) == "generic" and op.prim.name not in ("custom_jvp_call", "custom_vjp_call", "checkpoint"):
+        if control_form(op) == "generic" and op.prim.name not in ("custom_jvp_call", "custom_vjp_call",
+                                                                  "custom_vmap_call", "checkpoint"):
             raise ValueError(f"cannot emit a malformed '{op.name}' op (run the verifier)")
     return simplify(fn, before_sinking=write_broadcasts_implicitly)

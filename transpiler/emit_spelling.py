@@ -384,8 +384,8 @@ LAX_CLASSES = frozenset({"ConvDimensionNumbers", "FftType", "GatherDimensionNumb
 # Primitives that never reach the emitter, and why.
 NOT_EMITTED: dict[str, str] = {
     **{name: "control flow: written as Python if/while/for" for name in ("cond", "while", "for", "scan")},
-    **{name: "the simplifier runs its function in its place" for name in ("custom_jvp_call", "custom_vjp_call",
-                                                                                  "checkpoint")},
+    **{name: "the simplifier runs its function in its place"
+       for name in ("custom_jvp_call", "custom_vjp_call", "custom_vmap_call", "checkpoint")},
     **{name: "a collective across the processes of a pmap, which a module run on its own is not part of"
        for name in ("process_allreduce", "process_allgather", "process_reduce_scatter", "process_alltoall",
                     "process_permute")},

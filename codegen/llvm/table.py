@@ -126,7 +126,7 @@ CPU: dict[str, Row] = {
     **{name: Row(Kind.CONTROL) for name in ("cond", "while", "for", "scan")},
     **{name: Row(Kind.BETWEEN) for name in ("dynamic_slice", "dynamic_update_slice", "stack_new", "stack_push",
                                             "stack_get", "stack_size", "stack_add")},
-    **{name: Row(Kind.INLINED) for name in ("custom_jvp_call", "custom_vjp_call", "checkpoint")},
+    **{name: Row(Kind.INLINED) for name in ("custom_jvp_call", "custom_vjp_call", "custom_vmap_call", "checkpoint")},
     **{name: _host(_LAPACK) for name in ("cholesky", "eig", "eigh", "lu", "qr", "svd", "triangular_solve")},
     "lu_pivots_to_permutation": _host("a short serial loop beside LAPACK's LU"),
     "fft": _host("NumPy's pocketfft"),

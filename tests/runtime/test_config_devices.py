@@ -169,3 +169,56 @@ def test_device_put_get_pytrees():
 def test_block_until_ready_on_pytree():
     tree = [jnp.ones(2), (jnp.zeros(3),)]
     assert srcjax.block_until_ready(tree) is tree
+
+
+def test_device_class_default_device_and_transfer_guards(restore_config, four_devices):
+    """``jax.Device`` covers the devices ``devices()`` lists; ``default_device`` (a context manager and the
+    ``jax_default_device`` option) moves where unplaced arrays live; the transfer guards take JAX's levels (and
+    allow every transfer: CPU devices share the host's memory), refusing others as JAX does."""
+    devices = srcjax.devices()
+    assert all(isinstance(d, srcjax.Device) for d in devices) and not isinstance("cpu", srcjax.Device)
+    with srcjax.default_device(devices[2]):
+        assert srcjax.numpy.ones(2).devices() == {devices[2]}
+    assert jnp.ones(2).devices() == {devices[0]}
+    with srcjax.default_device("cpu"):
+        assert jnp.ones(2).devices() == {devices[0]}
+    with pytest.raises(ValueError, match="jax.default_device must be passed"):
+        srcjax.default_device("bogus")
+    with srcjax.transfer_guard("disallow"):
+        assert config.jax_transfer_guard == "disallow" and config.jax_transfer_guard_host_to_device == "disallow"
+        assert float(jnp.asarray(1.0) + 1) == 2.0
+    assert config.jax_transfer_guard is None
+    with srcjax.transfer_guard_device_to_host("log"):
+        assert config.jax_transfer_guard_device_to_host == "log"
+    with pytest.raises(ValueError, match="new enum value must be None or in"):
+        srcjax.transfer_guard("bogus")
+    with pytest.raises(TypeError):
+        srcjax.transfer_guard_host_to_device()
+
+
+def test_make_array_from_callback_and_live_arrays(four_devices):
+    devices = srcjax.devices()
+    data = np.arange(24).reshape(4, 6)
+    seen = []
+
+    def part(index):
+        seen.append(index)
+        return data[index]
+
+    mesh = srcjax.make_mesh((2, 2), ("x", "y"))
+    sharding = srcjax.NamedSharding(mesh, srcjax.P("x", None))
+    out = srcjax.make_array_from_callback((4, 6), sharding, part)
+    np.testing.assert_array_equal(np.asarray(out), data)
+    assert out.dtype == np.int32 and out.sharding == sharding
+    assert sorted((s[0].start, s[0].stop) for s in seen) == [(0, 2), (2, 4)]  # (one call per distinct part)
+    assert [np.asarray(s.data).shape for s in out.addressable_shards] == [(2, 6)] * 4
+    single = srcjax.make_array_from_callback((2,), srcjax.sharding.SingleDeviceSharding(devices[1]),
+                                             lambda index: np.ones(2, np.float32))
+    assert single.devices() == {devices[1]}
+    with pytest.raises(ValueError, match="must match the dtype"):
+        srcjax.make_array_from_callback((4, 6), sharding, part, dtype=np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        srcjax.make_array_from_callback((4, 6), sharding, lambda index: np.ones(3))
+    assert repr(srcjax.P("x", None)) == "P('x', None)"
+    live = srcjax.live_arrays()
+    assert any(a is out for a in live) and any(a is single for a in live)

@@ -230,6 +230,34 @@ for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_vmap(_custom_vmap)
 
 
+# -- custom batching ------------------------------------------------------------------------------------------------
+# ``custom_vmap_call[rule]`` holds a function as its region and, in ``rule``, the user's batching rule (JAX's
+# ``custom_batching.custom_vmap``): ``rule.batch(size, operands, batched)`` gives the outputs over the batch and,
+# per output, whether it is batched (along axis 0). Differentiation sees the region (as a checkpoint: the rule
+# is for batching only); everything else runs the region.
+custom_vmap_call_p = CustomCall("custom_vmap_call", params=("rule",))
+custom_vmap_call_p.check_regions, custom_vmap_call_p.run = _custom_check, _custom_run
+
+
+def _custom_vmap_call_vmap(engine: BatchEngine, op: Op) -> None:
+    """The user's rule, given the operands with their batch axes first (or unbatched); an op no batched value
+    reaches stays as it is."""
+    args = [engine.read(v) for v in op.operands]
+    if all(d is None for _, d in args):
+        return _custom_vmap(engine, op)
+    with interpreting(engine.builder):
+        values = [engine.at_front(v, d) if d is not None else v for v, d in args]
+        outs, out_batched = op.params["rule"].batch(engine.size, values, [d is not None for _, d in args])
+        outs = [engine.builder.operand(o) for o in outs]
+    for r, new, b in zip(op.results, outs, out_batched):
+        expected = (engine.size, *r.aval.shape) if b else r.aval.shape
+        if tuple(new.aval.shape) != tuple(expected) or new.aval.dtype != r.aval.dtype:
+            raise TypeError(f"the custom_vmap rule of {op.params['rule']!r} returned an output of type "
+                            f"{new.aval.strong()} where {'a batched' if b else 'an unbatched'} "
+                            f"{r.aval.strong()} (shape {tuple(expected)}) was expected")
+        engine.write(r, new, 0 if b else None)
+
+
 # ``name[name]``: the identity, naming a value for the policies of ``checkpoint`` (``save_only_these_names``...).
 name_p = Primitive("name", params=("name",))
 name_p.def_shape(lambda x, *, name: _stop_gradient_shape(x))
@@ -374,5 +402,8 @@ def _checkpoint_vjp(engine: VJPEngine, op: Op) -> CheckpointRecord | None:
 checkpoint_p.def_jvp(_checkpoint_jvp)
 checkpoint_p.def_transpose(_checkpoint_vjp)
 checkpoint_p.def_vmap(_custom_vmap)
+custom_vmap_call_p.def_jvp(_checkpoint_jvp)
+custom_vmap_call_p.def_transpose(_checkpoint_vjp)
+custom_vmap_call_p.def_vmap(_custom_vmap_call_vmap)
 
 register_module(globals())
