@@ -27,7 +27,7 @@ from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_f
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Function, Value
 from srcjax.transpiler.passes import has_effect
-from srcjax.transpiler.primitives import core
+from srcjax.transpiler.primitives import collectives, core
 from srcjax.transpiler.types import TensorType
 
 
@@ -76,7 +76,8 @@ class Signature:
         typed_statics = (tuple((i, type(v), v) for i, v in static_args),
                          tuple((k, type(v), v) for k, v in static_kwargs))
         try:
-            self.key = (self.treedef, types, statics, typed_statics, config.trace_state())
+            # (and with the named axes bound: a trace of a collective holds its axis's size)
+            self.key = (self.treedef, types, statics, typed_statics, config.trace_state(), collectives.bound_axes())
             hash(self.key)
         except TypeError as e:
             if require_hashable:

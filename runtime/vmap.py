@@ -87,12 +87,14 @@ def _dynamic(leaf: Any) -> bool:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
-         spmd_axis_name: Any = None, *, _processes: int = 1, _devices: bool = False) -> Callable:
+         spmd_axis_name: Any = None, *, _processes: int = 1, _devices: bool = False,
+         _unmapped_first: bool = False) -> Callable:
     """Map ``fun`` over axis ``in_axes`` of its arguments; the results are stacked along ``out_axes``.
 
     (``_processes > 1``: pmap's own, after ``distributed.initialize``: these examples are this process's share of
     ``_processes`` times as many, and collectives over ``axis_name`` reach the other processes' examples.
-    ``_devices``: the examples are pmap's or shard_map's devices, each running the function for itself.)"""
+    ``_devices``: the examples are pmap's or shard_map's devices, each running the function for itself.
+    ``_unmapped_first``: a result whose out_axes is None is the first example's, as pmap's is.)"""
     if not callable(fun):
         raise TypeError(f"vmap expects a callable, got {type(fun).__name__}")
     if isinstance(in_axes, list):
@@ -152,7 +154,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             probe = tree_util.unflatten_containers(out_tree, list(range(len(ir.results))))
             outs = _broadcast_prefix(out_axes, probe, "out_axes")
             out_dims = [None if a is None else _out_axis(a, r.aval.ndim + 1) for a, r in zip(outs, ir.results)]
-            batched = vmap_function(ir, leaf_dims + [None] * len(ir.captured), size, axis_name, out_dims, _devices)
+            batched = vmap_function(ir, leaf_dims + [None] * len(ir.captured), size, axis_name, out_dims, _devices,
+                                     _unmapped_first)
             results = eval_function(batched, *dyn_leaves, *ir.captured)
         # (an argument returned as it is comes back as an Array, as from JAX, not as the caller's NumPy array)
         results = [to_array(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in results]

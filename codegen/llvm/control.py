@@ -51,7 +51,7 @@ from srcjax.codegen.llvm.aliases import find_aliases
 from srcjax.codegen.llvm.entry import EntryEmitter
 from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 from srcjax.codegen.llvm.layout import Buffer
-from srcjax.codegen.llvm.plan import Plan, Unsupported
+from srcjax.codegen.llvm.plan import SUPPORTED_DTYPES, Plan, Unsupported
 from srcjax.codegen.llvm.table import Kind, kind, lowers, plan_straight_line
 from srcjax.transpiler.ir import Block, Function, Literal, Op, Value, walk
 from srcjax.transpiler.passes import has_effect
@@ -580,6 +580,8 @@ class ControlEmitter:
         axes = op.params.get("axes", (op.params.get("axis_name"),))
         if len(axes) != 1:
             raise Unsupported(f"'{op.name}' over several named axes is not compiled natively")
+        if op.operands and np.dtype(op.operands[0].aval.dtype) not in SUPPORTED_DTYPES:
+            raise Unsupported(f"'{op.name}' of {op.operands[0].aval.dtype} is not compiled natively for replicas")
         if self.collectives_emitter is None:
             self.collectives_emitter = replicas.Collectives(self.b, *self.collectives, self.entry_interrupts())
         emitter = self.collectives_emitter

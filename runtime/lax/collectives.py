@@ -22,6 +22,8 @@ __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_t
 
 def _axes(axis_name: Any) -> tuple:
     names = axis_name if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    if len(set(names)) != len(names):
+        raise ValueError(f"repeated axis name in {tuple(names)}: each named axis can be reduced over once")
     for name in names:
         c.axis_size(name)  # a clear error for an unbound name
     return tuple(names)
@@ -30,11 +32,42 @@ def _axes(axis_name: Any) -> tuple:
 def _collective(prim):
     def fn(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
         if axis_index_groups is not None:
-            raise NotImplementedError("axis_index_groups is not supported")
+            members = _group_members(axis_index_groups, axis_name)
+            return tree_map(lambda leaf: _within_group(_leaf(leaf), axis_name, members, _GROUP_REDUCE[prim.name]), x)
         axes = _axes(axis_name)
         return tree_map(lambda leaf: prim.bind(_core.asarray(leaf) if _core.is_concrete(leaf) else leaf, axes=axes), x)
 
     return fn
+
+
+_GROUP_REDUCE = {"psum": "sum", "pmean": "mean", "pmax": "max", "pmin": "min"}
+
+
+def _group_members(axis_index_groups: Any, axis_name: Any) -> np.ndarray:
+    """``axis_index_groups`` as a table: row ``e`` lists the members of example ``e``'s group (JAX's checks: groups
+    of one size that cover the axis once)."""
+    (name,) = _one_axis(axis_name, "a collective with axis_index_groups")
+    size = c.axis_size(name)
+    groups = [[int(i) for i in group] for group in axis_index_groups]
+    if not groups or any(len(group) != len(groups[0]) for group in groups):
+        raise ValueError(f"axis_index_groups must all be the same size, got {groups}")
+    if sorted(i for group in groups for i in group) != list(range(size)):
+        raise ValueError(f"axis_index_groups must cover all indices exactly once (of the axis '{name}' of size "
+                         f"{size}), got {groups}")
+    members = np.empty((size, len(groups[0])), np.int32)
+    for group in groups:
+        members[group] = group
+    return members
+
+
+def _within_group(leaf: Any, axis_name: Any, members: np.ndarray, reduce: str | None) -> Any:
+    """Every example's ``leaf`` gathered, then the rows of this example's group (stacked, or combined by the
+    ``jnp`` reduction ``reduce``)."""
+    from srcjax.runtime import numpy as jnp
+
+    rows = c.all_gather_p.bind(leaf, axes=_axes(axis_name), axis_size=members.shape[0])[
+        _core.asarray(members)[axis_index(axis_name)]]
+    return rows if reduce is None else getattr(jnp, reduce)(rows, axis=0)
 
 
 _psum = _collective(c.psum_p)
@@ -66,6 +99,8 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
         count = 1
         for name in _axes(axis_name):
             count *= c.axis_size(name)
+        if axis_index_groups is not None:
+            count = _group_members(axis_index_groups, axis_name).shape[1]
         return true_divide(_psum(leaf, axis_name, axis_index_groups=axis_index_groups), count)
 
     return tree_map(mean, x)
@@ -76,10 +111,9 @@ pmin = _collective(c.pmin_p)
 def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0, tiled: bool = False) -> Any:
     """Every example's ``x``, stacked along a new axis ``axis`` in the order of the examples (``tiled``: laid end to
     end along the existing axis ``axis``)."""
-    if axis_index_groups is not None:
-        raise NotImplementedError("axis_index_groups is not supported")
     axes = _one_axis(axis_name, "all_gather")
     size = c.axis_size(axes[0])
+    members = None if axis_index_groups is None else _group_members(axis_index_groups, axis_name)
 
     def gather(leaf: Any) -> Any:
         leaf = _leaf(leaf)
@@ -88,12 +122,16 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
             raise ValueError(f"all_gather: axis {axis} is out of range for an operand of rank {ndim}"
                              + (" (tiled)" if tiled else ""))
         at = axis % (ndim + (not tiled))
-        stacked = c.all_gather_p.bind(leaf, axes=axes, axis_size=size)  # (size, *shape)
+        if members is None:
+            stacked = c.all_gather_p.bind(leaf, axes=axes, axis_size=size)  # (size, *shape)
+        else:  # (the group's rows only)
+            stacked = _within_group(leaf, axis_name, members, None)
         if not tiled:
             return moveaxis(stacked, 0, at) if at else stacked
         shape = aval_of(leaf).shape
         moved = moveaxis(stacked, 0, at)  # (..., size, shape[at], ...)
-        return shape_p.reshape_p.bind(moved, new_sizes=(*shape[:at], size * shape[at], *shape[at + 1:]),
+        rows = aval_of(stacked).shape[0]
+        return shape_p.reshape_p.bind(moved, new_sizes=(*shape[:at], rows * shape[at], *shape[at + 1:]),
                                        dimensions=None)
 
     return tree_map(gather, x)
@@ -195,7 +233,11 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_ind
 
     def scatter(leaf: Any) -> Any:
         leaf = _core.asarray(leaf) if _core.is_concrete(leaf) else leaf
-        dimension = scatter_dimension % max(aval_of(leaf).ndim, 1)
+        ndim = aval_of(leaf).ndim
+        if not -ndim <= scatter_dimension < ndim:
+            raise ValueError(f"psum_scatter: scatter_dimension {scatter_dimension} is out of range for an operand of "
+                             f"rank {ndim}")
+        dimension = scatter_dimension % ndim
         return c.psum_scatter_p.bind(leaf, axes=axes, axis_size=size, scatter_dimension=dimension, tiled=tiled)
 
     return tree_map(scatter, x)

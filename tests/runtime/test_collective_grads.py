@@ -169,3 +169,15 @@ def test_custom_rules_with_collectives_differentiated_outside_the_vmap():
     np.testing.assert_allclose(np.asarray(got).ravel(), 0.5 * cos, rtol=1e-6)
     got = srcjax.jvp(srcjax.vmap(by_jvp, axis_name="i"), (x,), (np.ones_like(x),))[1]
     np.testing.assert_allclose(np.asarray(got), 1.5 * np.roll(np.cos(x), 1, axis=0), rtol=1e-6)
+
+
+def test_a_cached_derivative_is_not_reused_over_an_axis_of_another_size():
+    """grad keeps its trace per argument types; a trace of collectives holds its axis's size, so it is kept per
+    named axes too (the second call reused the first's: axis_size 3, all_gather's 3 rows). JAX 0.10.2's values."""
+    def f(v):
+        return lax.psum(v, "i").sum() * lax.axis_size("i") + (lax.all_gather(v, "i") ** 2).sum()
+
+    g = srcjax.grad(f)
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(g, axis_name="i")(x)), 9 + 6 * x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.vmap(g, axis_name="i")(x[:2])), 4 + 4 * x[:2], rtol=1e-6)

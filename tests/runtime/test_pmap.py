@@ -127,13 +127,44 @@ def test_replicas_in_loops_and_branches(monkeypatch):
     def f(v):
         while lax.psum(jnp.sum(v), "i") < 1000.0:  # a loop every replica leaves on the same trip
             v = v * 2.0
-        if lax.axis_index("i") % 2 == 0:
+        if lax.pmax(v[0], "i") > 100.0:  # a branch every replica takes
             v = v + lax.pmax(v, "i")
         else:
             v = v - lax.pmax(v, "i")
         return v
 
     _both_ways(monkeypatch, f, x)
+
+
+def test_collectives_under_branches_and_loops_that_differ_between_replicas_run_batched(monkeypatch):
+    """A branch or trip count decided per replica around a collective: the replicas would wait for each other
+    forever, or meet in different collectives and combine unrelated values (the branch gave [9, 9, 9, 9]); the
+    batched call gives each example its own value: JAX 0.10.2's vmap with axis_name gives these numbers."""
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    x = np.arange(4.0, dtype=np.float32).reshape(4, 1)
+
+    def branches(v):
+        if lax.axis_index("i") % 2 == 0:
+            v = lax.pmax(v * 2, "i")
+        else:
+            v = lax.pmax(v * 3, "i")
+        return v
+
+    def trips(v, k):  # (k is mapped: each replica its own trip count; trip 2 sums 0 + 7 + 8 + 9)
+        return lax.fori_loop(0, k, lambda i, c: c + lax.psum(c, "i"), v)
+
+    def uniform_trips(v, k):  # (k unmapped, the same on every replica: the replicas run it)
+        return lax.fori_loop(0, k, lambda i, c: c + lax.psum(c, "i"), v)
+
+    f = srcjax.pmap(branches, "i")
+    np.testing.assert_array_equal(np.asarray(f(x)).ravel(), [6.0, 9.0, 6.0, 9.0])
+    assert all(s is None for s in f._spmd.values())
+    g = srcjax.pmap(trips, "i")
+    np.testing.assert_array_equal(np.asarray(g(x, np.array([0, 1, 1, 2], np.int32))).ravel(), [0.0, 7.0, 8.0, 33.0])
+    assert all(s is None for s in g._spmd.values())
+    h = srcjax.pmap(uniform_trips, "i", in_axes=(0, None))
+    np.testing.assert_array_equal(np.asarray(h(x, 2)).ravel(), [36.0, 37.0, 38.0, 39.0])
+    assert all(s is not None for s in h._spmd.values())
 
 
 def test_pytree_prefix_in_axes_and_keyword_arguments():
@@ -148,3 +179,137 @@ def test_pytree_prefix_in_axes_and_keyword_arguments():
     h = srcjax.pmap(lambda v, s=None: v * s)
     v, s = np.arange(12.0, dtype=np.float32).reshape(4, 3), np.arange(4.0, dtype=np.float32)[:, None] * np.ones(3)
     np.testing.assert_array_equal(np.asarray(h(v, s=s.astype(np.float32))), v * s)
+
+
+def test_static_arguments_stay_python_values_on_replicas(monkeypatch):
+    """A static_broadcasted_argnums argument is a Python value to the replicas' trace too: an `if` on it picks a
+    path, a tuple of it is a shape (it was traced as an array there, the `if` refused)."""
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    f = srcjax.pmap(lambda k, v: lax.psum(v, "i").sum() if k else v, "i", static_broadcasted_argnums=0)
+    np.testing.assert_array_equal(np.asarray(f(True, x)), np.full(4, x.sum()))
+    np.testing.assert_array_equal(np.asarray(f(False, x)), x)
+    g = srcjax.pmap(lambda v, shape: lax.psum(v.reshape(shape), "i"), "i", static_broadcasted_argnums=1)
+    np.testing.assert_array_equal(np.asarray(g(x, (2, 1))), np.tile(x.sum(0)[:, None], (4, 1, 1)))
+    h = srcjax.pmap(lambda v, k: lax.psum(v, "i") * k, "i", static_broadcasted_argnums=1)
+    assert np.asarray(h(x, True)).dtype == np.float32 and np.asarray(h(x, 2)).dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(h(x, 3)), np.tile(x.sum(0) * 3, (4, 1)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.complex64])
+def test_collectives_of_dtypes_the_replicas_do_not_compile_run_batched(monkeypatch, dtype):
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    x = (np.arange(8).reshape(4, 2) * (1 + 1j if dtype == np.complex64 else 1)).astype(dtype)
+    total = srcjax.pmap(lambda v: lax.psum(v, "i"), "i")(x)
+    assert total.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(total), np.tile(x.sum(0), (4, 1)))
+
+
+def test_an_unmapped_result_is_the_first_devices():
+    """out_axes=None takes device 0's value, unchecked (JAX 0.10.2: [0., 2., 4.] and [0., 0.])."""
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(np.asarray(srcjax.pmap(lambda v: v * 2, out_axes=None)(x)), [0.0, 2.0, 4.0])
+    index = srcjax.pmap(lambda v: v[:2] * 0 + lax.axis_index("i"), "i", out_axes=None)(x)
+    np.testing.assert_array_equal(np.asarray(index), [0.0, 0.0])
+    both = srcjax.pmap(lambda v: (v, v + 1), out_axes=(0, None))(x)
+    np.testing.assert_array_equal(np.asarray(both[1]), x[0] + 1)
+
+
+def test_argument_errors_of_the_axis_and_collectives():
+    x = np.ones((4, 3), np.float32)
+    with pytest.raises(ValueError, match="Specified axis_size 2 doesn't match received axis_size 4"):
+        srcjax.pmap(lambda v: v, axis_size=2)(x)
+    with pytest.raises(ValueError, match="scatter_dimension 3 is out of range"):
+        srcjax.pmap(lambda v: lax.psum_scatter(v, "i", scatter_dimension=3), "i")(np.ones((4, 2, 4), np.float32))
+    with pytest.raises(ValueError, match="repeated axis name"):  # (the integer pmean divided by 16 here)
+        srcjax.pmap(lambda v: lax.pmean(v, ("i", "i")), "i")(np.ones((4, 3), np.int32))
+    with pytest.raises(TypeError, match="pmap in_axes must be an int, None, or"):  # (JAX's message)
+        srcjax.pmap(lambda v: v, in_axes=0.0)
+    with pytest.raises(ValueError, match="both static"):
+        srcjax.pmap(lambda v, k: v * k, static_broadcasted_argnums=1, donate_argnums=1)
+
+
+def test_is_fully_replicated():
+    """As JAX 0.10.2's: a pmap's mapped result is not, an unmapped one (out_axes=None) and a plain array are."""
+    x = np.ones((4, 3), np.float32)
+    assert not srcjax.pmap(lambda v: v)(x).is_fully_replicated
+    assert srcjax.pmap(lambda v: lax.psum(v, "i"), "i", out_axes=None)(x).is_fully_replicated
+    assert jnp.ones(3).is_fully_replicated and jnp.ones(3).sharding.is_fully_replicated
+
+
+def test_mapped_axis_errors_name_the_argument():
+    f = srcjax.pmap(lambda a, b: a + b)
+    with pytest.raises(ValueError, match=r"size 4: axis 0 of argument a of type float32\[4,3\];\n.*size 3: axis 0 "
+                                         r"of argument b of type float32\[3,3\]"):
+        f(np.ones((4, 3), np.float32), np.ones((3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"rank should be at least 1, but argument b\[1\] has rank 0"):
+        srcjax.pmap(lambda a, b: a)(np.ones(4), (np.ones(4), 2.0))
+    with pytest.raises(ValueError, match="pmap can map only arrays, but argument a is a str"):
+        srcjax.pmap(lambda a: a)("x")
+
+
+def test_lower_and_compile():
+    """pmap(f).lower(*args).compile() is called with the non-static arguments, its results laid out as pmap's."""
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    f = srcjax.pmap(lambda v, k: lax.psum(v * k, "i"), "i", static_broadcasted_argnums=1)
+    lowered = f.lower(x, 2)
+    assert isinstance(lowered.as_text(), str)
+    y = lowered.compile()(x)
+    np.testing.assert_array_equal(np.asarray(y), np.tile(x.sum(0) * 2, (4, 1)))
+    assert len(y.addressable_shards) == 4
+    with pytest.raises(TypeError, match="compiled with float32"):
+        lowered.compile()(np.ones((4, 2), np.float32))
+
+
+def test_replicas_are_compiled_again_when_a_traced_flag_changes(monkeypatch):
+    """The replicas' programs are keyed by the flags tracing reads, as jit's are (the second call reused the
+    first stream's program)."""
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    saved = srcjax.config.jax_threefry_partitionable
+    keys = srcjax.random.split(srcjax.random.PRNGKey(0), 4)
+
+    def f(k):
+        return lax.psum(srcjax.random.normal(k, (3,)), "i")
+
+    try:
+        pmapped = srcjax.pmap(f, "i")
+        srcjax.config.update("jax_threefry_partitionable", False)
+        off = np.asarray(pmapped(keys))
+        srcjax.config.update("jax_threefry_partitionable", True)
+        on = np.asarray(pmapped(keys))
+        np.testing.assert_array_equal(on, np.asarray(srcjax.pmap(f, "i")(keys)))
+        assert not np.array_equal(off, on)
+    finally:
+        srcjax.config.update("jax_threefry_partitionable", saved)
+
+
+def test_debug_nans_checks_a_pmap_that_would_run_as_replicas(monkeypatch):
+    """(JAX 0.10.2 raises FloatingPointError here; the replicas returned the NaNs unchecked.)"""
+    monkeypatch.setenv("SRCJAX_PMAP", "replicas")
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    srcjax.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="nan"):
+            srcjax.pmap(lambda v: lax.psum(jnp.log(v - 1.0), "i"), "i")(x)
+    finally:
+        srcjax.config.update("jax_debug_nans", False)
+
+
+def test_axis_index_groups():
+    """Reductions and all_gather within groups of the axis (JAX 0.10.2's pmap gives these numbers)."""
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    total = srcjax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 2], [1, 3]]), "i")(x)
+    np.testing.assert_array_equal(np.asarray(total), [[4, 6], [8, 10], [4, 6], [8, 10]])
+    top = srcjax.pmap(lambda v: lax.pmax(v, "i", axis_index_groups=[[0, 1], [2, 3]]), "i")(x)
+    np.testing.assert_array_equal(np.asarray(top), [[2, 3], [2, 3], [6, 7], [6, 7]])
+    mean = srcjax.pmap(lambda v: lax.pmean(v, "i", axis_index_groups=[[0, 1], [2, 3]]), "i")(x.astype(np.int32))
+    assert mean.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(mean), [[1, 2], [1, 2], [5, 6], [5, 6]])
+    rows = srcjax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=[[3, 1], [2, 0]]), "i")(x)
+    np.testing.assert_array_equal(np.asarray(rows)[0], x[[2, 0]])
+    np.testing.assert_array_equal(np.asarray(rows)[3], x[[3, 1]])
+    grad = srcjax.pmap(srcjax.grad(lambda v: (lax.psum(v * v, "i", axis_index_groups=[[0, 1], [2, 3]])
+                                              * (1 + lax.axis_index("i"))).sum()), "i")(x)
+    np.testing.assert_array_equal(np.asarray(grad), 2 * x * np.array([3, 3, 7, 7], np.float32)[:, None])
+    with pytest.raises(ValueError, match="cover all indices exactly once"):
+        srcjax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [1, 2]]), "i")(x)

@@ -44,6 +44,11 @@ def named_axis(name: Any, size: int, processes: int = 1) -> Iterator[None]:
         _axis_env.pop()
 
 
+def bound_axes() -> tuple[tuple[Any, int, int], ...]:
+    """The named axes bound now, outermost first: what a trace of collectives depends on (traces are cached by it)."""
+    return tuple(_axis_env)
+
+
 def _binding(name: Any) -> tuple[Any, int, int]:
     for bound in reversed(_axis_env):
         if bound[0] == name:

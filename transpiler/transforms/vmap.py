@@ -80,10 +80,11 @@ class Batcher:
 
 
 def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_name: Any = None,
-                  out_dims: Sequence[int | None] | None = None, devices: bool = False) -> Function:
+                  out_dims: Sequence[int | None] | None = None, devices: bool = False,
+                  unmapped_first: bool = False) -> Function:
     """``fn`` over a batch of ``size``: param i is batched along ``in_dims[i]`` (``None``: shared). Each
-    result is batched along ``out_dims[i]`` (default 0; ``None`` only for results that are not batched).
-    ``devices``: the batch is pmap's devices."""
+    result is batched along ``out_dims[i]`` (default 0; ``None`` only for results that are not batched, or with
+    ``unmapped_first``, the first example's). ``devices``: the batch is pmap's devices."""
     builder = Builder(f"vmap_{fn.name}", fn.source)
     batcher = Batcher(builder, size, axis_name, devices)
     for p, d in zip(fn.params, in_dims):
@@ -98,10 +99,13 @@ def vmap_function(fn: Function, in_dims: Sequence[int | None], size: int, axis_n
         for r, want in zip(fn.results, wanted):
             v, d = batcher.read(r)
             if want is None:
-                if d is not None and size != 1:
+                if d is not None and size != 1 and not unmapped_first:
                     raise ValueError("vmap has mapped output but out_axes is None")
                 if d is not None:  # (a batch of one is its example: a rule may leave it batched to spare a copy)
                     shape = aval_of(v).shape
+                    if size != 1:  # (pmap's: its first device's, unchecked, as JAX's)
+                        v = registered("slice").bind(v, start_indices=(0,) * len(shape), limit_indices=shape[:d] + (
+                            1,) + shape[d + 1:], strides=None)
                     v = registered("reshape").bind(v, new_sizes=shape[:d] + shape[d + 1:], dimensions=None)
                 outs.append(v)
                 continue
