@@ -556,6 +556,11 @@ _jitted: weakref.WeakSet = weakref.WeakSet()  # every live ``jit(f)``, for ``cle
 _shared_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _holds_check(block: Any) -> bool:
+    """Whether a ``checkify.check`` op is among ``block``'s (its regions included)."""
+    return any(op.name == "check" or any(_holds_check(region) for region in op.regions) for op in block.ops)
+
+
 class Jitted:
     """``jit(f)``: compiled once per signature. Calls from code being compiled inline ``f`` instead."""
 
@@ -610,6 +615,9 @@ class Jitted:
                 _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
             abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
             ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
+            if _holds_check(ir.body):
+                from srcjax.runtime.checkify import refuse_unfunctionalized  # (it imports this module)
+                refuse_unfunctionalized(ir)
             donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()
             compiled = Compiled(ir, out_tree, sig, donated, native=self._native)
             limit = config.srcjax_jit_cache_max_entries

@@ -338,6 +338,11 @@ def _check_scalar(aval: TensorType, n_main: int, main_tree: Any) -> None:
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
 
 
+def _short_type_text(dtype: np.dtype, shape: Sequence[int]) -> str:
+    """As the IR prints a type (``f32[3]``); ``float0[3]`` for JAX's integer tangents, which the IR has no name for."""
+    return str(TensorType(dtype, tuple(shape))) if dtype != FLOAT0 else _type_text(dtype, shape)
+
+
 def _type_text(dtype: np.dtype, shape: Sequence[int]) -> str:
     return f"{dtype.name if dtype != FLOAT0 else 'float0'}{list(shape)}".replace(" ", "")
 
@@ -982,12 +987,16 @@ class _CustomJVPCall(_CustomCall):
         if out_tree != self.out_tree:
             raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) whose first element "
                             f"has the structure of {self.name}'s output, {self.out_tree}, but got {out_tree}.")
-        for o, t in zip(out_leaves, tan_leaves):
+        for i, (o, t) in enumerate(zip(out_leaves, tan_leaves)):
             o_aval, t_dtype = aval_of(o), _dtype_of(t)  # Python scalars take the canonical dtypes
+            if t_dtype == FLOAT0 and _tangent_dtype(o_aval) == FLOAT0 and o_aval.shape == tuple(np.shape(t)):
+                # JAX's tangent of an integer output (a float0 zeros array): here, zeros of its tangent type
+                tan_leaves[i] = t = _as_tangent(t, tangent_aval(o_aval))
+                t_dtype = tangent_aval(o_aval).dtype
             if o_aval.shape != tuple(np.shape(t)) or tangent_aval(o_aval).dtype != t_dtype:
                 raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding shapes "
                                 f"and dtypes. Expected {tangent_aval(o_aval).strong()} (tangent type of "
-                                f"{o_aval.strong()}) but got {TensorType(t_dtype, tuple(np.shape(t)))}.")
+                                f"{o_aval.strong()}) but got {_short_type_text(t_dtype, np.shape(t))}.")
         return out_leaves, tan_leaves
 
 

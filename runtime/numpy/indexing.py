@@ -225,6 +225,12 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
         elif kind == "slice":
             add(_slice_entry(dim, value, shape[dim]))
             dim += 1
+        elif kind == "int" and clamp_ints and shape[dim] and not -shape[dim] <= value < shape[dim]:
+            # out of bounds: read as JAX reads it, with a dynamic_slice (which clamps it, and which checkify's
+            # index_checks see)
+            _clamped_int(value, dim, shape[dim])
+            add(_Entry("array", dim, Array(np.asarray(value, _index_dtype()))))
+            dim += 1
         elif kind == "int":
             n = shape[dim]
             # a read clamps, as JAX's gathers do: x[11] of 10 elements is x[9], x[-12] is x[0]
@@ -341,8 +347,9 @@ def _static_index(x: Any, entries: list[_Entry]) -> Any:
 
 
 def _dynamic_index(x: Any, entries: list[_Entry]) -> Any:
-    """Static slicing, then one ``dynamic_slice`` of size 1 on the axes indexed by 0-d arrays."""
-    y = _static_slicing(x, entries)
+    """Static slicing, then one ``dynamic_slice`` of size 1 on the axes indexed by 0-d arrays and static ints (as
+    JAX's: checkify's index_checks name the whole operand's shape)."""
+    y = _static_slicing(x, [e for e in entries if e.kind != "int"])
     shape = _shape(y)
     dtype = dtypes.result_type(*(e.value for e in entries if e.kind == "array"))
     starts: list[Any] = [_const(0, dtype)] * len(shape)
@@ -351,6 +358,8 @@ def _dynamic_index(x: Any, entries: list[_Entry]) -> Any:
         if e.kind == "array":
             starts[e.dim] = _wrap_negative(convert(e.value, dtype), shape[e.dim])
             sizes[e.dim] = 1
+        elif e.kind == "int":
+            starts[e.dim], sizes[e.dim] = _const(e.value, dtype), 1
     y = dynamic_slice_p.bind(y, *starts, slice_sizes=tuple(sizes))
     return _finish(y, _final_shape(_shape(x), entries, lambda e: False), entries)
 

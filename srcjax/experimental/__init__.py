@@ -1,1 +1,1 @@
-"""``srcjax.experimental``: what JAX keeps there (``shard_map``)."""
+"""``srcjax.experimental``: what JAX keeps there (``shard_map``, ``checkify``)."""

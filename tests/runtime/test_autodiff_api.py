@@ -561,6 +561,38 @@ def test_custom_jvp_applies_at_higher_orders():
     assert float(srcjax.jit(srcjax.grad(srcjax.grad(square10)))(3.0)) == pytest.approx(900.0)
 
 
+@srcjax.custom_jvp
+def sin_and_floor(x):
+    return jnp.sin(x), jnp.floor(x).astype(jnp.int32)
+
+
+@sin_and_floor.defjvp
+def _sin_and_floor_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    y, n = sin_and_floor(x)
+    return (y, n), (jnp.cos(x) * x_dot, np.zeros(np.shape(n), srcjax.dtypes.float0))  # JAX's integer tangent
+
+
+def test_custom_jvp_rule_may_give_float0_tangents_for_integer_outputs():
+    def first(x):
+        return sin_and_floor(x)[0]
+
+    dx = np.cos(np.float32(1.5))
+    assert float(srcjax.grad(first)(np.float32(1.5))) == pytest.approx(dx)
+    assert float(srcjax.jit(srcjax.grad(first))(np.float32(1.5))) == pytest.approx(dx)
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(first))(jnp.array([1.5, 1.5])), [dx, dx], rtol=1e-6)
+    (y, n), (y_dot, n_dot) = srcjax.jvp(sin_and_floor, (np.float32(1.5),), (np.float32(1.0),))
+    assert int(n) == 1 and float(y_dot) == pytest.approx(dx) and n_dot.dtype == FLOAT0
+
+    @srcjax.custom_jvp
+    def wrong(x):
+        return jnp.sin(x)
+
+    wrong.defjvp(lambda p, t: (wrong(p[0]), np.zeros((), srcjax.dtypes.float0)))  # a float output's tangent
+    with pytest.raises(TypeError, match=r"Expected f32\[\] \(tangent type of f32\[\]\) but got float0\[\]"):
+        srcjax.grad(wrong)(np.float32(1.5))
+
+
 def test_custom_jvp_defjvps_and_nondiff_argnums():
     @srcjax.custom_jvp
     def cube(x):

@@ -17,11 +17,11 @@ buffers once the call returns). As JAX's ``debug_callback``:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from srcjax.transpiler.primitives.batching import axis_size
+from srcjax.transpiler.primitives.batching import axis_size, bdim_at_front
 from srcjax.transpiler.primitives.core import Primitive, check, register_module
 from srcjax.transpiler.types import TensorType
 
@@ -114,5 +114,50 @@ def _debug_callback_vmap(args: list[Any], dims: list[int | None], *, callback: C
 
 
 debug_callback_p.def_vmap(_debug_callback_vmap)
+
+
+# ``check``: a ``checkify`` error (``srcjax.experimental.checkify``) that raises when it is set. Its operands are the
+# error's leaves (per kind of error: whether it is set, which check set it, and the values its message shows); its
+# ``error`` param is the runtime's ``ErrorTree``, which rebuilds the error from them. Eager, a set error raises
+# ``JaxRuntimeError``; ``checkify`` turns the op into values its function returns; a compiled function that still
+# holds one is refused (``ErrorTree.refuse_compiled``), as JAX refuses to stage a check ``checkify`` did not
+# functionalize. ``debug=True`` (``debug_check``): nothing happens unless ``checkify`` functionalizes it.
+class ErrorTree(Protocol):
+    def throw(self, *leaves: Any) -> None: ...
+
+    def reduce_batched(self, leaves: list[Any]) -> tuple[list[Any], ErrorTree]:
+        """The error of a batch (leaves batched along axis 0) as one error: JAX keeps one failing example's."""
+
+
+check_p = Primitive("check", params=("error", "debug"), multiple_results=True)
+check_p.effect = True
+check_p.always_record = True
+
+
+@check_p.def_shape
+def _check_shape(*operands: TensorType, error: ErrorTree, debug: bool) -> list[TensorType]:
+    check(all(isinstance(x, TensorType) for x in operands), "check", "expects arrays")
+    return []
+
+
+@check_p.def_impl
+def _check_impl(*operands: Any, error: ErrorTree, debug: bool) -> list[Any]:
+    if not debug:
+        error.throw(*operands)
+    return []
+
+
+# as a debug callback: the primal values are checked, once; the tangents play no part
+check_p.def_jvp(lambda primals, tangents, **params: (check_p.bind(*primals, **params), []))
+check_p.def_zero_transpose("it has no results, so no cotangent flows back to its operands")
+
+
+def _check_vmap(args: list[Any], dims: list[int | None], *, error: ErrorTree, debug: bool):
+    size = axis_size(args, dims)
+    leaves, reduced = error.reduce_batched([bdim_at_front(x, d, size) for x, d in zip(args, dims)])
+    return check_p.bind(*leaves, error=reduced, debug=debug), []
+
+
+check_p.def_vmap(_check_vmap)
 
 register_module(globals())
