@@ -107,6 +107,7 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_default_matmul_precision": (None, _one_of("jax_default_matmul_precision", MATMUL_PRECISIONS, True)),
     "jax_numpy_rank_promotion": ("allow", _one_of("jax_numpy_rank_promotion", ("allow", "warn", "raise"))),
     "jax_random_seed_offset": (0, int),
+    "jax_high_dynamic_range_gumbel": (False, _bool),  # gumbel's mode when none is given: 'high' if set
     "jax_default_prng_impl": ("threefry2x32", _prng_impl),
     "jax_compilation_cache_dir": (None, lambda v: v),
     # where arrays not placed explicitly live (a device or a platform name; None: the first local device)
@@ -131,7 +132,7 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
 # the options a trace reads (dtypes, the random bits' program, rank promotion's errors, ...): compiled code and
 # traces are kept per value of them, as JAX keys its caches on them
 TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_threefry_partitionable", "jax_default_prng_impl",
-               "jax_default_matmul_precision")
+               "jax_default_matmul_precision", "jax_high_dynamic_range_gumbel")
 
 
 class Config:

@@ -223,7 +223,8 @@ def _shape_or_broadcast(name: str, shape: Any, *params: Any) -> tuple[int, ...]:
 def _user_dtype(name: str, dtype: Any, default: Any, kinds: str, what: str) -> np.dtype:
     """The canonical dtype a sampler returns; 64-bit requests narrow (with JAX's warning) when x64 is off."""
     requested = np.dtype(default) if dtype is None else dtypes.to_dtype(dtype)
-    if requested.kind not in kinds:
+    kind = "f" if requested == dtypes.bfloat16 else requested.kind  # ml_dtypes' bfloat16 has NumPy kind 'V'
+    if kind not in kinds:
         raise ValueError(f"dtype argument to `{name}` must be {what}, got {requested.name}")
     canonical = dtypes.canonicalize_dtype(requested)
     if dtype is not None and canonical != requested:
@@ -707,6 +708,8 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     shape = _canonical_shape("orthogonal", shape)
     n = operator.index(n)
     m = n if m is None else operator.index(m)
+    if n < 0 or m < 0:
+        raise ValueError(f"orthogonal: negative dimensions are not allowed, got n={n} and m={m}")
     z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
     q, r = jnp.linalg.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
@@ -750,12 +753,25 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
     """Gumbel values -log(-log(u)); mode 'high' spends two uniforms on the small-u tail."""
     data, _ = _unwrap("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
-    mode = "low" if mode is None else mode
-    if mode == "highest":
-        raise NotImplementedError("gumbel(mode='highest') is not implemented; use mode='high'")
-    if mode not in ("high", "low"):
-        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (expected 'high' or 'low')")
+    if mode is None:
+        mode = "high" if config.jax_high_dynamic_range_gumbel else "low"
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (expected 'highest', 'high' or 'low')")
     return _gumbel(data, _canonical_shape("gumbel", shape), dtype, mode)
+
+
+def _safe_int_to_float(bits_: Any) -> Any:
+    """float32 in (0, 1) from uint32[2, ...] read as a 64-bit fixed-point fraction (high word first), rounded
+    down to 24 significant bits: JAX's ``_safe_int_to_float``."""
+    hi, lo = bits_[0], bits_[1]
+    hiclz, loclz = lax.clz(hi), lax.clz(lo)
+    all_lo = lax.eq(hiclz, _full(aval(hi).shape, 32, UINT32))
+    mantissa = lax.bitwise_or(lax.shift_left(hi, hiclz),
+                              lax.select(all_lo, lax.shift_left(lo, loclz), lax.shift_right_logical(lo, 32 - hiclz)))
+    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, 8), (1 << 23) - 1)
+    exponent = lax.sub(_full(aval(hi).shape, 126, UINT32), lax.select(all_lo, lax.add(loclz, 32), hiclz))
+    exponent = lax.bitwise_and(lax.shift_left(exponent, 23), (1 << 30) - (1 << 22))
+    return lax.bitcast_convert_type(lax.bitwise_or(exponent, mantissa), np.float32)
 
 
 def _gumbel(keys: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> Any:
@@ -763,6 +779,16 @@ def _gumbel(keys: Any, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> An
     if mode == "low":
         u = _uniform(keys, shape, dtype, float(info.tiny), 1.0)
         return lax.neg(lax.log(lax.neg(lax.log(u))))
+    if mode == "highest" and dtype == np.float32:
+        # 64 random bits u; below 1/2 use u, above it 1 - u (the bits negated, plus one), so that both tails
+        # keep their full precision: -log(-log1p(-u)) and -log(-log(1 - u)).
+        bits_ = _random_bits(keys, 32, (2, *shape))
+        neg = lax.bitwise_not(bits_)
+        lo_wraps = convert(lax.eq(neg[1], _full(shape, 0xFFFFFFFF, UINT32)), UINT32)
+        neg = lax.add(neg, lax.concatenate([lax.reshape(lo_wraps, (1, *shape)), _full((1, *shape), 1, UINT32)], 0))
+        flip = lax.lt(bits_[0], _full(shape, 1 << 31, UINT32))
+        x = _safe_int_to_float(jnp.where(flip, bits_, neg))
+        return jnp.where(flip, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
     both = _uniform(keys, (2, *shape), dtype)
     high, low = both[0], both[1]
     x = jnp.where(high >= 0.5, high, high + float(2.0 ** -info.nmant) * low + float(info.tiny))
@@ -925,7 +951,6 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
         _check_shape("categorical", shape, batch_shape)
     prefix = shape[: len(shape) - len(batch_shape)]
     dtype = aval(logits).dtype
-    mode = "low" if mode is None else mode
     if replace:
         noise_shape = list(shape[len(prefix):])
         noise_shape.insert(axis, lshape[axis])
@@ -996,7 +1021,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     check_arraylike("choice", a)
     arr = jnp.asarray(a)
     if aval(arr).ndim == 0:
-        n_inputs = operator.index(a)
+        n_inputs = int(a)  # JAX's int(a): a float a counts its whole part
     else:
         axis = _canonical_axis("choice", axis, aval(arr).ndim)
         n_inputs = aval(arr).shape[axis]
@@ -1135,10 +1160,10 @@ def _reparameterized(log_space: bool) -> Any:
             (a, sample), (a_dot, _) = primals, tangents
             if not log_space:
                 return sample, a_dot * special.gamma_sample_grad(a, sample)
-            # d log x / da = -(dP/da) / (x dP/dx), with x dP/dx = exp(a log x - x - lgamma(a))
-            x = jnp.exp(sample)
-            density_times_x = jnp.exp(a * sample - x - lax.lgamma(a))
-            return sample, a_dot * -special.igamma_da(a, x) / density_times_x
+            # d log x / da = (dx / da) / x, with x = exp(log x) raised to the smallest normal where it
+            # underflows (JAX's rule)
+            x = jnp.maximum(jnp.exp(sample), float(_finfo(aval(sample).dtype).tiny))
+            return sample, a_dot * special.gamma_sample_grad(a, x) / x
 
         identity = custom_jvp(lambda a, sample: sample)
         identity.defjvp(rule)

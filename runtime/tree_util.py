@@ -21,7 +21,8 @@ __all__ = [
     "all_leaves", "flatten_one_level", "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path",
     "keystr", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey", "register_pytree_node",
     "register_pytree_with_keys", "register_pytree_node_class", "register_pytree_with_keys_class",
-    "register_dataclass", "register_static", "Partial", "is_tree_node",
+    "register_dataclass", "register_static", "Partial", "is_tree_node", "tree_reduce_associative",
+    "flatten_one_level_with_keys", "KeyEntry", "KeyPath",
 ]
 
 
@@ -58,6 +59,10 @@ class FlattenedIndexKey:
         return f"[<flat index {self.key}>]"
 
 
+KeyEntry = Any  # one step of a key path: SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey or a user's key
+KeyPath = tuple  # the keys from the root to a subtree
+
+
 def _simple_key(entry: Any) -> str:
     for field in ("idx", "key", "name"):
         if hasattr(entry, field):
@@ -85,7 +90,8 @@ def _sorted_keys(d: dict) -> tuple:
     try:
         return tuple(sorted(d))
     except TypeError:
-        raise TypeError(f"pytree dict keys must be sortable, got keys {list(d)!r}") from None
+        raise ValueError(f"Comparator raised exception while sorting pytree dictionary keys: {list(d)!r} "
+                         "cannot be sorted") from None
 
 
 def _flatten_dict(d: dict) -> tuple[list, tuple]:
@@ -337,6 +343,16 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
     return kind.flatten(tree)
 
 
+def flatten_one_level_with_keys(tree: Any) -> tuple[tuple[tuple[Any, Any], ...], Any]:
+    """The ``(key, child)`` pairs and aux data of the root node (a leaf is an error)."""
+    kind = _kind_of(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = kind.flatten(tree)
+    children = list(children)
+    return tuple(zip(_child_keys(kind, tree, aux, len(children)), children, strict=True)), aux
+
+
 # -- structures built around placeholders -------------------------------------------------------------------
 class _Unbuilt:
     """A registered node not built yet: its structure and the leaves it will have. It flattens to those
@@ -447,6 +463,25 @@ def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any
     if initializer is _SENTINEL:
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
+
+
+def _halving_reduce(function: Callable[[Any, Any], Any], leaves: list[Any]) -> Any:
+    if len(leaves) == 1:
+        return leaves[0]
+    half = len(leaves) // 2
+    return function(_halving_reduce(function, leaves[:half]), _halving_reduce(function, leaves[half:]))
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _SENTINEL,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """The leaves combined by an associative ``operation`` as a balanced tree, halves first (as JAX pairs them);
+    ``identity`` is the result of an empty tree only."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _SENTINEL:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    return _halving_reduce(operation, leaves)
 
 
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:

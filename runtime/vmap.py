@@ -53,6 +53,17 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
             for k in sorted(t):
                 visit(p[k], t[k], f"{path}[{k!r}]")
             return
+        t_type, t_children, t_aux = _node_parts(t)
+        if type(p) is t_type and tree_util.is_tree_node(p):  # a registered node: its children are prefixes
+            p_children, p_aux = tree_util.flatten_one_level(p)
+            p_children = list(p_children)
+            if len(p_children) != len(t_children) or not tree_util._aux_equal(p_aux, t_aux):
+                raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                                 f"specification {prefix} for value tree {tree_util.tree_structure(tree)} "
+                                 f"({type(t).__name__} nodes differ at {path or 'the top'})")
+            for i, (pp, tt) in enumerate(zip(p_children, t_children)):
+                visit(pp, tt, f"{path}[<flat index {i}>]")
+            return
         raise ValueError(f"vmap {what} specification must be an int, None, or a tree prefix of the value, got "
                          f"{prefix!r}")
 
@@ -61,6 +72,21 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
     finally:
         visit = None  # (visit's closure holds itself and ``tree``: a cycle that kept the results alive until a GC)
     return out
+
+
+def _node_parts(tree: Any) -> tuple[type, list[Any], Any]:
+    """The node type, children and aux data of a registered node, also of one not built yet (the results'
+    structure is probed with their registered nodes left unbuilt)."""
+    if isinstance(tree, tree_util._Unbuilt):
+        children, start = [], 0
+        for child in tree.treedef.children_defs:
+            children.append(tree_util.unflatten_containers(child, tree.leaves[start:start + child.num_leaves]))
+            start += child.num_leaves
+        return tree.treedef.node_type, children, tree.treedef.aux
+    if not tree_util.is_tree_node(tree):
+        return type(tree), [], None
+    children, aux = tree_util.flatten_one_level(tree)
+    return type(tree), list(children), aux
 
 
 def _out_axis(axis: int, ndim: int) -> int:

@@ -117,6 +117,21 @@ def default_complex_dtype() -> np.dtype:
     return complex128 if _flags["jax_enable_x64"] else complex64
 
 
+def to_inexact_dtype(dtype: Any) -> np.dtype:
+    """The float an integer or bool dtype computes in where a function needs one (``mean``, ``sin``, ``/``):
+    float64 for 64-bit integers, float32 for narrower ones and bools, also with x64 on (JAX's table)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return dtype
+    return canonicalize_dtype(float64 if dtype.itemsize == 8 else float32)
+
+
+def to_complex_dtype(dtype: Any) -> np.dtype:
+    """The complex dtype of ``to_inexact_dtype(dtype)``'s width: complex128 from float64, else complex64."""
+    dtype = to_inexact_dtype(dtype)
+    return dtype if dtype.kind == "c" else canonicalize_dtype(complex128 if dtype == float64 else complex64)
+
+
 def default_uint_dtype() -> np.dtype:
     return uint64 if _flags["jax_enable_x64"] else uint32
 

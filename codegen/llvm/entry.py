@@ -166,7 +166,7 @@ class EntryEmitter:
 
     def combine_partials(self, red, scratch: ir.Value, target: ir.Value, threads: int) -> None:
         b, cx, size = self.b, self.cx, red.target.size
-        acc_dtype = accumulator_dtype(red.combine, red.dtype)
+        acc_dtype = accumulator_dtype(red.combine, red.dtype, red.scan)
 
         def element(j):
             total = convert(cx, load_value(b, b.gep(scratch, [j]), red.dtype), red.dtype, acc_dtype)

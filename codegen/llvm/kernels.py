@@ -3,7 +3,7 @@
 A nest becomes ``void nest(T0* noalias, ..., i64 lo, i64 hi, i64 slot)``: loops over its (collapsed)
 axes, the outermost one only over [lo, hi), so that threads can share it. The body evaluates the node
 DAG once per element. Reductions keep a register accumulator over the innermost reduced axes (float32
-sums and products add blocks of 512 float32 partials into float64) and accumulate in memory over the
+sums add blocks of 512 float32 partials into float64; products stay float32) and accumulate in memory over the
 others; when the outermost axis is reduced and split into chunks, chunk ``slot`` accumulates into its
 own partial result. ``srcjax_parallel`` (``PoolEmitter``) runs the chunks on persistent worker threads.
 Scalars are kept in allocas and left to SROA, which is simpler than threading phis through loops.
@@ -66,17 +66,21 @@ def identity(combine: str, dtype: np.dtype):
     return info.min if combine == "max" else info.max
 
 
-def accumulator_dtype(combine: str, dtype: np.dtype) -> np.dtype:
-    """Float32 sums and products accumulate in registers in float64 (more accurate, as fast when bound by
-    memory); everything else in its own dtype."""
-    return np.dtype(np.float64) if combine in ("add", "mul") and np.dtype(dtype) == np.float32 else np.dtype(dtype)
+def accumulator_dtype(combine: str, dtype: np.dtype, scan: bool = False) -> np.dtype:
+    """Float32 sums and running products (cumprod) accumulate in registers in float64 (more accurate, as fast when
+    bound by memory: README); a float32 product stays float32, so that a partial product that overflows (or
+    underflows) float32 does so as eagerly and in JAX; everything else in its own dtype."""
+    wide = combine == "add" or (combine == "mul" and scan)
+    return np.dtype(np.float64) if wide and np.dtype(dtype) == np.float32 else np.dtype(dtype)
 
 
-def combine_values(cx: Lowering, combine: str, dtype: np.dtype, x: ir.Value, y: ir.Value) -> ir.Value:
+def combine_values(cx: Lowering, combine: str, dtype: np.dtype, x: ir.Value, y: ir.Value,
+                   ordered: bool = False) -> ir.Value:
+    """``x`` combined with ``y``; ``ordered``: a float one in the order written (no reassociation)."""
     b = cx.b
     if combine in ("add", "mul"):
         if np.dtype(dtype).kind == "f":  # reassociation lets the vectoriser keep several partial sums
-            return (b.fadd if combine == "add" else b.fmul)(x, y, flags=("reassoc", "contract"))
+            return (b.fadd if combine == "add" else b.fmul)(x, y, flags=() if ordered else ("reassoc", "contract"))
         return (b.add if combine == "add" else b.mul)(x, y)
     if combine in ("and", "or", "xor"):
         return {"and": b.and_, "or": b.or_, "xor": b.xor}[combine](x, y)
@@ -220,7 +224,7 @@ class NestEmitter:
         red = body.reduction
         if red is not None and depth == self.suffix_start() and depth < len(body.shape):
             start = identity(red.combine, red.dtype)
-            acc_dtype = accumulator_dtype(red.combine, red.dtype)
+            acc_dtype = accumulator_dtype(red.combine, red.dtype, red.scan)
             if red.scan:  # the running value (float32 in float64, each prefix rounded); -0.0 + x is x, even -0.0
                 start = -0.0 if red.combine == "add" and red.dtype.kind == "f" else start
             acc = self.alloca(ltype(acc_dtype))
@@ -321,7 +325,10 @@ class NestEmitter:
         if self.acc is not None:
             acc, acc_dtype = self.acc
             wide = convert(self.cx, value, red.dtype, acc_dtype)
-            b.store(combine_values(self.cx, red.combine, acc_dtype, b.load(acc), wide), acc)
+            # a product in its own precision multiplies in order, as NumPy's and XLA's loops do: reordered, a
+            # partial product that overflows there (1e30 * 1e30 * 1e-30 * 1e-30) could pair off to a finite one
+            ordered = red.combine == "mul" and acc_dtype == red.dtype
+            b.store(combine_values(self.cx, red.combine, acc_dtype, b.load(acc), wide, ordered), acc)
         else:
             self.accumulate_memory(value, index, into=True)
 

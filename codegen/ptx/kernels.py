@@ -289,7 +289,7 @@ class KernelEmitter(NestEmitter):
         """One result: its reduced axes looped over in order, accumulating in a register (a scan stores every
         prefix)."""
         b, red = self.b, self.body.reduction
-        acc_dtype, start = accumulator_dtype(red.combine, red.dtype), identity(red.combine, red.dtype)
+        acc_dtype, start = accumulator_dtype(red.combine, red.dtype, red.scan), identity(red.combine, red.dtype)
         if red.scan and red.combine == "add" and red.dtype.kind == "f":  # (float32 runs in float64, as the CPU's)
             start = -0.0
         acc = self.alloca(ltype(acc_dtype))
@@ -324,7 +324,7 @@ class KernelEmitter(NestEmitter):
     def _emit_block_reduction(self) -> None:
         body, red = self.body, self.body.reduction
         kept_count, reduced_count = math.prod(self.kept_shape()), math.prod(self.reduced_shape())
-        acc_dtype = accumulator_dtype(red.combine, red.dtype)
+        acc_dtype = accumulator_dtype(red.combine, red.dtype, red.scan)
         blocks = min(self.grid_limit, kept_count)
         shares = 1
         if self.device and kept_count < self.grid_limit:  # few results: each one's elements in several shares

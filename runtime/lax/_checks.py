@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from srcjax.runtime.numpy._core import is_arraylike
+from srcjax.runtime.numpy._core import asarray, is_arraylike
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -14,6 +14,12 @@ def operand(x: Any, name: str) -> Any:
     if not is_arraylike(x):
         raise TypeError(f"lax.{name}: expected an array or a scalar, got {type(x).__name__}")
     return x
+
+
+def unchanged(x: Any) -> Any:
+    """What an operation that changes nothing gives: ``x`` as an array, as JAX's (a NumPy operand becomes an array
+    of its canonical dtype, float64 as float32 unless x64 is on), never the caller's own NumPy array."""
+    return asarray(x)
 
 
 def ints(xs: Any, name: str, what: str) -> tuple[int, ...]:

@@ -208,6 +208,10 @@ class _Carry:
         self.name, self.init, self.treedef = name, init_leaves, treedef
         self.types = [_core.aval(x) for x in init_leaves]
         self.hold = debug.current_hold()  # (the debug prints of the trips the loop may yet start again)
+        # weak leaves the body makes strong in their own dtype: JAX does not trace the body again for a weak bit
+        # (its type match ignores it), so the body keeps seeing them weak (ys made from them stay weak), and the
+        # loop's final carry has the body's strong type
+        self.strengthened: set[int] = set()
 
     def check(self, out: Any) -> list[Any]:
         leaves, treedef = _as_arrays(out, f"{self.name} body output carry")
@@ -217,7 +221,9 @@ class _Carry:
                 f"but they differ: the carry input is {self.treedef} but the carry output is {treedef}. Revise the "
                 "function so that the carry output has the same pytree structure as the carry input.")
         promote = [i for i, (t, x) in enumerate(zip(self.types, leaves, strict=True))
-                   if t.weak_type and (_core.aval(x).dtype != t.dtype or not _core.aval(x).weak_type)]
+                   if t.weak_type and _core.aval(x).dtype != t.dtype]
+        self.strengthened.update(i for i, (t, x) in enumerate(zip(self.types, leaves, strict=True))
+                                 if t.weak_type and _core.is_arraylike(x) and not _core.aval(x).weak_type)
         if promote:  # JAX re-traces with the weak initial value promoted against the body's output
             targets = {i: np.dtype(dtypes.result_type(self.init[i], leaves[i])) for i in promote}
             if any(self.types[i].dtype != dtype or self.types[i].weak_type for i, dtype in targets.items()):
@@ -236,6 +242,14 @@ class _Carry:
         if self.hold is not None:  # the carry kept its type: the loop will not start again
             self.hold.release()
         return out_leaves
+
+    def final(self, val: Any) -> Any:
+        """The loop's last carry, in the types the body gives it (see ``strengthened``)."""
+        if not self.strengthened:
+            return val
+        leaves = [_core.convert(x, self.types[i].dtype, weak_type=False) if i in self.strengthened else x
+                  for i, x in enumerate(self.treedef.flatten_up_to(val))]
+        return self.treedef.unflatten(leaves)
 
 
 def _restarting(run: Callable[[list[Any]], Any], leaves: list[Any]) -> Any:
@@ -266,7 +280,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         val = treedef.unflatten(leaves)
         while _check_loop_pred(cond_fun(val)):
             val = treedef.unflatten(carry.check(body_fun(val)))
-        return val
+        return carry.final(val)
 
     return _restarting(run, leaves)
 
@@ -296,7 +310,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
         for i in range(start, stop):
             # eagerly the bounds are concrete, so like JAX the index is a weakly typed default int
             val = treedef.unflatten(carry.check(body_fun(_core.asarray(i), val)))
-        return val
+        return carry.final(val)
 
     return _restarting(run, leaves)
 
@@ -394,8 +408,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
                 new, y = _split_pair(f(val, x))
                 carry.check(new)
                 ys.add(y)
-            return val, ys.empty()
-        return val, ys.stacked(reverse)
+            return carry.final(val), ys.empty()
+        return carry.final(val), ys.stacked(reverse)
 
     return _restarting(run, init_leaves)
 
@@ -590,7 +604,7 @@ def _symbolic_loop(name: str, init_leaves: list[Any], treedef: PyTreeDef, trip: 
     operands = ([builder.operand(trip)] if cond_fun is None else []) + [builder.operand(x) for x in leaves]
     builder.emit(Op(while_p if cond_fun is not None else for_p, operands, {}, results, regions=regions,
                     loc=builder.loc))
-    return tree_unflatten(treedef, results)
+    return carry.final(tree_unflatten(treedef, results))
 
 
 _eager_cond, _eager_switch, _eager_while_loop, _eager_fori_loop = cond, switch, while_loop, fori_loop
@@ -708,7 +722,7 @@ def _symbolic_scan(f: Callable, init_leaves: list[Any], treedef: PyTreeDef, xs_l
     results = [Value(t) for t in types] + [Value(r.aval) for r in rows]
     operands = [builder.operand(np.int32(length))] + [builder.operand(v) for v in leaves + buffers]
     builder.emit(Op(for_p, operands, {}, results, regions=[body_block], loc=builder.loc))
-    return tree_unflatten(treedef, results[:len(types)]), tree_unflatten(y_def, results[len(types):])
+    return carry.final(tree_unflatten(treedef, results[:len(types)])), tree_unflatten(y_def, results[len(types):])
 
 
 _eager_scan, _eager_map = scan, map
@@ -894,4 +908,4 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     array's sharding is where pmap or device_put put it)."""
     if shardings is None:
         raise ValueError("with_sharding_constraint: got sharding None; pass jax.sharding.Sharding instances")
-    return x
+    return tree_map(_core.asarray, x)  # arrays, as JAX's (never the caller's own NumPy arrays)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime.lax._checks import unchanged as _unchanged
 from srcjax.runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
 from srcjax.transpiler.primitives import elementwise as ew
 
@@ -437,7 +438,7 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     want = dtypes.canonicalize_dtype(dtypes.to_dtype(new_dtype))
     typ = aval(operand)
     if typ.dtype == want and not typ.weak_type and not _is_python_scalar(operand):
-        return operand
+        return _unchanged(operand)
     if _is_python_scalar(operand):  # through its own weak dtype, so a float keeps XLA's conversion rules
         operand = convert(operand, typ.dtype, weak_type=True)
     return ew.convert_element_type_p.bind(operand, new_dtype=want, weak_type=False)
@@ -498,7 +499,7 @@ def _round_to_format(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
         operand = convert(operand, typ.dtype, weak_type=True)
     source_exponent, source_mantissa, uint = source
     if exponent_bits >= source_exponent and mantissa_bits >= source_mantissa:
-        return operand
+        return _unchanged(operand)
     width = 1 + source_exponent + source_mantissa
     bits = bitcast_convert_type(operand, uint)
     u = lambda value: np.asarray(value, uint)  # noqa: E731 - unsigned constants of the operand's width

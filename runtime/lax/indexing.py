@@ -17,8 +17,9 @@ from srcjax.runtime.lax._checks import PY_SCALARS as _PY_SCALARS
 from srcjax.runtime.lax._checks import axis as _axis
 from srcjax.runtime.lax._checks import ints as _ints
 from srcjax.runtime.lax._checks import operand as _operand
+from srcjax.runtime.lax._checks import unchanged as _unchanged
 from srcjax.runtime import dtypes
-from srcjax.runtime.numpy._core import aval, convert, is_arraylike
+from srcjax.runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives.indexing import (
     GatherDimensionNumbers,
@@ -35,6 +36,7 @@ from srcjax.transpiler.primitives.indexing import (
     scatter_p,
     slice_p,
 )
+from srcjax.transpiler.primitives.reduce import reduce_max_p
 from srcjax.transpiler.primitives.shape import reshape_p, squeeze_p
 
 __all__ = [
@@ -55,7 +57,7 @@ def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[in
         steps = None
     shape = aval(_operand(operand, "slice")).shape
     if starts == (0,) * len(shape) and limits == shape and steps is None and not isinstance(operand, _PY_SCALARS):
-        return operand
+        return _unchanged(operand)
     return slice_p.bind(operand, start_indices=starts, limit_indices=limits, strides=steps)
 
 
@@ -237,20 +239,30 @@ def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any]
                   dimension_numbers: ScatterDimensionNumbers, *, update_shape: Sequence[int] = (),
                   indices_are_sorted: bool = False, unique_indices: bool = False,
                   mode: str | GatherScatterMode | None = None) -> Any:
-    """``func`` applied to the elements the scatter windows cover (once each, even for repeated indices).
+    """``func`` applied to the elements the scatter windows cover, once per window covering each (so again at
+    a repeated index, as JAX documents).
 
-    The covered elements are found by scattering ``True`` into a mask, then ``func(operand)`` is selected
-    there: this assumes ``func`` is elementwise, as ``x.at[idx].apply`` requires.
+    How often each element is covered is found by scatter-adding ones into zeros, then ``func`` is applied
+    that many times where it is: this assumes ``func`` is elementwise, as ``x.at[idx].apply`` requires.
     """
+    from srcjax.runtime.lax.control import fori_loop
+
     typ = aval(_operand(operand, "scatter_apply"))
-    mask = np.zeros(typ.shape, np.bool_)
-    ones = np.ones(_ints(update_shape, "scatter_apply", "update_shape"), np.bool_)
-    touched = scatter(mask, scatter_indices, ones, dimension_numbers, indices_are_sorted=indices_are_sorted,
-                      unique_indices=unique_indices, mode=mode)
-    applied = func(operand)
-    if aval(applied).dtype != typ.dtype or aval(applied).shape != typ.shape:
-        applied = convert(applied, typ.dtype, typ.weak_type)
-    return ew.select_n_p.bind(touched, operand, applied)
+    ones = np.ones(_ints(update_shape, "scatter_apply", "update_shape"), np.int32)
+    counts = scatter_add(np.zeros(typ.shape, np.int32), scatter_indices, ones, dimension_numbers,
+                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+
+    def apply_beyond(k: Any, y: Any) -> Any:  # func once more where an element is covered more than k times
+        applied = func(y)
+        if aval(applied).dtype != typ.dtype or aval(applied).shape != typ.shape:
+            applied = convert(applied, typ.dtype, typ.weak_type)
+        beyond = ew.gt_p.bind(counts, broadcast_to(convert(k, np.int32), typ.shape))
+        return ew.select_n_p.bind(beyond, y, applied)
+
+    once = apply_beyond(np.int32(0), operand)
+    if typ.size == 0:
+        return once
+    return fori_loop(np.int32(1), reduce_max_p.bind(counts, axes=tuple(range(typ.ndim))), apply_beyond, once)
 
 
 def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:

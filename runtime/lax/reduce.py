@@ -19,6 +19,7 @@ import numpy as np
 from srcjax.runtime import dtypes
 from srcjax.runtime.lax.shape import broadcast_in_dim, reshape, transpose
 from srcjax.runtime.numpy._core import aval, convert, is_arraylike, is_concrete
+from srcjax.runtime.tree_util import PyTreeDef, tree_flatten, tree_unflatten, treedef_is_leaf
 from srcjax.transpiler.array_methods import ArrayMethods
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives import elementwise as ew
@@ -240,6 +241,10 @@ def _is_identity(init: Any, op: str, dtype: np.dtype) -> bool:
 
 
 def _scalar_init(init: Any, dtype: np.dtype, name: str) -> Any:
+    if isinstance(init, float) and np.isinf(init) and np.dtype(dtype).kind in "iu":
+        # JAX takes -inf and inf as the identities of max and min over integers: the dtype's extremes
+        info = np.iinfo(dtype)
+        return np.asarray(info.max if init > 0 else info.min, dtype)
     if isinstance(init, _PY_SCALARS):
         return convert(init, dtype)
     typ = aval(_check(init, name))
@@ -259,24 +264,48 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
            out_sharding=None) -> Any:
     """Reduces ``operands`` over ``dimensions`` with ``computation`` starting from ``init_values``.
 
-    ``operands`` is an array or a tuple/list of arrays (then ``init_values`` has the same structure and
-    ``computation`` takes and returns such tuples).
+    ``operands`` is an array or a pytree of arrays (then ``init_values`` has the same structure and
+    ``computation`` takes and returns such trees).
     """
-    single = not isinstance(operands, (list, tuple))
-    xs = [operands] if single else list(operands)
-    inits = [init_values] if single else list(init_values)
-    if len(xs) != len(inits):
-        raise ValueError(f"lax.reduce: {len(xs)} operand(s) but {len(inits)} init value(s)")
+    xs, inits, tree = _operand_trees("reduce", operands, init_values)
     dims = _ints(dimensions, "reduce", "dimensions")
-    types = [aval(_check(x, "reduce")) for x in xs]
-    inits = [_scalar_init(v, t.dtype, "reduce") for v, t in zip(inits, types, strict=True)]
-    if single:
-        prim = _monoid(computation, types[0])
+    if treedef_is_leaf(tree):  # a single array
+        typ = aval(xs[0])
+        prim = _monoid(computation, typ)
         if prim is not None:
             reduction, _, op = _MONOIDS[prim]
-            return _combine_init(prim, reduction.bind(xs[0], axes=dims), inits[0], op, types[0].dtype)
-    out = _fold(xs, inits, computation if not single else (lambda a, b: [computation(a[0], b[0])]), dims)
-    return out[0] if single else tuple(out)
+            return _combine_init(prim, reduction.bind(xs[0], axes=dims), inits[0], op, typ.dtype)
+
+    combine, out_tree = _on_leaves(computation, tree, "reduce")
+    return out_tree(_fold(xs, inits, combine, dims))
+
+
+def _operand_trees(name: str, operands: Any, init_values: Any) -> tuple[list, list, PyTreeDef]:
+    """The operands' and init values' leaves (the init values as scalars of the operands' dtypes), and their
+    one tree structure."""
+    xs, tree = tree_flatten(operands)
+    inits, init_tree = tree_flatten(init_values)
+    if tree != init_tree:
+        raise ValueError(f"lax.{name}: the operands {tree} and the init values {init_tree} must have one tree "
+                         "structure")
+    types = [aval(_check(x, name)) for x in xs]
+    return xs, [_scalar_init(v, t.dtype, name) for v, t in zip(inits, types, strict=True)], tree
+
+
+def _on_leaves(computation: Callable, tree: PyTreeDef, name: str) -> tuple[Callable, Callable]:
+    """``computation`` of two trees as a function of their leaves, and a function that puts results into the
+    structure the computation returns (JAX's: a list of operands in, a tuple out)."""
+    out_trees = []
+
+    def combine(a: Sequence, b: Sequence) -> list:
+        out, out_tree = tree_flatten(computation(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        if out_tree.num_leaves != tree.num_leaves:
+            raise ValueError(f"lax.{name}: the computation must return as many values as there are operands, "
+                             f"{tree.num_leaves}, got {out_tree}")
+        out_trees.append(out_tree)
+        return out
+
+    return combine, lambda leaves: tree_unflatten(out_trees[0] if out_trees else tree, leaves)
 
 
 def _fold(xs: list[Any], inits: list[Any], computation: Callable, dims: tuple[int, ...]) -> list[Any]:
@@ -349,37 +378,39 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     """Reduces every window of ``operand`` with ``computation``.
 
     ``lax.add``, ``lax.max`` and ``lax.min`` (and functions that bind only them) become the windowed
-    primitives; any other computation is folded over the window offsets one strided slice at a time.
+    primitives; any other computation, and any pytree of operands, is folded over the window offsets one
+    strided slice at a time.
     """
-    if isinstance(operand, (list, tuple)):
-        raise NotImplementedError("lax.reduce_window: several operands are not supported; reduce each separately")
-    typ = aval(_check(operand, "reduce_window"))
-    init = _scalar_init(init_value, typ.dtype, "reduce_window")
+    xs, inits, tree = _operand_trees("reduce_window", operand, init_value)
+    typ = aval(xs[0])
+    if any(aval(x).shape != typ.shape for x in xs):
+        raise ValueError(f"lax.reduce_window: operands must have one shape, got {[aval(x).shape for x in xs]}")
     params = _window_params(typ.shape, window_dimensions, window_strides, padding, base_dilation, window_dilation)
-    prim = _monoid(computation, typ)
+    prim = _monoid(computation, typ) if treedef_is_leaf(tree) else None
     if prim is None or _MONOIDS[prim][1] is None:
-        return _fold_windows(operand, init, computation, **params)
+        combine, out_tree = _on_leaves(computation, tree, "reduce_window")
+        return out_tree(_fold_windows(xs, inits, combine, **params))
     _, windowed, op = _MONOIDS[prim]
-    return _combine_init(prim, windowed.bind(operand, **params), init, op, typ.dtype)
+    return _combine_init(prim, windowed.bind(xs[0], **params), inits[0], op, typ.dtype)
 
 
-def _fold_windows(operand: Any, init: Any, computation: Callable, *, window_dimensions, window_strides, padding,
-                  base_dilation, window_dilation) -> Any:
-    """XLA's reduce_window for any computation: pad (and dilate) with ``init``, then combine, for each offset
-    inside the window, the strided slice of the elements at that offset in every window."""
-    typ = aval(operand)
-    out_shape = rp._window_output_shape("reduce_window", typ, window_dimensions, window_strides, padding,
-                                        base_dilation, window_dilation)
+def _fold_windows(operands: list, inits: list, combine: Callable, *, window_dimensions, window_strides, padding,
+                  base_dilation, window_dilation) -> list:
+    """XLA's reduce_window for any computation: pad (and dilate) each operand with its init value, then
+    ``combine``, for each offset inside the window, the strided slices of the elements at that offset in
+    every window."""
+    out_shape = rp._window_output_shape("reduce_window", aval(operands[0]), window_dimensions, window_strides,
+                                        padding, base_dilation, window_dilation)
     from srcjax.transpiler.primitives.shape import pad_p
 
     config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation, strict=True))
-    padded = pad_p.bind(operand, init, padding_config=config)
-    acc = broadcast_in_dim(init, out_shape, ())
+    padded = [pad_p.bind(x, init, padding_config=config) for x, init in zip(operands, inits, strict=True)]
+    acc = [broadcast_in_dim(init, out_shape, ()) for init in inits]
     if 0 in out_shape:
         return acc
     for offset in np.ndindex(*window_dimensions):
         starts = tuple(k * d for k, d in zip(offset, window_dilation, strict=True))
         limits = tuple(start + (n - 1) * s + 1 for start, n, s in zip(starts, out_shape, window_strides, strict=True))
-        acc = computation(acc, slice_p.bind(padded, start_indices=starts, limit_indices=limits,
-                                            strides=tuple(window_strides)))
+        acc = combine(acc, [slice_p.bind(p, start_indices=starts, limit_indices=limits, strides=tuple(window_strides))
+                            for p in padded])
     return acc

@@ -17,6 +17,7 @@ from srcjax.runtime.lax._checks import PY_SCALARS as _PY_SCALARS
 from srcjax.runtime.lax._checks import axis as _axis
 from srcjax.runtime.lax._checks import ints as _ints
 from srcjax.runtime.lax._checks import operand as _operand
+from srcjax.runtime.lax._checks import unchanged as _unchanged
 from srcjax.runtime import dtypes
 from srcjax.runtime.numpy._core import aval, convert, is_arraylike
 from srcjax.runtime.numpy._core import broadcast_shapes as _broadcast_shapes
@@ -43,7 +44,7 @@ def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding=None) -> Any:
     """Adds leading axes of the given ``sizes``: the result has shape ``(*sizes, *operand.shape)``."""
     sizes = _ints(sizes, "broadcast", "sizes")
     if not sizes and is_arraylike(operand) and not isinstance(operand, _PY_SCALARS):
-        return operand
+        return _unchanged(operand)
     ndim = len(aval(_operand(operand, "broadcast")).shape)
     return broadcast_in_dim(operand, sizes + aval(operand).shape, tuple(range(len(sizes), len(sizes) + ndim)))
 
@@ -54,7 +55,7 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
     dims = _ints(broadcast_dimensions, "broadcast_in_dim", "broadcast_dimensions")
     typ = aval(_operand(operand, "broadcast_in_dim"))
     if typ.shape == shape and dims == tuple(range(len(shape))) and not isinstance(operand, _PY_SCALARS):
-        return operand
+        return _unchanged(operand)
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
@@ -62,7 +63,7 @@ def broadcast_to_rank(x: Any, rank: int) -> Any:
     """Adds leading size-1 axes until ``x`` has rank ``rank``."""
     ndim = len(aval(_operand(x, "broadcast_to_rank")).shape)
     if rank <= ndim:
-        return x
+        return _unchanged(x)
     return broadcast(x, (1,) * (rank - ndim))
 
 
@@ -71,7 +72,7 @@ def broadcast_like(arr: Any, like_arr: Any) -> Any:
     target = aval(_operand(like_arr, "broadcast_like")).shape
     shape = aval(_operand(arr, "broadcast_like")).shape
     if shape == target:
-        return arr
+        return _unchanged(arr)
     return broadcast_in_dim(arr, target, tuple(range(len(target) - len(shape), len(target))))
 
 
@@ -88,14 +89,14 @@ def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | 
     if dims is not None and dims == tuple(range(len(typ.shape))):
         dims = None
     if typ.shape == new_sizes and dims is None and not isinstance(operand, _PY_SCALARS):
-        return operand
+        return _unchanged(operand)
     return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims)
 
 
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     perm = _ints(permutation, "transpose", "permutation")
     if perm == tuple(range(len(aval(_operand(operand, "transpose")).shape))) and not isinstance(operand, _PY_SCALARS):
-        return operand
+        return _unchanged(operand)
     return transpose_p.bind(operand, permutation=perm)
 
 
@@ -103,7 +104,7 @@ def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     ndim = len(aval(_operand(array, "squeeze")).shape)
     dims = tuple(sorted(_axis(d, ndim, "squeeze") for d in _ints(dimensions, "squeeze", "dimensions")))
     if not dims and not isinstance(array, _PY_SCALARS):
-        return array
+        return _unchanged(array)
     return squeeze_p.bind(array, dimensions=dims)
 
 
@@ -124,7 +125,7 @@ def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     for x in operands:
         _operand(x, "concatenate")
     if len(operands) == 1:
-        return operands[0]
+        return _unchanged(operands[0])
     return concatenate_p.bind(*operands, dimension=operator.index(dimension))
 
 
@@ -153,7 +154,7 @@ def rev(operand: Any, dimensions: Sequence[int]) -> Any:
     """Reverses the order of elements along each of ``dimensions``."""
     dims = _ints(dimensions, "rev", "dimensions")
     if not dims and not isinstance(operand, _PY_SCALARS):
-        return _operand(operand, "rev")
+        return _unchanged(_operand(operand, "rev"))
     return rev_p.bind(operand, dimensions=dims)
 
 

@@ -176,8 +176,8 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
     want = None if dtype is None else dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
     if not is_concrete(a):
         return a if want is None else convert(a, want)
-    if isinstance(a, Array):
-        return a if want is None or want == a.dtype else convert(a, want)
+    if isinstance(a, Array):  # (a dtype asked for makes a weakly typed array strong, as JAX's does)
+        return a if want is None or (want == a.dtype and not a.weak_type) else convert(a, want)
     if isinstance(a, (list, tuple)) and any(not is_concrete(leaf) for leaf in _leaves(a)):
         return _stack_symbolic(a, want)
     if hasattr(a, "__jax_array__"):
@@ -247,16 +247,12 @@ def promote_dtypes_inexact(*args: Any) -> list[Any]:
     """As ``promote_dtypes``, then integers and bools become floats (keeping the weak bit): float64 for
     64-bit integers, float32 for narrower ones (JAX's rule; with x64 off both are float32)."""
     dtype, weak = dtypes.result_type(*args, return_weak_type=True)
-    if dtype.kind not in "fc":
-        dtype = dtypes.canonicalize_dtype(np.float64 if dtype.itemsize == 8 else np.float32)
-    return [convert(x, dtype, weak) for x in args]
+    return [convert(x, dtypes.to_inexact_dtype(dtype), weak) for x in args]
 
 
 def promote_dtypes_complex(*args: Any) -> list[Any]:
     dtype, weak = dtypes.result_type(*args, return_weak_type=True)
-    if dtype.kind != "c":
-        dtype = np.dtype(np.complex128) if dtype == np.float64 else dtypes.default_complex_dtype()
-    return [convert(x, dtype, weak) for x in args]
+    return [convert(x, dtypes.to_complex_dtype(dtype), weak) for x in args]
 
 
 class TypeOrValueError(TypeError, ValueError):

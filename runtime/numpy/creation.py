@@ -153,8 +153,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
 
 
 def _inexact_dtype(*args: Any) -> np.dtype:
-    dtype = dtypes.result_type(*args)
-    return dtype if dtype.kind in "fc" else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(dtypes.result_type(*args))
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,

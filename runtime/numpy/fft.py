@@ -46,8 +46,8 @@ def _as_input(name: str, kind: FftType, a: Any) -> Any:
     check_arraylike(f"jnp.fft.{name}", a)
     a = jnp.asarray(a)
     dtype = aval(a).dtype
-    if dtype.kind in "biu":  # (integers and bools transform in the default float: float64 with x64, as JAX)
-        dtype = dtypes.default_float_dtype()
+    if dtype.kind in "biu":  # (integers and bools transform in float32, 64-bit integers in float64, as JAX's)
+        dtype = dtypes.to_inexact_dtype(dtype)
     if kind == FftType.RFFT:
         if dtype.kind == "c":
             raise ValueError(f"jnp.fft.{name}: only real inputs are supported, got {dtype.name}")

@@ -582,17 +582,27 @@ class _IndexUpdateRef:
 
     def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False, unique_indices: bool = False,
               mode: Any = None) -> Any:
-        """``func`` (elementwise) applied to the indexed elements, once each."""
+        """``func`` (elementwise) applied to the indexed elements, once per time each is indexed (JAX's
+        scatter_apply applies it again at a repeated index: ``x.at[[1, 1]].apply(f)[1]`` is ``f(f(x[1]))``)."""
+        from srcjax.runtime.lax.control import fori_loop
+
         x = self.array
         typ = aval(x)
-        touched = _scatter_update(np.zeros(typ.shape, np.bool_), self.index, True, scatter_p, mode,
-                                  indices_are_sorted, unique_indices)
-        applied = func(x)
-        if aval(applied).dtype != typ.dtype:
-            applied = convert(applied, typ.dtype, typ.weak_type)
-        if aval(applied).shape != typ.shape:
-            applied = broadcast_to(applied, typ.shape)
-        return _where(touched, applied, x)
+        counts = _scatter_update(np.zeros(typ.shape, np.int32), self.index, 1, scatter_add_p, mode,
+                                 indices_are_sorted, unique_indices)
+
+        def apply_beyond(k: Any, y: Any) -> Any:  # func once more where an element is indexed more than k times
+            applied = func(y)
+            if aval(applied).dtype != typ.dtype:
+                applied = convert(applied, typ.dtype, typ.weak_type)
+            if aval(applied).shape != typ.shape:
+                applied = broadcast_to(applied, typ.shape)
+            return _where(ew.gt_p.bind(counts, broadcast_to(convert(k, np.int32), typ.shape)), applied, y)
+
+        once = apply_beyond(np.int32(0), x)
+        if typ.size == 0:
+            return once
+        return fori_loop(np.int32(1), rp.reduce_max_p.bind(counts, axes=tuple(range(typ.ndim))), apply_beyond, once)
 
 
 def _scatter_update(x: Any, index: Any, values: Any, prim: Any, mode: Any, indices_are_sorted: bool,

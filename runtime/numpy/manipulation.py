@@ -211,6 +211,8 @@ def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
 
 def broadcast_to(array: Any, shape: Any, *, out_sharding=None) -> Any:
     check_arraylike("broadcast_to", array)
+    if isinstance(array, (np.ndarray, np.generic)):  # an array even where nothing changes, as JAX's
+        array = jnp.asarray(array)
     return _broadcast_to(array, canonicalize_shape(shape, "broadcast_to"))
 
 

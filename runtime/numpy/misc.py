@@ -146,9 +146,9 @@ def _gradient_axis(f: Any, axis: int, h: Any) -> Any:
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     """The trapezoidal rule: sum of (y[i+1] + y[i]) / 2 * (x[i+1] - x[i]) along ``axis``."""
     y = _array("trapezoid", y)
-    if x is None:
+    if x is None:  # y alone becomes inexact; dx then promotes as an operand of the product (as JAX's)
         check_arraylike("trapezoid", dx)
-        y, spacing = promote_dtypes_inexact(y, dx)
+        (y,), spacing = promote_dtypes_inexact(y), dx
     else:
         x = _array("trapezoid", x)
         y, x = promote_dtypes_inexact(y, x)
@@ -203,13 +203,18 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
     """Removes jumps larger than ``discont`` by adding multiples of ``period``."""
     p = _array("unwrap", p)
-    (p,) = promote_dtypes_inexact(p)
+    # p and period promote together, as JAX's: integer phases with an integer period stay integers
+    p, period = promote_dtypes(p, period)
+    if aval(p).dtype.kind == "c":
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     axis = normalize_axis(axis, len(_shape(p)), "unwrap")
-    half = convert(period, aval(p).dtype) / 2
-    discont = half if discont is None else convert(discont, aval(p).dtype)
+    if _shape(p)[axis] == 0:
+        return p
+    half = period // 2 if aval(p).dtype.kind in "iu" else period / 2
+    discont = period / 2 if discont is None else discont
     steps = jnp.diff(p, axis=axis)
     # Each step brought into [-period/2, period/2); a step of exactly +period/2 stays positive.
-    wrapped = jnp.remainder(steps + half, 2 * half) - half
+    wrapped = jnp.remainder(steps + half, period) - half
     wrapped = jnp.where((wrapped == -half) & (steps > 0), half, wrapped)
     correction = jnp.where(jnp.abs(steps) < discont, 0, wrapped - steps)
     n = _shape(p)[axis]

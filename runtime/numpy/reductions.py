@@ -127,7 +127,7 @@ def _dtype(dtype: Any) -> np.dtype:
 
 
 def _inexact(dtype: np.dtype) -> np.dtype:
-    return dtype if dtype.kind in "fc" else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(dtype)
 
 
 def _upcast_f16(dtype: np.dtype) -> np.dtype:

@@ -205,7 +205,7 @@ def power(x1: Any, x2: Any, /) -> Any:
     """x1 ** x2. A static integer exponent binds ``integer_pow``; a float base to an integer array binds ``pow``
     with the integer exponent; integer arrays to integer powers use binary exponentiation over the exponent's
     low 6 bits, as JAX does (anything above overflows anyway)."""
-    if isinstance(x2, (int, np.integer)) and not isinstance(x2, (bool, np.bool_)):
+    if isinstance(x2, (int, np.integer)):  # (a Python bool too: JAX takes operator.index of the exponent)
         (x1,) = _bool_to_int(_array("power", x1))
         return ew.integer_pow_p.bind(x1, y=int(x2))
     base, exponent = _array("power", x1), _array("power", x2)
@@ -217,9 +217,10 @@ def power(x1: Any, x2: Any, /) -> Any:
     if _kind(x1) not in "iu":
         return ew.pow_p.bind(x1, x2)
     one = _const(x2, 1)
-    # pow(0, n) is 0 for n != 0, and 1 for n == 0
+    # pow(0, n) is 0 for n != 0, and 1 for n == 0; the accumulator is strongly typed, so the result is too
+    # (JAX's is, even of two weakly typed operands)
     acc = _where(ew.and_p.bind(ew.eq_p.bind(x1, _const(x1, 0)), ew.ne_p.bind(x2, _const(x2, 0))),
-                 _const(x1, 0), _const(x1, 1))
+                 _const(x1, 0, weak=False), _const(x1, 1, weak=False))
     for _ in range(6):
         acc = _where(ew.ne_p.bind(ew.and_p.bind(x2, one), _const(x2, 0)), ew.mul_p.bind(acc, x1), acc)
         x1 = ew.mul_p.bind(x1, x1)

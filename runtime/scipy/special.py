@@ -448,9 +448,10 @@ def _igamma_pair(a: Any, x: Any) -> tuple[Any, Any]:
 
 
 def _gamma_density(a: Any, x: Any) -> Any:
-    """dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)"""
+    """dP(a, x)/dx = x^(a-1) e^-x / Gamma(a), NaN for x < 0 where P is (xlogy(0, x) is 0 there), and its limits
+    at x = 0 and x = inf where JAX's exp(-x + (a-1) log x - lgamma(a)) makes 0 * inf = NaN."""
     jnp = _jnp()
-    return jnp.exp(xlogy(a - 1, x) - x - _lax().lgamma(a))
+    return jnp.where(x < 0, np.nan, jnp.exp(xlogy(a - 1, x) - x - _lax().lgamma(a)))
 
 
 def _difference(function: Any, a: Any) -> Any:
@@ -480,10 +481,81 @@ def igamma_da(a: Any, x: Any) -> Any:
     return _jnp().where(p < q, dp_da, -dq_da)
 
 
+def _sample_grad_series(a: Any, x: Any, skip: Any) -> Any:
+    """-(dP/da) / (dP/dx) for x <= max(a, 1), with P's series sum_n c_n, c_n = x^n / ((a + 1) ... (a + n)), and
+    its derivative in a carried term by term (XLA's IgammaSeries, sample-derivative mode)."""
+    jnp = _jnp()
+    eps = float(np.finfo(_core.aval(x).dtype).eps)
+
+    def step(n, state):
+        r, c, total, dc_da, dtotal_da = state
+        r = r + 1
+        dc_da = dc_da * (x / r) - c * x / (r * r)
+        c = c * (x / r)
+        dtotal_da = dtotal_da + dc_da
+        return (r, c, total + c, dc_da, dtotal_da), ~(jnp.abs(dc_da / dtotal_da) > eps)
+
+    one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+    _, _, total, _, dtotal_da = _iterate(step, (a, one, one, zero, zero), skip)
+    dlog_prefactor_da = jnp.log(x) - _lax().digamma(a + 1)  # P = total x^a e^-x / Gamma(a + 1)
+    return -(dtotal_da + total * dlog_prefactor_da) * x / a
+
+
+def _sample_grad_fraction(a: Any, x: Any, skip: Any) -> Any:
+    """(dQ/da) / (dP/dx) for x > max(a, 1), from Q's continued fraction (Cephes' igamc convergents p_k / q_k)
+    with the derivatives of p_k and q_k in a carried along (XLA's IgammacContinuedFraction, sample-derivative
+    mode); the convergents are rescaled by eps when they grow past 1 / eps."""
+    jnp = _jnp()
+    eps = float(np.finfo(_core.aval(x).dtype).eps)
+
+    def step(n, state):
+        ans, y, z, c, pkm1, qkm1, pkm2, qkm2, dpkm2, dqkm2, dpkm1, dqkm1, dans = state
+        c, y, z = c + 1, y + 1, z + 2
+        yc = y * c
+        pk = pkm1 * z - pkm2 * yc
+        qk = qkm1 * z - qkm2 * yc
+        nonzero = qk != 0
+        ans = jnp.where(nonzero, pk / qk, ans)
+        dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * c
+        dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * c
+        dans_new = jnp.where(nonzero, (dpk - ans * dqk) / qk, dans)
+        change = jnp.where(nonzero, jnp.abs(dans_new - dans), 1)
+        rescale = jnp.abs(pk) > 1 / eps
+        shrink = lambda v: jnp.where(rescale, v * eps, v)  # noqa: E731
+        state = (ans, y, z, c, shrink(pk), shrink(qk), shrink(pkm1), shrink(qkm1), shrink(dpkm1), shrink(dqkm1),
+                 shrink(dpk), shrink(dqk), dans_new)
+        return state, ~(change > eps)
+
+    y = 1 - a
+    z = x + y + 1
+    pkm1, qkm1 = x + 1, z * x
+    ans = pkm1 / qkm1
+    zero = jnp.zeros_like(x)
+    dqkm1 = -x
+    state = (ans, y, z, zero, pkm1, qkm1, jnp.ones_like(x), x, zero, zero, zero, dqkm1, -ans * dqkm1 / qkm1)
+    ans, dans = (lambda s: (s[0], s[12]))(_iterate(step, state, skip))
+    dlog_prefactor_da = jnp.log(x) - _lax().digamma(a)  # Q = ans x^a e^-x / Gamma(a)
+    return (dans + ans * dlog_prefactor_da) * x
+
+
 def gamma_sample_grad(a: Any, x: Any) -> Any:
     """d x / d a for a Gamma(a, 1) sample x held at its quantile: -(dP/da) / (dP/dx) (implicit
-    reparameterisation, what JAX's ``random_gamma_grad`` computes)."""
-    return -igamma_da(a, x) / _gamma_density(a, x)
+    reparameterisation, what JAX's ``random_gamma_grad`` computes, by XLA's algorithm: P's series or Q's
+    continued fraction differentiated term by term). 0 at x = 0, NaN for x < 0 or a <= 0."""
+    jnp = _jnp()
+    dtype = _core.aval(x).dtype
+    is_nan = jnp.isnan(a) | jnp.isnan(x)
+    domain_error = (x < 0) | (a <= 0)
+    log_prefactor = a * jnp.log(x) - x - _lax().lgamma(a)
+    underflow = log_prefactor < -float(np.log(np.finfo(dtype).max))
+    usable = ~((x == 0) | domain_error | is_nan)
+    enabled = usable & ~underflow  # an underflowing prefactor leaves the sums at their first terms
+    fraction = (x > 1) & (x > a)
+    safe_a, safe_x = jnp.where(usable, a, 1), jnp.where(usable, x, 1)
+    out = jnp.where(fraction, _sample_grad_fraction(safe_a, safe_x, ~(enabled & fraction)),
+                    _sample_grad_series(safe_a, safe_x, ~(enabled & ~fraction)))
+    out = jnp.where(x == 0, 0, out)
+    return jnp.where(domain_error | is_nan, np.nan, out)
 
 
 @_custom_jvp()
@@ -635,11 +707,24 @@ def _bessel_scaled(x: Any, small: tuple[float, ...], large: tuple[float, ...]) -
     return inside, near, _chebyshev(large, 32 / far_x - 2) / jnp.sqrt(far_x)
 
 
+@_custom_jvp()
+def _i0e(x: Any) -> Any:
+    inside, near, far = _bessel_scaled(x, _I0E_A, _I0E_B)
+    return _jnp().where(inside, near, far).astype(_core.aval(x).dtype)
+
+
+@_i0e.defjvp
+def _i0e_jvp(primals, tangents):
+    """JAX's rule, d i0e = i1e(x) - sign(x) i0e(x): 0 at the kink x = 0, where |x|'s slope is taken as sign(0)."""
+    (x,), (x_dot,) = primals, tangents
+    y = _i0e(x)
+    return y, x_dot * (i1e(x) - _jnp().sign(x) * y)
+
+
 def i0e(x: Any) -> Any:
     """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0."""
     (x,) = _inexact("i0e", x)
-    inside, near, far = _bessel_scaled(x, _I0E_A, _I0E_B)
-    return _jnp().where(inside, near, far).astype(_core.aval(x).dtype)
+    return _i0e(x)
 
 
 def i1e(x: Any) -> Any:

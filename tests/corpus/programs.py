@@ -857,3 +857,13 @@ def half_norm(x):
 def linear_model_loss(params, x):
     w, b = params
     return jnp.mean((w * x + b - 3.0 * x) ** 2)
+
+
+@case("f32[4]")
+def for_over_rows_append(x):  # an array's rows are a static count: the loop unrolls, as over a range
+    total = x[0]
+    partial_products = [total]
+    for v in x[1:]:
+        total = total * v
+        partial_products.append(total)
+    return jnp.stack(partial_products)

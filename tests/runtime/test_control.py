@@ -141,6 +141,30 @@ def test_while_loop_promotes_weak_initial_carries(init, body, value, kind):
     assert out.item() == value and typ(out) == kind
 
 
+@pytest.mark.parametrize("body, init, x64_on, kinds", [
+    (lambda c, x: (c + x, c * 2), 0.0, False, ("float32", "float32~")),
+    (lambda c, x: (c + x.astype(int), c), 1, True, ("int64", "int64~")),
+    (lambda c, x: (c + x, c * 2), 0.0, True, ("float32", "float32")),  # (f64 against f32: traced again)
+])
+def test_a_carry_made_strong_in_its_own_dtype_stays_weak_inside_the_loop(body, init, x64_on, kinds):
+    # JAX traces the body once when only the weak bit changes (its type match ignores it): ys made from the carry
+    # stay weak and the final carry is strong (recorded from JAX 0.10.2, eagerly and under jit); srcjax traced the
+    # body again with a strong carry, so the ys came out strong
+    import srcjax
+
+    kind = lambda a: a.dtype.name + ("~" if a.weak_type else "")
+    saved = config.jax_enable_x64
+    config.update("jax_enable_x64", x64_on)
+    try:
+        xs = np.arange(3.0, dtype=np.float32)
+        for fn in (lambda v: lax.scan(body, init, v), srcjax.jit(lambda v: lax.scan(body, init, v))):
+            carry, ys = fn(xs)
+            assert (kind(carry), kind(ys)) == kinds
+        assert kind(srcjax.jit(lambda v: lax.fori_loop(0, 3, lambda i, c: c + v[i], 0.0))(xs)) == "float32"
+    finally:
+        config.update("jax_enable_x64", saved)
+
+
 WHILE_ERRORS = [
     (lambda: lax.while_loop(lambda x: x, lambda x: x + 1.5, 0.0), TypeError,
      r"cond_fun must return a boolean scalar, but got output type\(s\) \[float32\[\]\]"),

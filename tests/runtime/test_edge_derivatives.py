@@ -104,6 +104,12 @@ EDGES = [
     edge("copysign 1, -1", lambda x, y: jnp.copysign(x, y), (1.0, -1.0), (-1.0, 0.0)),
     edge("remainder exact", lambda x, y: jnp.remainder(x, y), (4.0, 2.0), (1.0, -2.0)),
     edge("fmod exact", lambda x, y: jnp.fmod(x, y), (-4.0, 2.0), (1.0, 2.0)),
+    # exp(-|x|) I0(x): JAX's rule i1e(x) - sign(x) i0e(x) takes |x|'s slope at 0 as sign(0) = 0
+    edge("bessel_i0e 0", lambda x: lax.bessel_i0e(x), (0.0,), (0.0,), second=0.5),
+    edge("bessel_i0e -0", lambda x: special.i0e(x), (-0.0,), (0.0,)),
+    # P(a, x) is NaN for x < 0, and so is its slope (JAX's exp((a-1) log x ...) is NaN there for every a)
+    edge("igamma x < 0", lambda x: lax.igamma(1.0, x), (-1.0,), (NAN,)),
+    edge("igammac x < 0", lambda x: lax.igammac(1.0, x), (-1.0,), (NAN,)),
     # piecewise constant: zero derivative, also at the jumps
     edge("sign 0", lambda x: jnp.sign(x), (0.0,), (0.0,)),
     edge("sign 1", lambda x: jnp.sign(x), (1.0,), (0.0,)),
@@ -229,6 +235,8 @@ EDGES = [
 #     x * log(y) uses log(y) = 0 where x == 0 and log(y) is not finite, so masked uses stay finite.
 #   entr(0): JAX gives +inf (its own rule, -(log x + 1)); srcjax 0 (entr selects the constant 0 at x == 0).
 #   vander at 0: JAX gives NaN (its float powers' derivative, 0 * 0^-1); srcjax 1 (its powers are products).
+#   igamma(1, x) at x = 0 and inf: JAX gives NaN ((a-1) log x = 0 * -inf, -x + 0 * inf); srcjax the limits 1
+#     and 0 of x^(a-1) e^-x / Gamma(a) (xlogy(0, x) = 0).
 DIFFERENT_FROM_JAX = [
     edge("logaddexp -inf tie", lambda x, y: jnp.logaddexp(x, y), (-INF, -INF), (1.0, 1.0)),
     edge("logaddexp2 -inf tie", lambda x, y: jnp.logaddexp2(x, y), (-INF, -INF), (1.0, 1.0)),
@@ -237,6 +245,8 @@ DIFFERENT_FROM_JAX = [
     edge("xlog1py 0, -1", lambda x, y: special.xlog1py(x, y), (0.0, -1.0), (0.0, 0.0)),
     edge("entr 0", lambda x: special.entr(x), (0.0,), (0.0,)),
     edge("vander 0", lambda x: jnp.sum(jnp.vander(jnp.reshape(x, (1,)), 3)), (0.0,), (1.0,)),
+    edge("igamma a=1, x=0", lambda x: lax.igamma(1.0, x), (0.0,), (1.0,)),
+    edge("igammac a=1, x=inf", lambda x: lax.igammac(1.0, x), (INF,), (-0.0,)),
 ]
 
 

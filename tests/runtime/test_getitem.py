@@ -146,6 +146,28 @@ def test_at_apply_divide_power_recorded_from_jax():
     assert x.at[jnp.asarray([2, 2])].power(2.0).tolist() == [0, 1, 16, 3, 4]
 
 
+def test_at_apply_applies_again_at_a_repeated_index():
+    """JAX documents scatter_apply as applying ``func`` once per occurrence of an index: numbers recorded
+    from jax 0.10.2, eagerly, compiled and batched, and through lax.scatter_apply."""
+    import srcjax
+    from srcjax.runtime import lax
+
+    x = jnp.arange(5.0)
+    idx = jnp.asarray([1, 1, 1, 3, 9])
+    f = lambda x, i: x.at[i].apply(lambda v: v * 2 + 1)  # noqa: E731
+    assert f(x, idx).tolist() == [0, 15, 2, 7, 4]
+    assert srcjax.jit(f)(x, idx).tolist() == [0, 15, 2, 7, 4]
+    batched = srcjax.vmap(f)(jnp.stack([x, x + 1]), jnp.asarray([[0, 0, 0, 1, 1], [2, 2, 2, 2, 2]]))
+    assert batched.tolist() == [[7, 7, 2, 3, 4], [1, 2, 127, 4, 5]]
+    assert x.at[jnp.asarray([9, 9])].apply(lambda v: v + 1, mode="clip").tolist() == [0, 1, 2, 3, 6]
+    assert jnp.ones((2, 3)).at[:, jnp.asarray([0, 0])].apply(lambda v: v * 3).tolist() == [[9, 1, 1], [9, 1, 1]]
+    assert jnp.arange(4).at[jnp.asarray([1, 1])].apply(lambda v: v * 2).tolist() == [0, 4, 2, 3]
+    np.testing.assert_allclose(np.asarray(srcjax.grad(lambda x: f(x, idx).sum())(x)), [1, 8, 1, 2, 1])
+    points = lax.ScatterDimensionNumbers((), (0,), (0,))
+    out = lax.scatter_apply(x, jnp.asarray([[1], [1], [4], [7]]), lambda v: v * 2 + 1, points, update_shape=(4,))
+    assert out.tolist() == [0, 7, 2, 3, 9]
+
+
 def test_at_subtract_and_repr():
     x = jnp.arange(4)
     assert x.at[jnp.asarray([1, 1])].subtract(2).tolist() == [0, -3, 2, 3]

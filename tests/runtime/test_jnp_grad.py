@@ -777,3 +777,14 @@ def test_jit_grad_matches_grad(name, f, x):
     want = srcjax.grad(f)(x)
     np.testing.assert_allclose(srcjax.jit(srcjax.grad(f))(x), want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(srcjax.grad(srcjax.jit(f))(x), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", [lax.erf, lax.erfc, lax.erf_inv, lax.exp2], ids=lambda f: f.__name__)
+def test_float32_derivatives_stay_float32_under_x64(f):
+    # the rules' constants are Python floats (weak), not NumPy float64 scalars that would promote the tangent
+    x = np.array([-0.4, 0.1, 0.6], np.float32)
+    g = srcjax.grad(lambda x: jnp.sum(f(x)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(srcjax.jit(srcjax.grad(lambda x: jnp.sum(f(x))))(x), g, rtol=1e-6)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(g, srcjax.grad(lambda x: jnp.sum(f(x)))(x64), rtol=1e-6)

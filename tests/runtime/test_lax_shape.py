@@ -102,6 +102,21 @@ def test_identity_calls_return_the_operand_itself():
     assert lax.rev(x, ()) is x
 
 
+@pytest.mark.parametrize("call", [
+    lambda x: lax.reshape(x, (2, 3)), lambda x: lax.transpose(x, (0, 1)), lambda x: lax.rev(x, ()),
+    lambda x: lax.broadcast_in_dim(x, (2, 3), (0, 1)), lambda x: lax.broadcast(x, ()), lambda x: lax.squeeze(x, ()),
+    lambda x: lax.broadcast_to_rank(x, 1), lambda x: lax.broadcast_like(x, x), lambda x: lax.concatenate([x], 0),
+    lambda x: lax.collapse(x, 0, 1), lambda x: lax.slice(x, (0, 0), (2, 3)), lambda x: lax.slice_in_dim(x, 0, None),
+    lambda x: lax.convert_element_type(x, np.float32), lambda x: lax.reduce_precision(x, 8, 23),
+])
+def test_identity_calls_of_numpy_operands_give_arrays(call):
+    # as JAX 0.10.2: an ArrayImpl of the canonical dtype (float32 without x64), not the caller's float64 NumPy array
+    x = X.astype(np.float64)
+    out = call(x)
+    assert isinstance(out, jnp.ndarray) and not isinstance(out, np.ndarray)
+    same(out, X, "float32")
+
+
 def test_broadcast_shapes():
     assert lax.broadcast_shapes((2, 1), (3,)) == (2, 3)
     assert lax.broadcast_shapes((), (4, 1)) == (4, 1)

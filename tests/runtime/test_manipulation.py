@@ -60,6 +60,8 @@ SHAPES = [
     ("expand_dims scalar weak", lambda: jnp.expand_dims(3, 0), np.array([3]), I32, True),
     ("broadcast_to", lambda: jnp.broadcast_to(v, (2, 5)), np.broadcast_to(V, (2, 5)), I32, False),
     ("broadcast_to weak", lambda: jnp.broadcast_to(2.0, 3), np.full(3, 2.0), F32, True),
+    # a float64 NumPy operand of the same shape still comes back as a float32 array, as JAX's
+    ("broadcast_to same shape numpy", lambda: jnp.broadcast_to(np.asarray(A, np.float64), A.shape), A, F32, False),
     ("atleast_1d weak", lambda: jnp.atleast_1d(2.0), np.atleast_1d(2.0), F32, True),
     ("atleast_2d", lambda: jnp.atleast_2d(v), np.atleast_2d(V), I32, False),
     ("atleast_3d 1-d", lambda: jnp.atleast_3d(v), np.atleast_3d(V), I32, False),

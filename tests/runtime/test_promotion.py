@@ -169,3 +169,58 @@ def test_rank_promotion_raise_and_warn(jitted):
                for w in caught)
     assert config.jax_numpy_rank_promotion == "allow"
     np.testing.assert_array_equal(call(lambda a, b: a + b, v, m), 2 * m)
+
+
+def _kind_of(x):
+    return f"{np.dtype(x.dtype).name}{'*' if x.weak_type else ''}"
+
+
+def test_integer_power_results_are_strongly_typed():
+    """JAX's integer ** integer array power is strongly typed even of two weakly typed operands (its binary
+    exponentiation starts from a strong constant), and a Python bool exponent is a static one (JAX takes its
+    operator.index): the results recorded from JAX 0.10.2, eagerly and under jit."""
+    import srcjax
+
+    weak = jnp.asarray(3) * 1
+    bools = jnp.asarray(np.array([True, False]))
+    got = [weak ** weak, srcjax.jit(lambda a, b: a ** b)(weak, weak), bools ** weak, 3 ** bools, weak ** True,
+           srcjax.jit(lambda a: a ** True)(weak)]
+    assert [_kind_of(r) for r in got] == ["int32", "int32", "int32", "int32", "int32*", "int32*"]
+    assert [np.asarray(r).tolist() for r in got] == [27, 27, [1, 0], [3, 1], 3, 3]
+    # so the result no longer defers to a narrower operand (JAX: int32, not int8)
+    assert (weak ** weak + jnp.asarray(np.int8(1))).dtype == np.int32
+
+
+def test_asarray_with_a_dtype_makes_a_weak_array_strong():
+    """``jnp.asarray(x, dtype)`` of a weakly typed array of that very dtype is strongly typed (JAX 0.10.2),
+    so it then promotes as a float32 array, not as a Python float; without a dtype it stays weak."""
+    weak = jnp.asarray(1.0) * 2
+    assert [_kind_of(r) for r in (jnp.asarray(weak, np.float32), jnp.array(weak, np.float32), jnp.asarray(weak))] \
+        == ["float32", "float32", "float32*"]
+    assert (jnp.asarray(weak, np.float32) + jnp.asarray(np.float16(1))).dtype == np.float32
+
+
+INEXACT_X64 = [  # function, recorded from JAX 0.10.2 with x64 on: (int8, int32, uint32, bool, int64) inputs
+    (jnp.mean, "float32 float32 float32 float32 float64"),
+    (jnp.var, "float32 float32 float32 float32 float64"),
+    (jnp.nanstd, "float32 float32 float32 float32 float64"),
+    (jnp.median, "float32 float32 float32 float32 float64"),
+    (lambda a: jnp.quantile(a, 0.5), "float32 float32 float32 float32 float64"),
+    (lambda a: jnp.average(a, weights=a), "float32 float32 float32 float32 float64"),
+    (lambda a: jnp.linspace(a[0], a[1], 3), "float32 float32 float32 float32 float64"),
+    (lambda a: jnp.geomspace(a[0], a[1], 3), "float32 float32 float32 float32 float64"),
+    (jnp.trapezoid, "float32 float32 float32 float32 float64"),
+    (jnp.fft.fft, "complex64 complex64 complex64 complex64 complex128"),
+    (jnp.fft.rfft, "complex64 complex64 complex64 complex64 complex128"),
+    (jnp.sort_complex, "complex64 complex64 complex64 complex64 complex128"),
+    (jnp.unwrap, "float64 float64 float64 float64 float64"),  # promoted with the period, a Python float
+    (lambda a: jnp.unwrap(a, period=4), "int8 int32 uint32 int64 int64"),  # an integer period keeps integers
+]
+
+
+@pytest.mark.parametrize("fn, want", INEXACT_X64)
+def test_integers_become_float32_where_a_function_needs_a_float(fn, want, x64):
+    """With x64 on, JAX computes in float32 for integers of up to 32 bits and bools, float64 for 64-bit ones
+    (its to_inexact_dtype table), not in the default float."""
+    got = [fn(jnp.asarray(np.array([1, 2], dt))).dtype.name for dt in ("int8", "int32", "uint32", "bool", "int64")]
+    assert got == want.split()

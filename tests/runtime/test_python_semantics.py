@@ -14,6 +14,7 @@ import pytest
 
 import srcjax
 import srcjax.numpy as jnp
+from srcjax.transpiler.frontend import TranspileError
 
 
 def add_100(fn):
@@ -331,3 +332,115 @@ def test_a_conditional_expression_runs_only_the_side_it_picks():
     np.testing.assert_array_equal(np.asarray(srcjax.vmap(srcjax.grad(sqrt_or_zero))(jnp.array([-1.0, 4.0]))),
                                   [0.0, 0.25])
     assert float(srcjax.jit(lambda x: 1 if x > 0 else x * 2.5)(-2.0)) == -5.0
+
+
+# -- Python's built-ins, loop `else`, ranges and truth on traced values (each checked against the same function
+# run by plain NumPy in float64, with finite differences for its gradient) -----------------------------------
+def builtin_max_min(x):
+    return max(x[0], x[1]) * 2.0 + min(x[0], x[1], x[2]) + max([x[2], x[0] * 0.5])
+
+
+def builtin_max_key(x):
+    i, v = max(enumerate(x), key=lambda pair: pair[1])  # (Python's argmax: the first of the largest)
+    return v * i + min(x, key=lambda v: v * v)
+
+
+def builtin_any_all(x):
+    return x[0] * any(v > 1.0 for v in x) + x[1] * all([v > -2.0 for v in x]) + max(x[:1], default=3.0)
+
+
+def loop_else_after_traced_break(x):
+    s = x[0]
+    for _ in range(5):
+        s = s * 1.5
+        if s > 4.0:
+            break
+    else:
+        s = s - 100.0
+    return s
+
+
+def while_else_and_else_break(x):
+    s, n = x[0], 0
+    while s < 10.0:
+        s = s * 2.0
+        n += 1
+        if n > 3:
+            break
+    else:
+        s = s + 1000.0
+    for _ in range(3):  # a `break` in an inner loop's `else` leaves the outer loop
+        for v in x:
+            if v > 2.0:
+                break
+            s = s + v
+        else:
+            s = s * 2.0
+            break
+        s = s + 100.0
+    return s
+
+
+def for_else_returns(x):
+    for v in x:
+        if v > 2.0:
+            return v * 3.0
+    else:
+        return x[0] - 7.0
+
+
+def negative_range_from_traced_start(x):
+    n = (x[0] * 3.0).astype(int)
+    s = x[1]
+    for i in range(n, 0, -2):
+        s = s + i * x[2]
+    for i in range(n, -n, -1):
+        s = s + i * 0.5
+    return s
+
+
+def truth_of_one_element_arrays(x):
+    y = x[:1]
+    while abs(y) < 10.0:
+        y = y * 2.0 + 0.5
+    z = x[1:2].reshape(1, 1)
+    if z > 0:
+        z = z * 3.0
+    return y * (not x[:1]) + z.reshape(1) + (y if 0.0 < y < 100.0 else -y)
+
+
+@pytest.mark.parametrize("fn", [builtin_max_min, builtin_max_key, builtin_any_all, loop_else_after_traced_break,
+                                while_else_and_else_break, for_else_returns, negative_range_from_traced_start,
+                                truth_of_one_element_arrays])
+def test_python_built_ins_and_loop_else_on_traced_values(fn):
+    # max/min/any/all tested a traced value with bool() (refused under jit, grad and vmap), a loop's `else` was
+    # refused, a range with a traced start compared it to 0, and an array of one element had no truth value
+    xs = np.array([[1.7, -2.3, 3.1], [0.9, 0.6, 0.1], [2.2, 2.6, 0.15]])
+    total = lambda f: lambda v: jnp.sum(jnp.asarray(f(v), jnp.float32))
+    for x in xs:
+        want = np.asarray(fn(x))  # (NumPy float64 running the same Python)
+        for run in (fn, srcjax.jit(fn)):
+            np.testing.assert_allclose(np.asarray(run(jnp.asarray(x, jnp.float32))), want, rtol=2e-6, atol=1e-5)
+        diff = [(np.sum(fn(x + e)) - np.sum(fn(x - e))) / 2e-4 for e in np.eye(3) * 1e-4]
+        for grad in (srcjax.grad(total(fn)), srcjax.jit(srcjax.grad(total(fn)))):
+            np.testing.assert_allclose(np.asarray(grad(jnp.asarray(x, jnp.float32))), diff, rtol=1e-3, atol=1e-3)
+    want = np.stack([np.asarray(fn(x)) for x in xs])
+    for batched in (srcjax.vmap(fn), srcjax.jit(srcjax.vmap(fn))):
+        np.testing.assert_allclose(np.asarray(batched(jnp.asarray(xs, jnp.float32))), want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x: 0.0 < x < 1.0, r"truth value of an array of shape \(3,\) is ambiguous"),
+    (lambda x: (x > 0) or x, r"truth value of an array of shape \(3,\) is ambiguous"),
+    (lambda x: not x, r"truth value of an array of shape \(3,\) is ambiguous"),
+    (lambda x: x[0] > 0 and x, r"the two sides of `and` have shapes \(\) and \(3,\)"),
+    (lambda x: max(x[0], x), r"truth value of an array of shape \(3,\) is ambiguous"),
+])
+def test_truth_of_a_traced_array_is_numpys(fn, message):
+    # NumPy (and eager srcjax) refuse the truth of an array of several elements; compiled, `and`, `or`, `not` and
+    # chained comparisons computed elementwise, and `a and b` broadcast a scalar against an array
+    x = jnp.array([0.5, 2.0, -1.0])
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(x)
+    with pytest.raises(TranspileError, match=message):
+        srcjax.jit(fn)(x)

@@ -905,7 +905,37 @@ BAD_CALLS = [
     (lambda: random.gamma(random.PRNGKey(0), 1.0, dtype=jnp.int32), ValueError, "float dtype"),
     (lambda: random.gamma(random.PRNGKey(0), jnp.ones(3), (2,)), ValueError, "broadcast"),
     (lambda: random.poisson(random.PRNGKey(0), 1.0, dtype=jnp.float32), ValueError, "integer dtype"),
+    (lambda: random.orthogonal(random.PRNGKey(0), -1), ValueError, "negative dimensions"),
 ]
+
+
+@flags()
+def test_gumbel_highest_mode_and_the_high_dynamic_range_option():
+    # JAX 0.10.2's values (partitionable off). 'highest' builds (0, 1) floats from 64 random bits (JAX's
+    # _safe_int_to_float); the option makes 'high' the mode of gumbel and categorical when none is given.
+    key = random.PRNGKey(0)
+    want = [0.82471955, 0.07597001, 0.5835939, 1.338781, 0.91562462]
+    np.testing.assert_allclose(random.gumbel(key, (5,), mode="highest"), want, rtol=2e-6)
+    np.testing.assert_allclose(srcjax.jit(lambda k: random.gumbel(k, (5,), mode="highest"))(key), want, rtol=2e-6)
+    logits = jnp.array([0.0, 1.0, 2.0])
+    assert np.asarray(random.categorical(key, logits, shape=(8,))).tolist() == [0, 1, 2, 2, 2, 0, 0, 2]
+    sample = srcjax.jit(lambda k: random.gumbel(k, (5,)))
+    low = np.asarray(sample(key))
+    config.update("jax_high_dynamic_range_gumbel", True)
+    try:
+        np.testing.assert_allclose(sample(key), [0.82471943, 0.07597014, 0.5835939, 1.3387806, 0.9156245], rtol=2e-6)
+        assert np.asarray(random.categorical(key, logits, shape=(8,))).tolist() == [2, 2, 1, 2, 2, 2, 2, 2]
+    finally:
+        config.update("jax_high_dynamic_range_gumbel", False)
+    assert np.array_equal(sample(key), low)
+
+
+@flags()
+def test_choice_of_a_float_count():
+    # JAX takes int(a) of a scalar a: choice(key, 4.0, (3,)) is choice(key, 4, (3,)) ([0, 3, 1] in JAX 0.10.2)
+    key = random.PRNGKey(0)
+    assert np.array_equal(random.choice(key, 4.0, (3,)), random.choice(key, 4, (3,)))
+    assert np.asarray(random.choice(key, 4.0, (3,))).tolist() == [0, 3, 1]
 
 
 @pytest.mark.parametrize("call, error, message", BAD_CALLS)

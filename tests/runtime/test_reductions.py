@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+import srcjax
 import srcjax.numpy as jnp
 from srcjax import lax
 
@@ -295,7 +296,9 @@ def test_x64_sums_widen_to_int64():
     config.update("jax_enable_x64", True)
     try:
         check(jnp.sum(a([1, 2], np.int32)), 3, "int64")
-        check(jnp.mean(a([1, 2], np.int32)), 1.5, "float64")
+        # JAX 0.10.2 means narrower integers in float32 also with x64 on, 64-bit ones in float64
+        check(jnp.mean(a([1, 2], np.int32)), 1.5, "float32")
+        check(jnp.mean(a([1, 2], np.int64)), 1.5, "float64")
         check(jnp.argmax(a([1, 2], np.int32)), 1, "int64")
     finally:
         config.update("jax_enable_x64", False)
@@ -335,6 +338,52 @@ def test_lax_reduce_of_several_operands():
                               lambda x, y: (lax.add(x[0], y[0]), lax.add(x[1], y[1])), (0,))
     check(total, 6.0, F32)
     check(count, 3, I32)
+
+
+def test_lax_reduce_of_a_pytree_of_operands():
+    # as JAX: operands, init values and the computation's results are one pytree (a dict here, keys unsorted)
+    x = a([[1.0, -2, 3], [4, 5, -6]])
+    out = lax.reduce({"max": x, "sum": x}, {"sum": 0.0, "max": -np.inf},
+                     lambda p, q: {"sum": p["sum"] + q["sum"], "max": lax.max(p["max"], q["max"])}, (1,))
+    check(out["sum"], [2.0, 3.0], F32)
+    check(out["max"], [3.0, 5.0], F32)
+    grad = srcjax.grad(lambda x: lax.reduce({"a": x}, {"a": 0.0}, lambda p, q: {"a": p["a"] + q["a"] * q["a"]},
+                                            (0, 1))["a"])(x)
+    check(grad, 2 * np.asarray(x), F32)
+    # JAX returns the computation's structure
+    pair = lax.reduce([x, x], [0.0, 1.0], lambda p, q: (p[0] + q[0], p[1] * q[1]), (0,))
+    assert isinstance(pair, tuple)
+    check(pair[1], [4.0, -10.0, -18.0], F32)
+    with pytest.raises(ValueError, match="as many values"):
+        lax.reduce({"a": x}, {"a": 0.0}, lambda p, q: (p["a"], q["a"]), (0,))
+
+
+def test_lax_reduce_window_of_several_operands():
+    # a max pool that keeps each window's column (the first where tied), recorded from JAX 0.10.2
+    x = a([[1.0, 5, 2, 0], [3, 3, 4, 7], [0, 6, 1, 2]])
+
+    def pool(x):
+        def pick(p, q):
+            first = p[0] >= q[0]
+            return lax.select(first, p[0], q[0]), lax.select(first, p[1], q[1])
+
+        columns = lax.broadcasted_iota(np.int32, x.shape, 1)
+        return lax.reduce_window((x, columns), (-np.inf, np.int32(-1)), pick, (2, 2), (1, 2), [(0, 1), (1, 0)])
+
+    for values, columns in [pool(x), srcjax.jit(pool)(x)]:
+        check(values, [[3.0, 5.0], [3.0, 6.0], [0.0, 6.0]], F32)
+        check(columns, [[0, 1], [0, 1], [0, 1]], I32)
+
+
+def test_lax_integer_reductions_take_infinite_init_values_as_identities():
+    # recorded from JAX 0.10.2: -inf and inf start max and min over integers (a max pool of an int image)
+    x = a([[3, -5, 2], [7, 1, -9]], np.int32)
+    check(lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "SAME"), [[7, 2, 2], [7, 1, -9]], I32)
+    check(srcjax.jit(lambda x: lax.reduce_window(x, np.inf, lax.min, (1, 2), (1, 1), "SAME"))(x),
+          [[-5, -5, 2], [1, -9, -9]], I32)
+    check(lax.reduce(x, -np.inf, lax.max, (1,)), [3, 7], I32)
+    check(lax.reduce_window(x.astype(np.uint8), -np.inf, lax.max, (2, 2), (1, 1), "SAME"),
+          [[251, 251, 247], [7, 247, 247]], U8)
 
 
 def test_lax_window_helpers():
@@ -430,3 +479,16 @@ def test_lax_reduce_recognises_monoid_computations(computation, primitive):
         assert "slice" in names and not any(name.startswith("reduce_") for name in names)
     else:
         assert names[0] == primitive
+
+
+def test_compiled_float32_products_overflow_as_eagerly():
+    # the compiled product accumulated float32 in float64 (and reordered it): 1e30 * 1e30 * 1e-30 * 1e-30 came
+    # out 1 where NumPy, eager srcjax and JAX (inf, recorded from JAX 0.10.2) overflow on the way
+    x = np.array([1e30, 1e30, 1e-30, 1e-30], np.float32)
+    rows = np.tile(np.concatenate([x, np.ones(60, np.float32)]), (3, 1))
+    assert np.isinf(float(jnp.prod(x))) and np.isinf(np.prod(x))
+    for fn, arg in ((jnp.prod, x), (lambda v: jnp.prod(v * 1.0), x), (lambda v: jnp.prod(v, axis=1), rows)):
+        out = np.asarray(srcjax.jit(fn)(arg))
+        assert out.dtype == np.float32 and np.isinf(out).all()
+    many = np.random.default_rng(0).uniform(0.99, 1.01, 5000).astype(np.float32)  # (in order: NumPy's bits)
+    np.testing.assert_allclose(float(srcjax.jit(jnp.prod)(many)), np.prod(many), rtol=1e-6)

@@ -322,6 +322,31 @@ def test_tree_module_aliases():
     assert tree.transpose(tree.structure([0]), tree.structure((0, 0)), [(1, 2)]) == ([1], [2])
 
 
+def test_associative_reduce_static_fields_and_one_level_keys():
+    """JAX's tree.reduce_associative pairs the leaves as halves (recorded from jax 0.10.2: ``((12)(3(45)))``),
+    tree.static marks a dataclass field as a meta field, flatten_one_level_with_keys gives the root's keyed
+    children, and dict keys that cannot be sorted are JAX's ValueError."""
+    assert tree.reduce_associative(lambda a, b: f"({a}{b})", [1, 2, (3, 4), 5]) == "((12)(3(45)))"
+    assert tu.tree_reduce_associative(lambda a, b: a + b, [], identity=0) == 0
+    with pytest.raises(TypeError, match="Must specify identity"):
+        tree.reduce_associative(lambda a, b: a + b, [])
+
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: object
+        kind: str = tree.static(default="add")
+
+    assert tree.leaves(Op(1)) == [1] and repr(tree.structure(Op(1))) == "PyTreeDef(CustomNode(Op[('add',)], [*]))"
+    assert tu.flatten_one_level_with_keys({"b": 1, "a": (2,)}) == (
+        ((tu.DictKey("a"), (2,)), (tu.DictKey("b"), 1)), ("a", "b"))
+    assert tu.flatten_one_level_with_keys(None) == ((), None)
+    with pytest.raises(ValueError, match="can't tree-flatten"):
+        tu.flatten_one_level_with_keys(3)
+    with pytest.raises(ValueError, match="Comparator raised exception while sorting pytree dictionary keys"):
+        tree.leaves({1: 1, "a": 2})
+
+
 def test_flattening_a_wide_tree_takes_time_in_proportion_to_its_size():
     """Flattening and rebuilding 10x the layers takes about 10x the time, not 100x (no quadratic step). The
     two sizes are timed best of five, one right after the other, so the machine's load weighs on both alike;

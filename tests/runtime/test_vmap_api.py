@@ -32,6 +32,31 @@ def test_pytree_prefixes():
     np.testing.assert_allclose(pair[1], 7.0)
 
 
+def test_registered_nodes_in_axes_prefixes():
+    """in_axes may hold a registered node (a dataclass, a class with its own flatten) as a prefix of the
+    argument of that type, its children giving the axes of theirs (JAX allows any pytree prefix)."""
+    import dataclasses
+
+    @srcjax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Pair:
+        a: object
+        b: object
+        tag: str = dataclasses.field(default="t", metadata=dict(static=True))
+
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    out = srcjax.vmap(lambda p: p.a.sum() * p.b, in_axes=(Pair(0, None),))(Pair(x, np.float32(2)))
+    np.testing.assert_allclose(out, x.sum(1) * 2)
+    out = srcjax.vmap(lambda p: p.a + p.b, in_axes=(Pair(1, 0),))(Pair(x.T, x[:, 0]))
+    np.testing.assert_allclose(out, x + x[:, :1])
+    with pytest.raises(ValueError, match="tree prefix"):
+        srcjax.vmap(lambda p: p.a, in_axes=(Pair(0, None, "other"),))(Pair(x, x))
+    # and out_axes, for a result of a registered type
+    out = srcjax.vmap(lambda r: Pair(r, r.sum()), out_axes=Pair(1, 0))(x)
+    assert isinstance(out, Pair) and out.a.shape == (2, 3) and out.b.shape == (3,)
+    np.testing.assert_allclose(out.a, x.T)
+
+
 def test_nested_vmap_is_an_outer_product():
     a, b = np.arange(3.0, dtype=np.float32), np.arange(4.0, dtype=np.float32)
     out = srcjax.vmap(srcjax.vmap(p.mul, in_axes=(None, 0)), in_axes=(0, None))(a, b)

@@ -149,6 +149,14 @@ def test_scan_matches_numpy(prim, dtypes, oracle, shape, axis, reverse):
         close(run(prim, x, axis=axis, reverse=reverse), expected, dtype)
 
 
+def test_float16_running_sums_accumulate_wide():
+    # a float16 running sum of 0.1s stalls at 256 (256 + 0.1 rounds back to 256); JAX 0.10.2 gives 299.0 here,
+    # the float64 running value rounded once gives 300.0 (3000 * float16(0.1) = 299.93)
+    x = np.full(3000, 0.1, np.float16)
+    assert run(R.cumsum_p, x, axis=0, reverse=False)[-1] == np.float16(np.sum(x, dtype=np.float64))
+    assert run(R.cumsum_p, x, axis=0, reverse=True)[0] == np.float16(300.0)
+
+
 def test_cummax_propagates_nan():
     out = run(R.cummax_p, np.array([1.0, np.nan, 3.0], np.float32), axis=0, reverse=False)
     np.testing.assert_array_equal(out, [1.0, np.nan, np.nan])
@@ -168,6 +176,17 @@ def test_max_and_min_order_negative_zero_below_zero_as_xla():
             np.testing.assert_array_equal(np.signbit(value), np.signbit(want))
     both = np.array([[0.0, -0.0], [-0.0, -0.0]], np.float32)
     np.testing.assert_array_equal(np.signbit(run(R.reduce_max_p, both, axes=(1,))), [False, True])
+
+
+@pytest.mark.parametrize("width", [2, 70], ids=["small_window", "large_window"])
+def test_window_max_and_min_order_negative_zero_below_zero(width):
+    # as JAX 0.10.2's reduce_window: a window's max is 0.0 if it holds one, its min -0.0 (the small windows
+    # combine one strided slice per offset, the large ones reduce a sliding view)
+    x = np.array([0.0, -0.0] * width, np.float32)
+    params = dict(window_dimensions=(width,), window_strides=(1,), padding=((0, 0),), base_dilation=(1,),
+                  window_dilation=(1,))
+    assert not np.signbit(run(R.reduce_window_max_p, x, **params)).any()
+    assert np.signbit(run(R.reduce_window_min_p, x[::-1].copy(), **params)).all()
 
 
 # -- sort and top_k -----------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from srcjax.transpiler.builder import Builder
+from srcjax.transpiler.frontend import builtin_calls
 from srcjax.transpiler.frontend.concrete import TraceContext, converted, evaluate, reachable, runs
 from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
 from srcjax.transpiler.frontend.frame import MUTATORS, RET, RETVAL, Enclosing, Exit, Frame, is_symbolic, refuse_raise
@@ -133,6 +134,13 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
                 return bool(known)
             except Exception as e:  # noqa: BLE001 - reported at the call site
                 raise frame.wrap(node, e) from e
+    if builtin_calls.handles(fn):  # max, min, any, all: selects where they test a traced value
+        try:
+            return builtin_calls.call(frame, fn, args, kwargs, node)
+        except (TranspileError, Exit):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported at the call site
+            raise frame.wrap(node, e) from e
     if fn is builtins.super and not args and not kwargs:  # (Python's zero-argument form reads the caller's frame)
         return _super(frame, node)
     if fn is builtins.range and any(is_symbolic(a) for a in args):

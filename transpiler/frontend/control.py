@@ -60,11 +60,14 @@ def _static_equal(a: Any, b: Any) -> bool:
 
 
 def to_predicate(frame: Frame, value: Any, node: cst.CSTNode) -> Any:
-    """A symbolic condition as a bool scalar (``x != 0`` for numbers); arrays of other shapes are an error."""
+    """A symbolic condition as a bool scalar (``x != 0`` for numbers): an array of one element is its element, as
+    NumPy's truth of it; arrays of other sizes are an error."""
     aval = _aval(frame, value)
     if aval.shape != ():
-        raise frame.error(node, f"the truth value of an array of shape {aval.shape} is ambiguous",
-                          note="reduce it to one value with .any() or .all(), or use jnp.where elementwise")
+        if int(np.prod(aval.shape)) != 1:
+            raise frame.error(node, f"the truth value of an array of shape {aval.shape} is ambiguous",
+                              note="reduce it to one value with .any() or .all(), or use jnp.where elementwise")
+        value = reshape_p.bind(value, new_sizes=(), dimensions=None)
     return value if aval.dtype == np.bool_ else values.as_bool(value)
 
 
@@ -521,18 +524,24 @@ class _Names(cst.CSTVisitor):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._target(node.target)
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For) -> bool:
         self._target(node.target)
+        node.iter.visit(self)
+        self._loop(node.body, node.orelse)
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        node.test.visit(self)
+        self._loop(node.body, node.orelse)
+        return False
+
+    def _loop(self, body: cst.BaseSuite, orelse: cst.Else | None) -> None:
+        """A nested loop: a ``break`` in its body is its own, one in its ``else`` clause the enclosing loop's."""
         self._loop_depth += 1
-
-    def leave_For(self, node: cst.For) -> None:
+        body.visit(self)
         self._loop_depth -= 1
-
-    def visit_While(self, node: cst.While) -> None:
-        self._loop_depth += 1
-
-    def leave_While(self, node: cst.While) -> None:
-        self._loop_depth -= 1
+        if orelse is not None:
+            orelse.visit(self)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.names.add(node.name.value)
@@ -587,12 +596,32 @@ def exec_while(frame: Frame, stmt: cst.While) -> None:
                 _symbolic_loop(frame, stmt, body, kind="while", test=test)
                 break
             if frame.env[BRK] is True or not test:
-                if frame.env[BRK] is False and isinstance(stmt.orelse, cst.Else):
-                    frame.exec_block(flatten_statements(stmt.orelse.body))
                 break
             _run_iteration(frame, body)
+        broke = frame.env[BRK]
     finally:
         frame.env.update(outer)
+    _loop_else(frame, stmt, broke)
+
+
+def _loop_else(frame: Frame, stmt: cst.While | cst.For, broke: Any) -> None:
+    """A loop's ``else`` clause, after the loop (the enclosing loop's flags back, so that a ``break`` in it leaves
+    that loop): it runs where the loop ended without a ``break`` or ``return``, which may be known only when the
+    compiled function runs (``broke``, and the return flag, traced)."""
+    if not isinstance(stmt.orelse, cst.Else):
+        return
+    else_body = flatten_statements(stmt.orelse.body)
+    returned = frame.env.get(RET, False)
+    stops = [flag for flag in (broke, returned) if flag is not False]
+    if any(flag is True for flag in stops):
+        return
+    if not stops:
+        frame.exec_block(else_body)
+        return
+    stop = stops[0] if len(stops) == 1 else values.logical_or(*stops)
+    branch(frame, values.logical_not(stop), [lambda: frame.exec_block(else_body), lambda: None],
+           ["in the loop's `else` clause", "where the loop ended by a break or return"], stmt,
+           then_flags={RET: False} if returned is not False else None)
 
 
 def _run_iteration(frame: Frame, body: Sequence[cst.CSTNode]) -> None:
@@ -624,11 +653,17 @@ def exec_for(frame: Frame, stmt: cst.For) -> None:
         elif isinstance(iterable, Value):
             if not iterable.shape:
                 raise frame.error(stmt.iter, "iteration over a 0-d array")
-            _counted_loop(frame, stmt, body, range(iterable.shape[0]), iterable)
+            rows = range(iterable.shape[0])
+            if scan.mutates(frame) or _mutates_container(frame, scan):  # (a static row count: unrolled, as a range)
+                _unrolled(frame, stmt, body, [iterable[i] for i in rows])
+            else:
+                _counted_loop(frame, stmt, body, rows, iterable)
         else:
             _unrolled(frame, stmt, body, iterable)
+        broke = frame.env[BRK]
     finally:
         frame.env.update(outer)
+    _loop_else(frame, stmt, broke)
 
 
 def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng: range, rows: Any) -> None:
@@ -648,7 +683,7 @@ def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng:
         _unrolled(frame, stmt, body, items(rng))
     except _Peel:
         frame.env = base
-        _unrolled(frame, stmt, body, items(rng[:1]), run_else=False)
+        _unrolled(frame, stmt, body, items(rng[:1]))
         if frame.env[BRK] is not True:
             _counted_loop(frame, stmt, body, rng[1:], rows) if len(rng) > 2 else _unrolled(
                 frame, stmt, body, items(rng[1:]))
@@ -664,7 +699,7 @@ def _mutates_container(frame: Frame, scan: _Names) -> bool:
     return any(isinstance(frame.env.get(n), (list, dict)) for n in scan.subscript_targets)
 
 
-def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable: Any, run_else: bool = True) -> None:
+def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable: Any) -> None:
     try:
         items = iter(iterable)
     except ConcretizationError as e:
@@ -687,9 +722,6 @@ def _unrolled(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], iterable
             continue
         frame.assign(stmt.target, item)
         _run_iteration(frame, body)
-    else:
-        if run_else and isinstance(stmt.orelse, cst.Else) and frame.env[BRK] is False:
-            frame.exec_block(flatten_statements(stmt.orelse.body))
 
 
 def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.CSTNode], kind: str,
@@ -701,10 +733,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
 
     builder = frame.trace.builder
     scan = _scan_body(stmt.body, stmt.test) if isinstance(stmt, cst.While) else _scan_body(stmt.body)
-    # a static range's loop runs to its end unless it breaks: its `else` then runs after it, as Python's does
+    # a static range's loop runs to its end unless it breaks or returns (its loop variable is then the range's last)
     static_end = kind == "for" and isinstance(rng, range) and not scan.breaks and not scan.returns
-    if isinstance(stmt, (cst.While, cst.For)) and isinstance(stmt.orelse, cst.Else) and not static_end:
-        raise frame.error(stmt, "a loop's `else` clause is not supported when the loop depends on symbolic values")
     mutation_error = frame.error(stmt, "a loop on a symbolic value cannot change Python lists or dicts",
                                  note="the number of iterations is only known when the compiled function runs; "
                                       "collect results in an array (x = x.at[i].set(v)) or use lax.scan")
@@ -784,7 +814,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 k = body_block.params[0]
                 builder.own(k)
             if counted:
-                index = k if (start, step) == (0, 1) else values.add(k if step == 1 else values.mul(k, step), start)
+                from_zero = not is_symbolic(start) and start == 0  # (a traced start is never compared here)
+                index = k if from_zero and step == 1 else values.add(k if step == 1 else values.mul(k, step), start)
                 target = _row(rows, index) if rows is not None else index
                 frame.assign(stmt.target, target)
             frame.env[CONT] = False
@@ -901,16 +932,15 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
             frame.env[name] = Undefined(name, f"'{name}' is assigned only inside the loop on a traced value (line "
                                               f"{frame.loc(stmt).line}), which may run no times; a value the loop "
                                               "changes is kept after it only if it has one before it")
+    broke = frame.env.get(BRK, False) if BRK in carried_names else False  # (whether it broke: its `else` reads it)
     for name in (BRK, CONT, retest):
         frame.env.pop(name, None)
-    frame.env[BRK] = frame.env[CONT] = False
+    frame.env[BRK], frame.env[CONT] = broke, False
     if counted and static_end and rows is None and len(rng) and isinstance(stmt.target, cst.Name):
         frame.env[stmt.target.value] = rng[-1]  # (Python leaves the loop variable at its last value)
     elif counted:
         frame.env[_target_name(stmt)] = Undefined(_target_name(stmt), "the loop variable of a compiled loop is "
                                                                       "not available after the loop")
-    if static_end and isinstance(stmt.orelse, cst.Else):
-        frame.exec_block(flatten_statements(stmt.orelse.body))
 
 
 def _next_test(frame: Frame, stmt: cst.While, name: str) -> None:

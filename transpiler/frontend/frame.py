@@ -836,7 +836,9 @@ class Frame:
         value = self.eval(node.expression)
         if isinstance(node.operator, cst.Not):
             if is_symbolic(value):
-                return values.logical_not(value)
+                from srcjax.transpiler.frontend.control import to_predicate
+
+                return values.logical_not(to_predicate(self, value, node.expression))
             return not value
         return _UNARY[type(node.operator)](value)
 
@@ -851,20 +853,28 @@ class Frame:
                 raise
             except Exception as e:  # noqa: BLE001
                 raise self.wrap(node, e) from e
-            result = outcome if result is True else self.logical("and", result, outcome)
+            result = outcome if result is True else self.logical("and", result, outcome, node)
             if result is False:
                 return False
             left = right
         return result
 
-    def logical(self, kind: str, a: Any, b: Any) -> Any:
-        """``a and b`` / ``a or b`` where one side is symbolic: Python's value (b where a is true for ``and``),
-        elementwise; on bools, the logical operation."""
-        if not is_symbolic(a) and not is_symbolic(b):
-            return (a and b) if kind == "and" else (a or b)
+    def logical(self, kind: str, a: Any, b: Any, node: cst.CSTNode) -> Any:
+        """``a and b`` / ``a or b`` where one side is symbolic: Python's value (b where a is true for ``and``); on
+        bools, the logical operation. ``a``'s truth is NumPy's (one element, else an error), and both sides need
+        one shape: which one Python gives is only known when the compiled function runs."""
+        from srcjax.transpiler.frontend.control import to_predicate
+
+        if not is_symbolic(a):
+            return (a and b) if kind == "and" else (a or b)  # (Python's short circuit on a static value)
+        truth = to_predicate(self, a, node)
+        if values.aval(a).shape != values.aval(b).shape:
+            raise self.error(node, f"the two sides of `{kind}` have shapes {values.aval(a).shape} and "
+                                   f"{values.aval(b).shape}; which side Python gives is only known when the compiled "
+                                   "function runs, so they need one shape",
+                             note="use jnp.logical_and / jnp.logical_or, or jnp.where, for an elementwise result")
         if values.aval(a).dtype == bool and values.aval(b).dtype == bool:
             return values.logical_and(a, b) if kind == "and" else values.logical_or(a, b)
-        truth = values.as_bool(a)
         return values.where(truth, b, a) if kind == "and" else values.where(truth, a, b)
 
     def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Any:
@@ -874,7 +884,7 @@ class Frame:
             if (kind == "and" and not left) or (kind == "or" and left):
                 return left
             return self.eval(node.right)
-        return self.logical(kind, left, self.eval(node.right))
+        return self.logical(kind, left, self.eval(node.right), node)
 
     def expr_IfExp(self, node: cst.IfExp) -> Any:
         test = self.eval(node.test)
@@ -973,7 +983,9 @@ class Frame:
                     if is_symbolic(test):
                         raise self.error(condition.test, "a comprehension cannot filter on a value that is only "
                                                          "known when the compiled function runs",
-                                         note="use jnp.where to select values instead")
+                                         note="the number of items it keeps would depend on the data (JAX cannot "
+                                              "trace it either); keep every item and select with jnp.where: "
+                                              "sum(jnp.where(v > 0, v, 0) for v in x), or jnp.where(x > 0, x, 0)")
                     keep = keep and bool(test)
                 if keep:
                     loop(clause.inner_for_in)

@@ -10,6 +10,7 @@ constructor; the ones with parameters or unusual typing are written out below th
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -362,7 +363,7 @@ round_p.def_vmap(elementwise_rule(round_p))
 
 # -- transcendental functions ----------------------------------------------------------------------------
 exp_p = unary("exp", np.exp, jvp=lambda g, x, y: g * y)
-exp2_p = unary("exp2", np.exp2, jvp=lambda g, x, y: g * (y * np.log(2)))
+exp2_p = unary("exp2", np.exp2, jvp=lambda g, x, y: g * (y * math.log(2)))
 log_p = unary("log", np.log, jvp=lambda g, x, y: g / x)
 log1p_p = unary("log1p", np.log1p, jvp=lambda g, x, y: g / (1 + x))
 expm1_p = unary("expm1", np.expm1, jvp=lambda g, x, y: g * (y + 1))
@@ -382,10 +383,10 @@ atanh_p = unary("atanh", np.arctanh, jvp=lambda g, x, y: g / (1 - x * x))
 sqrt_p = unary("sqrt", np.sqrt, jvp=lambda g, x, y: g / (2 * y))
 rsqrt_p = unary("rsqrt", lambda x: np.reciprocal(np.sqrt(x)), jvp=lambda g, x, y: g * (-0.5 * y / x))
 cbrt_p = unary("cbrt", np.cbrt, kinds="f", jvp=lambda g, x, y: g * (1 / 3 * integer_pow_p.bind(y, y=-2)))  # as JAX
-erf_p = unary("erf", special.erf, kinds="f", jvp=lambda g, x, y: g * (2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
-erfc_p = unary("erfc", special.erfc, kinds="f", jvp=lambda g, x, y: g * (-2 / np.sqrt(np.pi) * exp_p.bind(-x * x)))
+erf_p = unary("erf", special.erf, kinds="f", jvp=lambda g, x, y: g * (2 / math.sqrt(math.pi) * exp_p.bind(-x * x)))
+erfc_p = unary("erfc", special.erfc, kinds="f", jvp=lambda g, x, y: g * (-2 / math.sqrt(math.pi) * exp_p.bind(-x * x)))
 erf_inv_p = unary("erf_inv", special.erf_inv, kinds="f",
-                  jvp=lambda g, x, y: g * (np.sqrt(np.pi) / 2 * exp_p.bind(y * y)))
+                  jvp=lambda g, x, y: g * (math.sqrt(math.pi) / 2 * exp_p.bind(y * y)))
 lgamma_p = unary("lgamma", special.lgamma, kinds="f", jvp=lambda g, x, y: g * digamma_p.bind(x))
 digamma_p = unary("digamma", special.digamma, kinds="f",
                   jvp=lambda g, x, y: g * polygamma_p.bind(np.ones(aval_of(x).shape, aval_of(x).dtype), x))

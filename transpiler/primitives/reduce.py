@@ -349,9 +349,11 @@ def _logaddexp_combine(a, b):
 
 
 def _running(fn: Callable) -> Callable:
-    """np.cumsum or np.cumprod, float32 accumulating in float64 as the compiled scans do (JAX's tree of
-    partial sums loses far less than a float32 running value, whose error grows with the length)."""
-    return lambda x, axis: fn(x, axis, dtype=np.float64 if x.dtype == np.float32 else x.dtype).astype(x.dtype)
+    """np.cumsum or np.cumprod, float16 and float32 accumulating in float64 as the compiled scans do (JAX's tree
+    of partial sums loses far less than a running value of the operand's type, whose error grows with the length:
+    a float16 running sum of 0.1s stops at 256)."""
+    wide = (np.float16, np.float32)
+    return lambda x, axis: fn(x, axis, dtype=np.float64 if x.dtype in wide else x.dtype).astype(x.dtype)
 
 
 cumsum_p = scan("cumsum", _running(np.cumsum), _NUMBER)
@@ -544,17 +546,27 @@ def window_reduction(name: str, op: str, reducer: Callable[..., np.ndarray], kin
         extent = tuple((w - 1) * d + 1 for w, d in zip(window_dimensions, window_dilation, strict=True))
         if op in _ELEMENTWISE and np.prod(window_dimensions, dtype=np.int64) <= _SMALL_WINDOW:
             # a small window (pooling): combine one strided slice per window offset, each a vectorised pass
-            out = None
-            for offset in np.ndindex(*window_dimensions):
-                part = padded[tuple(slice(k * d, k * d + (n - 1) * s + 1, s) for k, d, n, s in
-                                    zip(offset, window_dilation, out_shape, window_strides, strict=True))]
-                out = np.array(part) if out is None else _ELEMENTWISE[op](out, part, out=out)
+            parts = [padded[tuple(slice(k * d, k * d + (n - 1) * s + 1, s) for k, d, n, s in
+                                  zip(offset, window_dilation, out_shape, window_strides, strict=True))]
+                     for offset in np.ndindex(*window_dimensions)]
+            out = np.array(parts[0])
+            for part in parts[1:]:
+                _ELEMENTWISE[op](out, part, out=out)
+            if out.dtype.kind == "f":  # XLA orders -0.0 below +0.0 (as in _signed_zero)
+                negative, seen = op == "min", np.zeros(out.shape, bool)
+                for part in parts:
+                    seen |= (part == 0) & (np.signbit(part) == negative)
+                out[(out == 0) & seen] = -0.0 if negative else 0.0
             return out.astype(x.dtype, copy=False)
         windows = np.lib.stride_tricks.sliding_window_view(padded, extent)
         # every stride-th window start, every dilation-th element inside a window
         starts = tuple(slice(None, None, s) for s in window_strides)
         windows = windows[starts + tuple(slice(None, None, d) for d in window_dilation)]
-        return np.asarray(reducer(windows, tuple(range(x.ndim, 2 * x.ndim)))).astype(x.dtype)
+        axes = tuple(range(x.ndim, 2 * x.ndim))
+        out = np.asarray(reducer(windows, axes))
+        if op in _ELEMENTWISE:
+            out = _signed_zero(out, windows, lambda z: np.any(z, axis=axes), negative=op == "min")
+        return out.astype(x.dtype)
 
     def vmap_rule(args, dims, **params):
         # the batch axis gets a window of one element, stepped by one, with nothing padded or dilated
