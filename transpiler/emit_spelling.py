@@ -389,6 +389,8 @@ NOT_EMITTED: dict[str, str] = {
     **{name: "a collective across the processes of a pmap, which a module run on its own is not part of"
        for name in ("process_allreduce", "process_allgather", "process_reduce_scatter", "process_alltoall",
                     "process_permute")},
+    "check": "checkify's check: checkify threads its error through the function before anything is emitted, and "
+             "jit refuses a check it did not convert",
 }
 
 __all__ = ["LAX_CALLS", "LAX_CLASSES", "OPERATORS", "PRECEDENCE", "SPELLINGS", "NOT_EMITTED", "LaxCall", "NotEmittable",
