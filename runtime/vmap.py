@@ -34,15 +34,17 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
     """One axis per leaf of ``tree``, from a pytree prefix of it (``None`` counts as a leaf here)."""
     out: list[Any] = []
 
+    def not_a_prefix(detail: str) -> ValueError:
+        return ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                          f"specification {prefix} for value tree {tree_util.tree_structure(tree)} ({detail})")
+
     def visit(p: Any, t: Any, path: str) -> None:
         if p is None or isinstance(p, int):
             out.extend([p] * len(tree_util.tree_leaves(t)))
             return
         if isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)):
             if len(p) != len(t):
-                raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
-                                 f"specification {prefix} for value tree {tree_util.tree_structure(tree)} "
-                                 f"(length {len(p)} against {len(t)} at {path or 'the top'})")
+                raise not_a_prefix(f"length {len(p)} against {len(t)} at {path or 'the top'}")
             for i, (pp, tt) in enumerate(zip(p, t)):
                 visit(pp, tt, f"{path}[{i}]")
             return
@@ -58,9 +60,7 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
             p_children, p_aux = tree_util.flatten_one_level(p)
             p_children = list(p_children)
             if len(p_children) != len(t_children) or not tree_util._aux_equal(p_aux, t_aux):
-                raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
-                                 f"specification {prefix} for value tree {tree_util.tree_structure(tree)} "
-                                 f"({type(t).__name__} nodes differ at {path or 'the top'})")
+                raise not_a_prefix(f"{type(t).__name__} nodes differ at {path or 'the top'}")
             for i, (pp, tt) in enumerate(zip(p_children, t_children)):
                 visit(pp, tt, f"{path}[<flat index {i}>]")
             return
