@@ -259,3 +259,76 @@ def test_hurwitz_zeta():
                                -3 * float(special.zeta(4.0, 1.5)), rtol=1e-5)
     with pytest.raises(NotImplementedError, match="pass q"):
         special.zeta(2.0)
+
+
+def _erfcx(x):
+    """exp(x^2) erfc(x) in float64: directly up to 5, the asymptotic series (20 terms, error < 1e-20) beyond."""
+    if x <= 5:
+        return math.exp(x * x) * math.erfc(x)
+    term, total = 1.0, 1.0
+    for k in range(1, 20):
+        term *= -(2 * k - 1) / (2 * x * x)
+        total += term
+    return total / (math.sqrt(math.pi) * x)
+
+
+def test_erfcx_values_and_derivative():
+    """Against float64 references in both precisions, finite past where exp(x^2) overflows; JAX 0.10.2's float32
+    values recorded; the derivative 2 x erfcx(x) - 2 / sqrt(pi), eager and compiled."""
+    import srcjax
+
+    x = np.array([-3.0, -0.5, 0.0, 0.3, 1.0, 2.5, 5.0, 9.0, 12.0, 27.0, 100.0, 1e5, 1e20])
+    got = special.erfcx(f32(x))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), vec(_erfcx)(x), rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(special.erfcx(f32([-3.0, -0.5, 0.0, 1.0, 5.0, 12.0, 100.0, 1e20]))),
+                               [1.6205989e04, 1.9523604, 1.0, 4.2758363e-01, 1.1070464e-01, 4.6854217e-02,
+                                5.6416136e-03, 5.6418956e-21], rtol=2e-6)  # JAX
+    with srcjax.enable_x64(True):
+        got = special.erfcx(jnp.asarray(x))
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(got), vec(_erfcx)(x), rtol=1e-13)
+        small = x[:7]
+        want = 2 * small * vec(_erfcx)(small) - 2 / math.sqrt(math.pi)
+        slope = srcjax.vmap(srcjax.grad(special.erfcx))
+        np.testing.assert_allclose(np.asarray(slope(jnp.asarray(small))), want, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(srcjax.jit(slope)(jnp.asarray(small))), want, rtol=1e-12)
+    assert special.erfcx(3).dtype == np.float32
+    with pytest.raises(NotImplementedError, match="complex"):
+        special.erfcx(jnp.asarray(np.complex64(1 + 1j)))
+
+
+def _spence(x):
+    """SciPy's spence(x) = Li2(1 - x) in float64, by the series of Li2 where it converges fast and the
+    reflections Li2(z) + Li2(1 - z) = pi^2/6 - log z log(1 - z) and spence(x) = -spence(1/x) - log(x)^2 / 2."""
+    def li2(z):
+        return sum(z**k / k**2 for k in range(1, 200))
+
+    if x > 1.5:
+        return -_spence(1 / x) - math.log(x) ** 2 / 2
+    if x >= 0.5:
+        return li2(1 - x)
+    return math.pi**2 / 6 - math.log(x) * math.log(1 - x) - li2(x) if x > 0 else math.pi**2 / 6
+
+
+def test_spence_values_and_derivative():
+    """spence against float64 references, NaN below 0, and its derivative log(x) / (1 - x); 0 at x = 0 and 1,
+    where JAX takes the constants (JAX 0.10.2 gives NaN over (1, 2], from the reflection's log(1 - x))."""
+    import srcjax
+
+    x = np.array([0.0, 1e-8, 1e-3, 0.3, 0.5, 0.7, 1.0, 1.2, 1.5, 2.0, 2.5, 10.0, 1e6])
+    np.testing.assert_allclose(np.asarray(special.spence(f32(x))), vec(_spence)(x), rtol=2e-6, atol=1e-7)
+    assert np.isnan(np.asarray(special.spence(f32([-1.0, -1e-30])))).all()
+    with srcjax.enable_x64(True):
+        got = special.spence(jnp.asarray(x))
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(got), vec(_spence)(x), rtol=1e-14, atol=1e-15)
+        inside = jnp.asarray(x[1:])
+        want = [0.0 if v == 1 else math.log(v) / (1 - v) for v in x[1:]]
+        slope = srcjax.vmap(srcjax.grad(special.spence))
+        # (the derivative of Cephes' rational approximation: ~3e-10 off near 0)
+        np.testing.assert_allclose(np.asarray(slope(inside)), want, rtol=1e-9)
+        np.testing.assert_allclose(np.asarray(srcjax.jit(slope)(inside)), want, rtol=1e-9)
+        np.testing.assert_array_equal(np.asarray(slope(jnp.asarray([-1.0, 0.0]))), [0.0, 0.0])
+    with pytest.raises(TypeError, match="int32 is not supported"):
+        special.spence(2)
