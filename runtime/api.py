@@ -25,7 +25,7 @@ from srcjax.runtime.eager import to_array
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
 from srcjax.transpiler.interpret import eval_function
-from srcjax.transpiler.ir import Function, Value
+from srcjax.transpiler.ir import Function, Value, walk
 from srcjax.transpiler.passes import has_effect
 from srcjax.transpiler.primitives import collectives, core
 from srcjax.transpiler.types import TensorType
@@ -556,11 +556,6 @@ _jitted: weakref.WeakSet = weakref.WeakSet()  # every live ``jit(f)``, for ``cle
 _shared_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _holds_check(block: Any) -> bool:
-    """Whether a ``checkify.check`` op is among ``block``'s (its regions included)."""
-    return any(op.name == "check" or any(_holds_check(region) for region in op.regions) for op in block.ops)
-
-
 class Jitted:
     """``jit(f)``: compiled once per signature. Calls from code being compiled inline ``f`` instead."""
 
@@ -615,7 +610,7 @@ class Jitted:
                 _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
             abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
             ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
-            if _holds_check(ir.body):
+            if any(op.name == "check" for op in walk(ir.body)):  # (checkify's, not converted)
                 from srcjax.runtime.checkify import refuse_unfunctionalized  # (it imports this module)
                 refuse_unfunctionalized(ir)
             donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()

@@ -228,7 +228,7 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
         elif kind == "int" and clamp_ints and shape[dim] and not -shape[dim] <= value < shape[dim]:
             # out of bounds: read as JAX reads it, with a dynamic_slice (which clamps it, and which checkify's
             # index_checks see)
-            _clamped_int(value, dim, shape[dim])
+            _clamped_int(value, dim, shape[dim])  # (its overflow check: the index dtype must hold the int)
             add(_Entry("array", dim, Array(np.asarray(value, _index_dtype()))))
             dim += 1
         elif kind == "int":
