@@ -163,7 +163,10 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
         # as in JAX: the int must fit the default int dtype (OverflowError otherwise); narrower ints wrap
         x = to_array(x)._value.astype(dtype)
     elif isinstance(x, _SCALARS) and not isinstance(x, np.generic):
-        x = np.asarray(x, dtype) if not (isinstance(x, complex) and dtype.kind != "c") else np.asarray(x.real, dtype)
+        if isinstance(x, complex) and dtype.kind != "c":
+            x = x.real
+        # a float becomes an integer as JAX converts arrays, saturating (NaN: 0), not as NumPy does (it raises)
+        x = to_array(x) if isinstance(x, float) and dtype.kind in "iub" else np.asarray(x, dtype)
     typ = aval(x)
     if typ.dtype == dtype and typ.weak_type == weak_type and not isinstance(x, (np.ndarray, np.generic)):
         return x

@@ -274,3 +274,15 @@ def test_symbolic_bounds_are_refused_with_a_clear_error():
         jnp.arange(Symbolic())
     with pytest.raises(TypeError, match="must be static"):
         jnp.zeros(Symbolic())
+
+
+def test_python_floats_become_integers_as_jax_converts_arrays():
+    # JAX 0.10.2 converts a Python float fill value or update through its array conversion, which saturates
+    # (NaN: 0); NumPy's conversion of the scalar raises OverflowError or ValueError instead
+    np.testing.assert_array_equal(jnp.full(3, 300.7, dtype=jnp.int8), np.full(3, 127, np.int8))
+    np.testing.assert_array_equal(jnp.full(2, -1e10, dtype=jnp.uint8), np.zeros(2, np.uint8))
+    np.testing.assert_array_equal(jnp.full_like(jnp.zeros(2, jnp.int16), 1e6), np.full(2, 32767, np.int16))
+    np.testing.assert_array_equal(jnp.zeros(2, jnp.int32).at[0].set(float("nan")), np.zeros(2, np.int32))
+    np.testing.assert_array_equal(jnp.zeros(2, jnp.uint8).at[1].set(float("inf")), np.array([0, 255], np.uint8))
+    with pytest.raises(OverflowError):  # a Python int still has to fit
+        jnp.array([300], dtype=jnp.int8)
