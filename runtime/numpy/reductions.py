@@ -23,7 +23,9 @@ from srcjax.runtime.numpy._core import (
     broadcast_to,
     check_arraylike,
     convert,
+    is_concrete,
 )
+from srcjax.transpiler.ir import ConcretizationError
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
 from srcjax.transpiler.primitives.shape import iota_p, reshape_p, transpose_p
@@ -89,7 +91,8 @@ def _axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
     try:
         given = tuple(operator.index(a) for a in given)
     except TypeError:
-        raise TypeError(f"jnp.{name}: axis must be None, an int or a tuple of ints, got {axis!r}") from None
+        error = ConcretizationError if False in [is_concrete(a) for a in given] else TypeError  # (all: jnp's)
+        raise error(f"jnp.{name}: axis must be None, an int or a tuple of ints, got {axis!r}") from None
     for a in given:
         if not -ndim <= a < ndim:
             raise ValueError(f"jnp.{name}: axis {a} is out of bounds for array of dimension {ndim}")
@@ -102,8 +105,8 @@ def _axes(name: str, axis: Any, ndim: int) -> tuple[int, ...]:
 def _one_axis(name: str, axis: Any, ndim: int) -> int:
     try:
         axis = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"jnp.{name}: axis must be an int, got {axis!r}") from None
+    except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(f"jnp.{name}: axis must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise ValueError(f"jnp.{name}: axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim
@@ -333,6 +336,8 @@ def _nan_extremum(name: str, reducer, a, axis, keepdims, initial, where) -> Any:
     op = "max" if reducer is max else "min"
     out = reducer(_nan_to(a, np.asarray(rp._identity(op, aval(a).dtype))), axis, keepdims=keepdims, initial=initial,
                   where=where)
+    if initial is not None:  # as in JAX: a slice of NaNs (or one masked out entirely) gives the initial value
+        return out
     all_nan = all(_isnan(a), axis, keepdims=keepdims, where=where)
     return _where(all_nan, np.nan, out)  # a slice of NaNs only has NaN as its extremum, as in NumPy
 

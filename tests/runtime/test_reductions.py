@@ -143,6 +143,11 @@ CASES = [
     ("nanmin keepdims", lambda: jnp.nanmin(a(XN), axis=0, keepdims=True), np.nanmin(XN, 0, keepdims=True), F32),
     ("nanmax all nan", lambda: jnp.nanmax(a([np.nan, np.nan])), np.nan, F32),
     ("nanmax int", lambda: jnp.nanmax(a([1, 2], np.int32)), 2, I32),
+    # with an initial value, a slice of NaNs or one masked out gives it (JAX 0.10.2: [1, -5, 3])
+    ("nanmax initial", lambda: jnp.nanmax(a([[1, np.nan, 3], [np.nan, np.nan, 2]]), axis=0, initial=-5.0,
+                                          where=np.array([[1, 0, 1], [0, 0, 1]], bool)), [1, -5, 3], F32),
+    ("nanmin initial all nan", lambda: jnp.nanmin(a([[np.nan, 1.0], [np.nan, 2.0]]), axis=0, initial=-5.0), [-5, -5],
+     F32),
     ("nanmean", lambda: jnp.nanmean(a(XN), axis=1), [np.nanmean(XN[0]), np.nan, np.nanmean(XN[2])], F32),
     ("nanmean int8", lambda: jnp.nanmean(a([1, 2], np.int8)), 1.5, F32),
     ("nanvar", lambda: jnp.nanvar(a(XN), axis=1), [np.nanvar(XN[0]), np.nan, np.nanvar(XN[2])], F32),
