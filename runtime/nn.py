@@ -7,6 +7,7 @@ bound ``6.`` is a weak float). The initializers live in ``runtime.nn_initializer
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -44,15 +45,19 @@ def _array(name: str, x: Any) -> Any:
 # -- activations ---------------------------------------------------------------------------------------------
 def relu(x: Any) -> Any:
     """max(x, 0), written as a select so that the derivative at 0 is 0 (JAX's choice; a max would split it)."""
+    jnp = _jnp()
     x = _array("relu", x)
-    return _jnp().where(x <= 0, 0, x)  # NaN stays NaN
+    # NaN stays NaN, with derivative 0 there as in JAX (its rule selects on x > 0)
+    return jnp.where(x > 0, x, jnp.where(x <= 0, 0, _lax().stop_gradient(x)))
 
 
 def relu6(x: Any) -> Any:
     """min(max(x, 0), 6), with derivative 0 at both corners (JAX's choice)."""
     jnp = _jnp()
     x = _array("relu6", x)
-    return jnp.where(x <= 0, 0, jnp.where(x >= 6, 6.0, x))
+    # NaN stays NaN, with derivative 0 there as in JAX (its rule selects on 0 < x < 6)
+    corner = jnp.where(x <= 0, 0, jnp.where(x >= 6, 6.0, _lax().stop_gradient(x)))
+    return jnp.where((x > 0) & (x < 6), x, corner)
 
 
 def sigmoid(x: Any) -> Any:
@@ -194,9 +199,27 @@ def mish(x: Any) -> Any:
 
 def log1mexp(x: Any) -> Any:
     """log(1 - exp(-x)) for x > 0: log(-expm1(-x)) below log 2, log1p(-exp(-x)) above (Maechler 2012)."""
+    return _log1mexp()(_array("log1mexp", x))
+
+
+@functools.cache
+def _log1mexp():
+    """log1mexp with JAX's derivative rule, 1 / expm1(x): the branch not taken would put 0 * inf into the
+    derivative where exp(-x) rounds to 1 (x near 0)."""
+    from srcjax.runtime.autodiff import custom_jvp
+
     jnp = _jnp()
-    x = _array("log1mexp", x)
-    return jnp.where(x < np.log(2.0).item(), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+    @custom_jvp
+    def log1mexp(x):
+        return jnp.where(x < np.log(2.0).item(), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+    @log1mexp.defjvp
+    def _(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        return log1mexp(x), x_dot / jnp.expm1(x)
+
+    return log1mexp
 
 
 def tanh(x: Any, /) -> Any:

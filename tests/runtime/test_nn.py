@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import srcjax
 from srcjax.runtime import nn, random
 from srcjax.runtime import nn_initializers as init
 from srcjax.runtime import numpy as jnp
@@ -126,6 +127,19 @@ def test_result_dtypes_and_weak_types_are_jax_s(name):
         else:
             got.append(SHORT[out.dtype.name] + ("~" if out.weak_type else ""))
     assert got == DTYPES[name]
+
+
+def test_derivatives_at_nan_and_near_zero_follow_jax_s_rules():
+    # JAX 0.10.2: relu, relu6 and hard_sigmoid have derivative 0 at NaN (their rules select on x > 0, 0 < x < 6);
+    # log1mexp's is 1 / expm1(x) (1e8 at 1e-8 in float32, where exp(-x) rounds to 1)
+    for name, expected in [("relu", [0, 0, 1]), ("relu6", [0, 0, 1]), ("hard_sigmoid", [0, 1 / 6, 1 / 6])]:
+        fn = getattr(nn, name)
+        x = jnp.array([np.nan, 0.0, 2.0])
+        np.testing.assert_allclose(srcjax.vmap(srcjax.grad(fn))(x), expected, rtol=1e-6)
+        assert np.isnan(np.asarray(fn(x))[0])
+    x = jnp.array([1e-8, 1.0, -100.0])
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(nn.log1mexp))(x), 1 / np.expm1(np.float64([1e-8, 1, -100])),
+                               rtol=1e-6)
 
 
 # -- softmax family -------------------------------------------------------------------------------------------
