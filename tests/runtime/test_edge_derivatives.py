@@ -247,6 +247,9 @@ DIFFERENT_FROM_JAX = [
     edge("vander 0", lambda x: jnp.sum(jnp.vander(jnp.reshape(x, (1,)), 3)), (0.0,), (1.0,)),
     edge("igamma a=1, x=0", lambda x: lax.igamma(1.0, x), (0.0,), (1.0,)),
     edge("igammac a=1, x=inf", lambda x: lax.igammac(1.0, x), (INF,), (-0.0,)),
+    # JAX refuses to differentiate nextafter (so spacing); x1 moved by one ulp has slope 1 in x1, 0 in x2
+    edge("nextafter", lambda x, y: lax.nextafter(x, y), (1.5, 3.0), (1.0, 0.0)),
+    edge("spacing", lambda x: jnp.spacing(x), (1.5,), (0.0,)),
 ]
 
 

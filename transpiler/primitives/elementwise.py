@@ -253,7 +253,9 @@ atan2_p = binary("atan2", _atan2, kinds="fc",  # d atan2(x, y) = (y dx - x dy) /
                  jvp=(lambda g, x, y: mul_p.bind(g, div_p.bind(y, _sum_squares(x, y))),
                       lambda g, x, y: mul_p.bind(g, div_p.bind(neg_p.bind(x), _sum_squares(x, y)))))
 atan2_p.def_unsupported("transpose", "not linear")
-nextafter_p = binary("nextafter", np.nextafter, kinds="f")
+# x1 moved by one ulp: slope 1 in x1 (spacing's is then 0); JAX has no rule and refuses to differentiate it
+nextafter_p = binary("nextafter", np.nextafter, kinds="f", jvp=(lambda g, x, y: g, None))
+nextafter_p.def_unsupported("transpose", "not linear")
 abs_p = unary("abs", np.abs, kinds="ifc", result=real_dtype, jvp=lambda g, x, y: _abs_jvp(g, x, y))
 sign_p = unary("sign", _sign, kinds="iufc")
 square_p = unary("square", lambda x: x * x, kinds="iufc", jvp=lambda g, x, y: g * (2 * x))
@@ -261,7 +263,7 @@ floor_p = unary("floor", np.floor, kinds="f")
 ceil_p = unary("ceil", np.ceil, kinds="f")
 is_finite_p = unary("is_finite", np.isfinite, kinds="f", result=_to_bool)
 _zero_derivative(is_finite_p, why="is_finite has zero derivative")
-_zero_derivative(sign_p, floor_p, ceil_p, nextafter_p, why="piecewise constant: the derivative is zero")
+_zero_derivative(sign_p, floor_p, ceil_p, why="piecewise constant: the derivative is zero")
 
 pow_p = Primitive("pow")
 
