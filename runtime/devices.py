@@ -135,6 +135,11 @@ def process_count(backend: str | None = None) -> int:
     return _distributed.process_count()
 
 
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of every process (JAX's ``jax.process_indices``)."""
+    return list(range(process_count(backend)))
+
+
 def _put_leaf(x: Any, device: Device | None):
     from srcjax.runtime.array import Array
     from srcjax.runtime.eager import to_array

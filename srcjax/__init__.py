@@ -64,6 +64,7 @@ from srcjax.runtime.devices import (
     make_array_from_callback,
     process_count,
     process_index,
+    process_indices,
 )
 from srcjax.runtime.sharding import NamedSharding
 from srcjax.runtime.sharding import PartitionSpec as P
@@ -74,7 +75,7 @@ from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 _SUBMODULES = {
     "custom_derivatives", "debug", "distributed", "dtypes", "errors", "example_libraries", "experimental",
     "flatten_util", "lax", "nn", "ops", "random", "scipy", "sharding", "test_util", "tree", "tree_util", "typing",
-    "profiler", "stages", "version", "custom_batching", "image",
+    "profiler", "stages", "version", "custom_batching", "image", "dlpack",
 }
 
 
@@ -150,6 +151,7 @@ __all__ = [
     "eval_shape",
     "ShapeDtypeStruct", "Array", "config", "devices", "local_devices", "device_count", "local_device_count",
     "device_put", "device_get", "block_until_ready", "default_backend", "process_index", "process_count",
+    "process_indices",
     "clear_caches", "effects_barrier", "pmap", "shard_map", "make_mesh", "enable_x64", "debug_nans", "debug_infs",
     "enable_checks", "threefry_partitionable", "numpy_rank_promotion", "default_matmul_precision", "default_prng_impl",
     "pure_callback", "named_call", "named_scope", "print_environment_info", "linear_transpose", "typeof",

@@ -235,5 +235,5 @@ def issubdtype(a: Any, b: Any) -> bool:
 def _is_abstract(x: Any) -> bool:
     return isinstance(x, type) and issubclass(x, np.generic) and x in (
         np.number, np.inexact, np.floating, np.complexfloating, np.integer, np.signedinteger,
-        np.unsignedinteger, np.generic, np.bool_,
+        np.unsignedinteger, np.generic, np.bool_, np.flexible, np.character,
     )

@@ -26,7 +26,8 @@ __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
     "float64", "complex64", "complex128", "bfloat16", "int_", "uint", "float_", "complex_", "double", "single",
     "number", "inexact", "floating", "complexfloating", "integer", "signedinteger", "unsignedinteger", "generic",
-    "bool", "newaxis", "pi", "e", "inf", "nan", "euler_gamma", "dtypes_module",
+    "bool", "newaxis", "pi", "e", "inf", "nan", "euler_gamma", "dtypes_module", "csingle", "cdouble", "character",
+    "flexible", "object_", "ComplexWarning",
 ]
 
 ndarray = Array
@@ -97,6 +98,9 @@ complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type("c
 bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16) if dtypes.bfloat16 is not None else None
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
 double, single = float64, float32
+csingle, cdouble = complex64, complex128
+character, flexible, object_ = np.character, np.flexible, np.object_  # (abstract or unsupported: for issubdtype)
+ComplexWarning = np.exceptions.ComplexWarning
 
 
 # -- what a value is ---------------------------------------------------------------------------------------

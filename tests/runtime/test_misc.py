@@ -402,6 +402,18 @@ def test_vectorize():
 
 
 # -- printing, files, predicates -------------------------------------------------------------------------------------
+def test_numpy_s_other_type_names_and_jax_s_process_and_dlpack_helpers():
+    # JAX 0.10.2 exports these as NumPy's (csingle is complex64, character is NumPy's abstract type, ...)
+    assert jnp.csingle is jnp.complex64 and jnp.cdouble is jnp.complex128
+    assert jnp.character is np.character and jnp.flexible is np.flexible and jnp.object_ is np.object_
+    assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+    assert jnp.issubdtype(np.dtype("U2"), jnp.character) and not jnp.issubdtype(jnp.float32, jnp.flexible)
+    assert jnp.cdouble(3).dtype == np.complex64  # (x64 off)
+    assert srcjax.process_indices() == [0]
+    np.testing.assert_array_equal(srcjax.dlpack.from_dlpack(np.arange(3.0, dtype=np.float32)), [0, 1, 2])
+    assert srcjax.dlpack.is_supported_dtype(np.int8) and not srcjax.dlpack.is_supported_dtype(np.dtype("U3"))
+
+
 def test_printoptions_and_repr():
     assert jnp.get_printoptions()["precision"] == np.get_printoptions()["precision"]
     with jnp.printoptions(precision=2):
