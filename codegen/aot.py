@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import ctypes
 import ctypes.util
+import hashlib
 import os
 import pprint
 import re
@@ -220,17 +221,22 @@ def _blas_object(routines: dict[str, ir.FunctionType]) -> bytes:
 
 
 CALL = "srcjax_aot_call"
+BUILD = "srcjax_aot_build"
 
 
-def _call_object() -> bytes:
+def _call_object(build: bytes) -> bytes:
     """``srcjax_aot_call(entry, tuple, count, item_offset, data_offset)``: calls ``entry`` with the data pointers
     of the ``count`` NumPy arrays in a Python tuple, read at the offsets the loader measured in its own
     interpreter (so the library does not depend on one); the loader falls back to building the pointer array
-    itself (a few microseconds per array) where it cannot measure them."""
+    itself (a few microseconds per array) where it cannot measure them. ``srcjax_aot_build``: the bytes
+    ``build``, which the loader checks against its own (a loader and a library of different builds, as a stale
+    ``__pycache__`` gives, would pass arrays of the wrong sizes)."""
     from srcjax.codegen.llvm import engine, interrupt
     from srcjax.codegen.llvm.kernels import I64, PTR, for_range
 
     module = engine.new_module("srcjax_aot_call")
+    stamp = ir.GlobalVariable(module, ir.ArrayType(ir.IntType(8), len(build)), name=BUILD)
+    stamp.initializer, stamp.global_constant = ir.Constant(stamp.type.pointee, bytearray(build)), True
     # the count of SIGINTs compiled loops read (codegen/llvm/interrupt.py): nothing counts them in a library
     count = interrupt.counter(module)
     count.initializer, count.visibility = ir.Constant(I64, 0), "hidden"
@@ -301,17 +307,23 @@ def build(specs: list[Specialisation], source: str | os.PathLike, directory: str
     for i, spec in enumerate(specs):
         symbol = f"srcjax_aot_{re.sub(r'[^0-9A-Za-z_]', '_', spec.function)}_{i}"
         entries.append(_compile_entry(spec, symbol, libraries))
-    objects = [e.code for e in entries] + [_call_object()]
+    routines = {n: t for e in entries for n, t in e.blas.items() if n in e.externals}
+    meta = _metadata(name, entries, sorted(routines))
+    build = hashlib.sha256(repr(meta).encode() + b"".join(e.code + b"".join(c.tobytes() for c in e.consts)
+                                                          for e in entries)).digest()[:16]
+    meta["build"] = build.hex()
+    objects = [e.code for e in entries] + [_call_object(build)]
     if any(pool.PARALLEL in e.externals for e in entries):
         objects.append(_runtime_object())
-    routines = {n: t for e in entries for n, t in e.blas.items() if n in e.externals}
     if routines:
         objects.append(_blas_object(routines))
-    exports = [e.symbol for e in entries] + [CALL] + [f"{n}_address" for n in routines]
-    meta = _metadata(name, entries, sorted(routines))
+    exports = [e.symbol for e in entries] + [CALL, BUILD] + [f"{n}_address" for n in routines]
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AotError(f"cannot make the output folder {directory}: {e.strerror}") from None
     with tempfile.TemporaryDirectory(prefix="srcjax-aot-") as work:
         _link(objects, exports, Path(work) / meta["library"], Path(work))
         os.replace(Path(work) / meta["library"], directory / meta["library"])
@@ -323,6 +335,8 @@ def build(specs: list[Specialisation], source: str | os.PathLike, directory: str
         (directory / f"{name}.npz").unlink(missing_ok=True)  # (an earlier build's)
     loader = directory / f"{name}.py"
     loader.write_text(loader_source(meta, source))
+    for stale in (directory / "__pycache__").glob(f"{name}.*.pyc"):  # (an earlier build's, if this one is written
+        stale.unlink(missing_ok=True)  # in the same second and size, Python would take it for this one's)
     return loader
 
 
@@ -361,7 +375,10 @@ def write_gpu(specs: list[Specialisation], source: str | os.PathLike, directory:
             written.append(path)
             if target.ptxas_path() is not None:
                 cubin = directory / f"{name}.{symbol}.{arch}.cubin"
-                cubin.write_bytes(target.assemble(ptx, arch))
+                try:
+                    cubin.write_bytes(target.assemble(ptx, arch))
+                except target.GpuToolchainError as e:
+                    raise AotError(f"{spec.function}({spec.signature}): {e}") from None
                 written.append(cubin)
     (directory / f"{name}_gpu.json").write_text(json.dumps(manifest, indent=1))
     if log is not None:
@@ -390,13 +407,13 @@ def _metadata(name: str, entries: list[_Entry], routines: list[str]) -> dict:
 
 
 def _cpu_features() -> list[str]:
-    """The CPU features the code was compiled with that a loading machine must have (see aot_loader)."""
+    """The CPU features the code was compiled with that a loading machine must have: those of the target whose
+    instructions LLVM may emit (``aot_loader._CPU_FLAGS``; the host's extensions included, as AVX-512's
+    vpopcntd: ``SRCJAX_CPU`` compiles for a level instead, that every machine of the level runs)."""
+    from srcjax.codegen.aot_loader import _CPU_FLAGS
     from srcjax.codegen.llvm import engine
 
-    enabled = engine.target().enabled
-    known = ("popcnt sse4.1 sse4.2 ssse3 avx avx2 fma f16c bmi bmi2 lzcnt movbe "
-             "avx512f avx512bw avx512cd avx512dq avx512vl").split()
-    return [name for name in known if name in enabled]
+    return [name for name in _CPU_FLAGS if name in engine.target().enabled]
 
 
 def _blas_candidates(found) -> list[list[str]]:

@@ -19,10 +19,17 @@ import numpy as _np
 _HERE = _os.path.dirname(_os.path.abspath(__file__))
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}  # a Python bool, int or float fits a dtype of this kind or later
 _PYTHON_KIND = {bool: "b", int: "i", float: "f"}
-# LLVM's name of a CPU feature -> /proc/cpuinfo's, for the features whose absence would crash compiled code
-_CPU_FLAGS = {"sse4.1": "sse4_1", "sse4.2": "sse4_2", "ssse3": "ssse3", "avx": "avx", "avx2": "avx2", "fma": "fma",
-              "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2", "lzcnt": "abm", "avx512f": "avx512f",
-              "avx512bw": "avx512bw", "avx512dq": "avx512dq", "avx512vl": "avx512vl"}  # fmt: skip
+# LLVM's name of a CPU feature -> /proc/cpuinfo's, for every feature whose instructions LLVM emits on its own
+# (vectorised loops, shuffles, bit counts), so whose absence would crash compiled code: the AVX-512 extensions
+# of later CPUs (vpopcntd, vpermb, ...) and AMD's sse4a (extrq) included
+_CPU_FLAGS = {"popcnt": "popcnt", "sse3": "pni", "ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2",
+              "sse4a": "sse4a", "avx": "avx", "avx2": "avx2", "fma": "fma", "fma4": "fma4", "xop": "xop", "tbm": "tbm",
+              "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2", "lzcnt": "abm", "movbe": "movbe", "pclmul": "pclmulqdq",
+              "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512cd": "avx512cd", "avx512dq": "avx512dq",
+              "avx512vl": "avx512vl", "avx512ifma": "avx512ifma", "avx512vbmi": "avx512vbmi",
+              "avx512vbmi2": "avx512_vbmi2", "avx512bitalg": "avx512_bitalg", "avx512vpopcntdq": "avx512_vpopcntdq",
+              "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avx512fp16": "avx512_fp16", "gfni": "gfni",
+              "vaes": "vaes", "vpclmulqdq": "vpclmulqdq", "avxvnni": "avx_vnni"}  # fmt: skip
 
 
 def _type_text(dtype: _np.dtype, shape) -> str:
@@ -90,9 +97,10 @@ class _Specialisation:
             self.call = lambda arrays: call(address, arrays, self.count, *_OFFSETS)
 
     def convert(self, args: tuple):
-        """The buffers of the array arguments if ``args`` fit this signature, else None. NumPy arrays must
-        have the declared dtype; Python numbers and lists take it if their kind fits (bool < int < float).
-        They are converted to the compiled dtype (64-bit types compile to 32 bits unless x64 was on)."""
+        """The buffers of the array arguments if ``args`` fit this signature, else None (or an ``OverflowError``
+        for a Python int the compiled dtype cannot hold, as ``jit`` raises). NumPy arrays must have the declared
+        dtype; Python numbers and lists take it if their kind fits (bool < int < float). They are converted to
+        the compiled dtype (64-bit types compile to 32 bits unless x64 was on)."""
         if len(args) != len(self.params):
             return None
         buffers = []
@@ -108,10 +116,18 @@ class _Specialisation:
                 buffers.append(_np.ascontiguousarray(arg, converted))
                 continue
             if isinstance(arg, (bool, int, float, list, tuple)):
-                value = _np.asarray(arg)
+                try:
+                    value = _np.asarray(arg)
+                except ValueError:  # (a ragged list)
+                    return None
                 kind = _PYTHON_KIND.get(type(arg), value.dtype.kind)
                 if value.shape != shape or _KIND_ORDER.get(kind, 9) > _KIND_ORDER.get(dtype.kind, -1):
                     return None
+                if value.dtype.kind in "iu" and converted.kind in "iu" and value.size:
+                    bounds = _np.iinfo(converted)
+                    for wrong in (int(value.min()), int(value.max())):
+                        if not bounds.min <= wrong <= bounds.max:
+                            return OverflowError(f"Python int {wrong} too large to convert to {converted.name}")
             else:
                 if not (hasattr(arg, "dtype") and hasattr(arg, "shape")):
                     return None
@@ -191,6 +207,13 @@ def _load(meta: dict) -> dict:
     """Load the library, bind its BLAS routines, read its constants: one ``_Specialisation`` list per function."""
     _check_machine(meta)
     lib = _loaded["lib"] = _ctypes.CDLL(_os.path.join(_HERE, meta["library"]))
+    try:
+        build = (_ctypes.c_char * (len(meta["build"]) // 2)).in_dll(lib, "srcjax_aot_build").raw.hex()
+    except ValueError:
+        build = None
+    if build != meta["build"]:
+        raise ImportError(f"{meta['library']} is not the library this loader was written with (they come from "
+                          "different builds): keep the files of one `srcjax compile` together, or compile again")
     if meta["blas"]:
         library, symbol = _find_blas(meta["blas"]["candidates"])
         _loaded["blas"] = library
@@ -205,11 +228,15 @@ def _load(meta: dict) -> dict:
 
 
 def _call(name: str, args: tuple):
+    overflow = None
     for specialisation in _functions[name]:
         buffers = specialisation.convert(args)
-        if buffers is not None:
+        if type(buffers) is list:
             return specialisation(buffers)
+        overflow = buffers or overflow  # (the last: signatures tend to widen)
     accepted = "\n".join(f"  {name}({s.text})" for s in _functions[name])
+    if overflow is not None:  # (no signature takes the arguments, one would but for the size of an int)
+        raise OverflowError(f"{name}(): {overflow}; it was compiled ahead of time for:\n{accepted}")
     raise TypeError(
         f"{name}() got arguments ({', '.join(map(_describe, args))}); it was compiled ahead of time for:\n{accepted}"
     )

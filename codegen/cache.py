@@ -1,9 +1,9 @@
 """The compile cache on disk: native object code per specialisation, reused by later processes.
 
 An entry's key is the SHA-256 of everything the machine code depends on: the printed IR (the whole call
-graph, inlined, with the signature's types), the constants' bytes, the compiler (srcjax's version and a
-digest of ``codegen/``'s sources), llvmlite and LLVM, the host CPU's name and features, and the process
-facts baked into the code (the BLAS found, the thread count and parallel threshold, the object offsets of
+graph, inlined, with the signature's types), the constants' bytes, the compiler (srcjax's version, a digest
+of the sources of ``codegen/`` and ``transpiler/``), llvmlite and LLVM, the host CPU's name and features, and
+the process facts baked into the code (the BLAS found, the thread count and parallel threshold, the object offsets of
 the Python entry).
 
 An entry is one file ``<key>.o`` in the cache directory, written atomically (a temporary file in the same
@@ -24,7 +24,9 @@ its limit (``configure``: JAX's ``jax_compilation_cache_max_size``), the entries
 deleted first. The code loaded in this process is kept for reuse by later compilations of the same key, least
 recently used dropped first beyond ``set_memory_limits``; a function still in use keeps its own code.
 
-``SRCJAX_CACHE=0`` turns the cache off. The directory is the configured one
+``SRCJAX_CACHE=0`` turns the cache off, as JAX's ``jax_enable_compilation_cache`` does; entries smaller or
+quicker to compile than JAX's ``jax_persistent_cache_min_entry_size_bytes`` / ``_min_compile_time_secs`` are not
+stored. The directory is the configured one
 (``config.jax_compilation_cache_dir``, passed in by the runtime), else ``$XDG_CACHE_HOME/srcjax``, else
 ``~/.cache/srcjax``.
 """
@@ -62,7 +64,7 @@ stats = {"hits": 0, "misses": 0}  # functions loaded from an entry / compiled an
 
 
 def enabled() -> bool:
-    return os.environ.get("SRCJAX_CACHE", "1") != "0"
+    return os.environ.get("SRCJAX_CACHE", "1") != "0" and limits["enabled"]
 
 
 def cache_dir(configured: str | os.PathLike | None = None) -> Path:
@@ -74,20 +76,25 @@ def cache_dir(configured: str | os.PathLike | None = None) -> Path:
 
 
 def compiler_version() -> str:
-    """srcjax's version, llvmlite's and LLVM's, and a digest of the code generator's sources (computed once:
-    a change to the backend invalidates every entry even when the version number stays)."""
+    """srcjax's version, llvmlite's and LLVM's, and a digest of the sources of the code generator and of the
+    transpiler, whose tables it lowers with (special functions' coefficients, fill values, the passes run
+    before lowering) (computed once: a change to either invalidates every entry even when the version number
+    stays)."""
     if not _compiler:
         import llvmlite
         import llvmlite.binding as llvm
 
+        import srcjax.transpiler as transpiler
+
         # (read, not imported: codegen does not import the package above it; importlib.metadata costs 20 ms)
         srcjax_version = getattr(sys.modules.get("srcjax"), "__version__", "unknown")
         sources = hashlib.sha256()
-        root = Path(__file__).resolve().parent
-        for path in sorted(root.rglob("*.py")):
-            sources.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        for root in (Path(__file__).resolve().parent, Path(transpiler.__file__).resolve().parent):
+            for path in sorted(root.rglob("*.py")):
+                name = f"{root.name}/{path.relative_to(root).as_posix()}"
+                sources.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
         _compiler.append(
-            f"srcjax {srcjax_version} codegen {sources.hexdigest()} llvmlite {llvmlite.__version__} "
+            f"srcjax {srcjax_version} sources {sources.hexdigest()} llvmlite {llvmlite.__version__} "
             f"llvm {llvm.llvm_version_info}"
         )
     return _compiler[0]
@@ -157,15 +164,18 @@ def decode(data: bytes, key: bytes) -> tuple[dict, bytes, str] | None:
 
 # -- the size of the directory ----------------------------------------------------------------------------------
 # disk_bytes: the directory's limit (-1: none), as JAX's jax_compilation_cache_max_size; entry_bytes: the largest
-# file read as an entry. The runtime sets them from its configuration (``configure``).
-limits = {"disk_bytes": 256 << 20, "entry_bytes": 256 << 20}
+# file read as an entry; enabled, least_bytes, least_seconds: JAX's jax_enable_compilation_cache and the
+# smallest entry and shortest compilation stored (jax_persistent_cache_min_entry_size_bytes, _min_compile_time_secs).
+# The runtime sets them from its configuration (``configure``).
+limits = {"disk_bytes": 256 << 20, "entry_bytes": 256 << 20, "enabled": True, "least_bytes": 0, "least_seconds": 0.0}
 _usage: dict[Path, int] = {}  # directory -> its entries' bytes as this process last counted them, plus its writes
 
 
-def configure(disk_bytes: int) -> None:
+def configure(disk_bytes: int, enabled: bool = True, least_bytes: int = 0, least_seconds: float = 0.0) -> None:
     with _lock:
         limits["disk_bytes"] = int(disk_bytes)
         limits["entry_bytes"] = 256 << 20 if disk_bytes < 0 else min(int(disk_bytes), 256 << 20)
+        limits.update(enabled=bool(enabled), least_bytes=int(least_bytes), least_seconds=float(least_seconds))
 
 
 def _account(directory: Path, written: int) -> None:
@@ -237,7 +247,10 @@ def read_entry(path: Path, key: bytes) -> tuple[dict, bytes, str] | None:
             return None
         entry = decode(data, key)
         if entry is not None:
-            os.utime(fd)
+            try:
+                os.utime(fd)
+            except OSError:  # (a read-only cache, shared or on a read-only mount, is still read)
+                pass
         return entry
     except OSError:
         return None
@@ -338,8 +351,10 @@ def _cached(key: bytes, directory, build, count: bool = False) -> tuple[str, Any
         entry = read_entry(path, key)
         done = _load(entry, directory) if entry is not None else None
         if done is None:
+            started = time.perf_counter()
             done, data = _compile(key, *build())
-            write_entry(path, data)
+            if time.perf_counter() - started >= limits["least_seconds"] and len(data) >= limits["least_bytes"]:
+                write_entry(path, data)
             stats["misses"] += count
         else:
             stats["hits"] += count

@@ -247,7 +247,9 @@ class InternalCompilerError(RuntimeError):
 _warned: set[tuple] = set()  # the functions NativeFallbackWarning has named
 
 
-_CACHE_FLAGS = ("jax_compilation_cache_max_size", "srcjax_code_cache_max_entries", "srcjax_code_cache_max_size")
+_CACHE_FLAGS = ("jax_compilation_cache_max_size", "srcjax_code_cache_max_entries", "srcjax_code_cache_max_size",
+                "jax_enable_compilation_cache", "jax_persistent_cache_min_entry_size_bytes",
+                "jax_persistent_cache_min_compile_time_secs")
 _cache_flags_changed = [True]
 _process_set_up: list[bool] = []  # (runtime/process.py: once, before the first native compilation)
 config.on_update(lambda name: _cache_flags_changed.__setitem__(0, True) if name in _CACHE_FLAGS else None)
@@ -265,12 +267,10 @@ def _trace_flag_updated(name: str) -> None:
 config.on_update(_trace_flag_updated)
 
 
-def _compile_native(ir: Function) -> Any:
-    """The native executable of ``ir`` (through the disk cache, which SRCJAX_CACHE=0 turns off), or None when the
-    native compiler does not handle something in it. Any other failure is an ``InternalCompilerError``."""
+def configure_caches() -> None:
+    """Set the process up for native code and pass the caches' options on, once and after each change of them
+    (before any compilation through the disk cache)."""
     from srcjax.codegen import cache
-    from srcjax.codegen.cache import compile_function
-    from srcjax.codegen.llvm.engine import TargetError
 
     if _cache_flags_changed[0]:
         if not _process_set_up:
@@ -279,8 +279,19 @@ def _compile_native(ir: Function) -> Any:
             process.set_up()
             _process_set_up.append(True)
         _cache_flags_changed[0] = False
-        cache.configure(config.jax_compilation_cache_max_size)
+        cache.configure(config.jax_compilation_cache_max_size, config.jax_enable_compilation_cache,
+                        config.jax_persistent_cache_min_entry_size_bytes,
+                        config.jax_persistent_cache_min_compile_time_secs)
         cache.set_memory_limits(config.srcjax_code_cache_max_entries, config.srcjax_code_cache_max_size)
+
+
+def _compile_native(ir: Function) -> Any:
+    """The native executable of ``ir`` (through the disk cache, which SRCJAX_CACHE=0 turns off), or None when the
+    native compiler does not handle something in it. Any other failure is an ``InternalCompilerError``."""
+    from srcjax.codegen.cache import compile_function
+    from srcjax.codegen.llvm.engine import TargetError
+
+    configure_caches()
     try:
         return compile_function(ir, config.jax_compilation_cache_dir)
     except TargetError:  # (the user's SRCJAX_CPU)
@@ -794,7 +805,9 @@ def clear_caches() -> None:
 
     for jitted in list(_jitted):
         jitted.clear_cache()
-    _shared_caches.clear()
+    for per_options in list(_shared_caches.values()):  # (emptied, not dropped: ``jit(f)`` made later shares them)
+        for specialisations in per_options.values():
+            specialisations.clear()
     for caches in _hot_caches:
         for c in caches:
             c.clear()

@@ -121,6 +121,12 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     # the disk cache's size in bytes, least recently used entries deleted beyond it (JAX's option; -1: no
     # limit, 0: nothing written). JAX's default is -1; ours is bounded, since every jit is cached.
     "jax_compilation_cache_max_size": (256 << 20, _size),
+    # JAX's other options of the disk cache: off, and the smallest entry and shortest compilation it stores (-1 or
+    # 0: any). JAX's default shortest compilation is 1 s; ours is 0, since native code compiles in 0.1-1 s.
+    "jax_enable_compilation_cache": (True, _bool),
+    "jax_persistent_cache_min_entry_size_bytes": (0, int),
+    "jax_persistent_cache_min_compile_time_secs": (0.0, float),
+    "jax_persistent_cache_enable_xla_caches": ("xla_gpu_per_fusion_autotune_cache_dir", str),  # (XLA's: none here)
     # compiled specialisations each jitted function keeps (least recently compiled dropped first; -1: no limit)
     "srcjax_jit_cache_max_entries": (1024, _size),
     # compiled code kept loaded for reuse by later jits of the same function and types, by count and by bytes

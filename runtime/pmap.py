@@ -27,7 +27,7 @@ import numpy as np
 
 from srcjax.runtime import devices as device_api
 from srcjax.runtime import tree_util
-from srcjax.runtime.api import _is_dynamic, _native_enabled, abstractify, jit
+from srcjax.runtime.api import _is_dynamic, _native_enabled, abstractify, configure_caches, jit
 from srcjax.runtime.array import Array
 from srcjax.runtime.config import config
 from srcjax.runtime.sharding import PMAP_AXIS, NamedSharding, PartitionSpec, pmap_sharding
@@ -347,6 +347,7 @@ class _Replicated:
             return None  # (no collectives: nothing to share, the batched call is one fused program)
         if not _same_collectives(ir, mapped):
             return None
+        configure_caches()
         native = compile_function(ir, config.jax_compilation_cache_dir)
         if native is None or not native.plan.replicated:
             return None

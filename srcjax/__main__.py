@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import importlib.util
 import inspect
 import os
 import re
@@ -127,15 +128,41 @@ def args_from_annotations(fn: Callable) -> list[Any]:
     return out
 
 
+def run_file(path: str, run_name: str) -> dict:
+    """Run the file ``path`` as the module ``run_name``; its namespace. Its folder goes first on ``sys.path`` (and
+    stays, for the imports its functions make when traced), as for ``python FILE.py``; a file of a package (folders
+    holding ``__init__.py``) runs as that package's module (``python -m pkg.mod``), so that its relative imports
+    (``from .helpers import g``) work."""
+    folder, file = os.path.split(os.path.abspath(path))
+    root, package = folder, []
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        root, name = os.path.split(root)
+        package.insert(0, name)
+    stem = file.removesuffix(".py")
+    in_package = package and file.endswith(".py") and all(p.isidentifier() for p in [*package, stem])
+    sys.path[:0] = [folder, root] if in_package else [folder]
+    if in_package and _module_file(".".join([*package, stem])) == os.path.realpath(path):
+        return runpy.run_module(".".join([*package, stem]), run_name=run_name)
+    return runpy.run_path(path, run_name=run_name)  # (a package of that name imported from elsewhere, say)
+
+
+def _module_file(name: str) -> str | None:
+    """The file the module ``name`` would be run from (its packages imported), or None."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ImportError:
+        return None
+    return os.path.realpath(spec.origin) if spec is not None and spec.origin else None
+
+
 def load_function(spec: str) -> Callable:
     path, _, name = spec.rpartition(":")
     if not path or not name:
         raise UsageError(f"expected FILE.py:FUNCTION, got '{spec}'")
-    if not os.path.exists(path):
-        raise UsageError(f"no such file: {path}")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} is a folder: expected a .py file" if os.path.isdir(path) else f"no such file: {path}")
     with contextlib.redirect_stdout(sys.stderr):  # whatever the module prints is not part of the output
-        namespace = runpy.run_path(path, run_name="__srcjax_transpile__")
+        namespace = run_file(path, "__srcjax_transpile__")
     fn: Any = namespace
     for part in name.split("."):
         fn = fn.get(part) if isinstance(fn, dict) else getattr(fn, part, None)
@@ -245,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                    "sm_80,sm_90: PTX, cubins (with CUDA's toolkit) and <stem>_aot_gpu.json")
     options = parser.parse_args(argv)
     from srcjax.codegen.aot import AotError
+    from srcjax.codegen.llvm.engine import TargetError
     from srcjax.transpiler.frontend.errors import TranspileError
     from srcjax.transpile import TransformRefused
 
@@ -256,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
 
             arches = tuple(a.strip() for a in options.ptx.split(",") if a.strip()) if options.ptx else ()
             _print(compile_file(options.file, options.output, gpu_arches=arches))
-    except (UsageError, TranspileError, AotError, TransformRefused) as e:
+    except (UsageError, TranspileError, AotError, TransformRefused, TargetError) as e:  # (TargetError: SRCJAX_CPU)
         print(f"srcjax: {e}", file=sys.stderr)
         return 2
     return 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import runpy
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -79,11 +79,11 @@ def _specialise(name: str, fn: Jitted, spec: str, path: str) -> Specialisation:
         args = _parse(spec)
     except ValueError as e:
         raise AotError(f"{where}: {e}") from None
-    for i in fn.static_argnums:
+    for i in fn._static_argnums_with_names(args):  # (static_argnames included)
         if i < len(args) and isinstance(args[i], TensorType):
             raise AotError(
-                f"{where}: argument {i} is static (static_argnums), so the signature gives a value for "
-                f"it, not the type {args[i]}"
+                f"{where}: argument {i} is static (static_argnums or static_argnames), so the signature gives a "
+                f"value for it, not the type {args[i]}"
             )
     # the types jit would compile for such arguments: 64-bit ones narrow unless jax_enable_x64 is on (the file
     # may turn it on); the loader converts what it accepts to them
@@ -102,24 +102,27 @@ def compile_file(path: str | os.PathLike, directory: str | os.PathLike, log=sys.
     """Compile every ``@jit`` function of ``path`` that declares signatures into ``directory``; the loader's
     path. Functions without signatures are skipped with a note on ``log``. ``gpu_arches`` (``sm_80``, ...): also
     write each specialisation's GPU kernels there (``codegen.aot.write_gpu``)."""
+    from srcjax.__main__ import run_file
+
     path = str(path)
-    if not os.path.exists(path):
-        raise AotError(f"no such file: {path}")
-    run_name = "__srcjax_compile__"
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
+    wrong = [arch for arch in gpu_arches if not re.fullmatch(r"sm_[0-9]{2,3}[af]?", arch)]
+    if wrong:
+        raise AotError(f"{', '.join(map(repr, wrong))}: expected GPU compute capabilities like sm_80 or sm_90")
+    if not os.path.isfile(path):
+        raise AotError(f"{path} is a folder: expected a .py file" if os.path.isdir(path) else f"no such file: {path}")
+    run_name, saved_path = "__srcjax_compile__", list(sys.path)
+    try:  # (the file's folder is on sys.path while it runs and is traced)
         with contextlib.redirect_stdout(log):  # (whatever the module prints is not part of the output)
-            namespace = runpy.run_path(path, run_name=run_name)
+            namespace = run_file(path, run_name)
+        specs = []
+        for name, fn in _functions(namespace, run_name):
+            declared = getattr(fn, "__srcjax_signatures__", ())
+            if not declared:
+                print(f"srcjax compile: skipping {name}: no signatures (add @srcjax.aot.signatures(...) above @jit)",
+                      file=log)
+            specs += [_specialise(name, fn, spec, path) for spec in declared]
     finally:
-        sys.path.pop(0)
-    specs = []
-    for name, fn in _functions(namespace, run_name):
-        declared = getattr(fn, "__srcjax_signatures__", ())
-        if not declared:
-            print(
-                f"srcjax compile: skipping {name}: no signatures (add @srcjax.aot.signatures(...) above @jit)", file=log
-            )
-        specs += [_specialise(name, fn, spec, path) for spec in declared]
+        sys.path[:] = saved_path
     if not specs:
         raise AotError(
             f"{path} has no @jit function with declared signatures: put "

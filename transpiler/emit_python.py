@@ -147,7 +147,7 @@ class Emitter:
 
     def float_source(self, value: Any, dtype: Any) -> str:
         text = float_text(value, dtype)
-        if text in ("nan", "inf", "-inf"):
+        if text in ("nan", "-nan", "inf", "-inf"):
             self.modules.add("np")
             return text.replace("nan", "np.nan").replace("inf", "np.inf")
         return text

@@ -64,8 +64,8 @@ def float_text(x: Any, dtype: Any = np.float64) -> str:
     """Text for a float that reads back exactly: ``float(text)`` converted to ``dtype`` is ``x`` again."""
     dtype = np.dtype(dtype)
     x = np.asarray(x, dtype)[()]
-    if np.isnan(x):
-        return "nan"
+    if np.isnan(x):  # (the sign of a NaN is data: copysign, signbit and bitcasts read it)
+        return "-nan" if np.signbit(x) else "nan"
     if np.isinf(x):
         return "inf" if x > 0 else "-inf"
     text = str(x)  # NumPy's shortest text that round-trips in the dtype itself

@@ -2,6 +2,7 @@
 compile into a shared library and a loader; the loader runs in a process that cannot import srcjax, llvmlite
 or libcst and gives what ``srcjax.jit`` gives; bad files, functions and arguments get clear errors."""
 
+import io
 import os
 import pickle
 import subprocess
@@ -259,11 +260,98 @@ def test_wrong_arguments_list_the_signatures(loaded):
     assert too_few is not None and "(f64[7])" in too_few
 
 
+def test_loader_refuses_a_cpu_without_an_extension_the_code_may_use(monkeypatch):
+    """A library compiled for an AVX-512 host may hold vpopcntd (AVX512_VPOPCNTDQ), vpermb (AVX512_VBMI), extrq
+    (AMD's SSE4A): a CPU with AVX-512F but not those must get the loader's ImportError, not SIGILL."""
+    from srcjax.codegen import aot_loader
+    from srcjax.codegen import aot as codegen_aot
+    from srcjax.codegen.llvm import engine
+
+    extensions = {"avx512f", "avx512bw", "avx512vpopcntdq", "avx512vbmi", "sse4a", "shstk", "crc32"}
+    monkeypatch.setattr(engine, "target", lambda: engine.Target("znver4", "", frozenset(extensions)))
+    features = codegen_aot._cpu_features()
+    assert {"avx512vpopcntdq", "avx512vbmi", "sse4a"} <= set(features)
+    assert not {"shstk", "crc32"} & set(features)  # (no instruction LLVM emits unasked)
+    skylake_x = "flags\t\t: fpu sse sse2 pni ssse3 sse4_1 sse4_2 avx avx2 avx512f avx512bw avx512cd avx512dq avx512vl\n"
+    monkeypatch.setattr(aot_loader, "open", lambda *_: io.StringIO(skylake_x), raising=False)
+    meta = {"triple": f"{os.uname().machine}-unknown-linux-gnu", "library": "libm_aot.so", "cpu_features": features}
+    with pytest.raises(ImportError, match="with sse4a, avx512vbmi, avx512vpopcntdq, which this one lacks"):
+        aot_loader._check_machine(meta)
+    aot_loader._check_machine({**meta, "cpu_features": ["avx512f", "avx512bw"]})
+
+
+def test_python_ints_too_large_for_the_compiled_dtype_overflow(monkeypatch):
+    """jit(f)(x, 2**33) raises OverflowError (x64 off); the loader must too, never wrap the int to int32."""
+    from srcjax.codegen import aot_loader
+
+    def signature(text, dtype):
+        spec = aot_loader._Specialisation.__new__(aot_loader._Specialisation)
+        spec.text, spec.params = text, [("array", np.dtype(dtype), (2,), np.dtype(dtype))]
+        return spec
+
+    specs = [signature("u8[2]", "uint8"), signature("i32[2]", "int32")]
+    monkeypatch.setitem(aot_loader._functions, "f", specs)
+    monkeypatch.setattr(aot_loader._Specialisation, "__call__", lambda self, buffers: (self.text, buffers))
+    text, (buffer,) = aot_loader._call("f", ([300, -1],))  # (the signature that holds it)
+    assert text == "i32[2]" and buffer.tolist() == [300, -1]
+    with pytest.raises(OverflowError, match=r"f\(\): Python int 8589934592 too large to convert to int32"):
+        aot_loader._call("f", ([2**33, 0],))
+    for wrong in ([0.5, 0], [[1, 2], [3]]):  # (a float for ints, a ragged list: NumPy's ValueError)
+        with pytest.raises(TypeError, match="compiled ahead of time for"):
+            aot_loader._call("f", (wrong,))
+
+
+def test_a_rebuild_is_never_called_through_the_loader_of_another_build(tmp_path):
+    """A build in the same second as the one before, with a loader of the same size (``f32[3]`` -> ``f32[8]``),
+    would be imported from the earlier loader's ``__pycache__`` and pass 3 floats to code reading 8: the bytecode
+    goes with the rebuild, and a loader refuses a library of another build."""
+    import importlib.util
+    import py_compile
+    import shutil
+
+    source, out = tmp_path / "rebuilt.py", tmp_path / "out"
+    text = "from srcjax import aot, jit\n@aot.signatures('f32[{}]')\n@jit\ndef f(x):\n    return x * 2.0\n"
+    source.write_text(text.format(3))
+    loader = aot.compile_file(source, out, log=open(os.devnull, "w"))
+    cached = Path(importlib.util.cache_from_source(str(loader)))
+    py_compile.compile(str(loader), str(cached), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    shutil.copy(loader, tmp_path / "earlier_loader.py")
+    source.write_text(text.format(8))
+    assert aot.compile_file(source, out, log=open(os.devnull, "w")) == loader
+    assert not cached.exists()
+    shutil.copy(tmp_path / "earlier_loader.py", loader)
+    check = "import numpy as np, rebuilt_aot as m; m.f(np.ones(3, np.float32))"
+    result = subprocess.run([sys.executable, "-c", check], cwd=out, capture_output=True, text=True)
+    assert result.returncode != 0 and "ImportError: librebuilt_aot.so is not the library this loader" in result.stderr
+
+
 # -- errors at compile time --------------------------------------------------------------------------------
 def _compile(tmp_path, text):
     source = tmp_path / "bad.py"
     source.write_text(textwrap.dedent(text))
     return aot.compile_file(source, tmp_path / "out", log=open(os.devnull, "w"))
+
+
+def test_a_module_of_a_package_compiles_with_its_relative_imports(tmp_path):
+    """``srcjax compile pkg/model.py`` runs the file as ``pkg.model`` (as ``python -m`` does), so ``from .helpers
+    import g`` works; ``transpile`` reads it the same way."""
+    package = tmp_path / "shapes_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("import srcjax.numpy as jnp\n\ndef g(x):\n    return jnp.sin(x) * 2\n")
+    (package / "model.py").write_text(
+        "from srcjax import aot, jit\nfrom .helpers import g\n\n"
+        "@aot.signatures('f32[3]')\n@jit\ndef f(x):\n    return g(x) + 1\n"
+    )
+    out = tmp_path / "out"
+    result = _run([sys.executable, "-m", "srcjax", "compile", str(package / "model.py"), "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    check = "import numpy as np, model_aot as m; print(m.f(np.arange(3, dtype=np.float32)).tolist())"
+    loaded = subprocess.run([sys.executable, "-c", check], cwd=out, capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    assert np.allclose(eval(loaded.stdout), 2 * np.sin(np.arange(3)) + 1, rtol=1e-6)
+    result = _run([sys.executable, "-m", "srcjax", "transpile", f"{package / 'model.py'}:f", "--args", "f32[3]"])
+    assert result.returncode == 0 and "def f(" in result.stdout, result.stderr
 
 
 def test_file_without_signatures_is_an_error(tmp_path):
@@ -324,6 +412,21 @@ def test_bad_signature_in_the_file_is_an_error(tmp_path):
         )
 
 
+def test_a_type_for_an_argument_static_by_name_is_an_error(tmp_path):
+    with pytest.raises(AotError, match=r"g\(f32\[3\], f32\[3\]\): argument 1 is static"):
+        _compile(
+            tmp_path,
+            """
+            from functools import partial
+            from srcjax import aot, jit
+            @aot.signatures("f32[3], f32[3]")
+            @partial(jit, static_argnames="n")
+            def g(x, n):
+                return x * n
+        """,
+        )
+
+
 def test_signatures_decorator_checks_its_input():
     with pytest.raises(ValueError, match="unknown dtype 'f33'"):
         aot.signatures("f33[3]")
@@ -355,6 +458,19 @@ def test_command_reports_errors(tmp_path):
     result = _run([sys.executable, "-m", "srcjax", "compile", str(source), "-o", str(tmp_path)])
     assert result.returncode == 2
     assert "has no @jit function with declared signatures" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_command_reports_a_bad_output_folder_gpu_arch_and_cpu(tmp_path):
+    source = tmp_path / "one.py"
+    source.write_text("from srcjax import aot, jit\n@aot.signatures('f32[3]')\n@jit\ndef f(x):\n    return x * 2\n")
+    (tmp_path / "a_file").write_text("")
+    for options, env, message in [
+        (["-o", str(tmp_path / "a_file")], {}, "cannot make the output folder"),
+        (["-o", str(tmp_path / "out"), "--ptx", "sm_xx"], {}, "'sm_xx': expected GPU compute"),
+        (["-o", str(tmp_path / "out")], {"SRCJAX_CPU": "pentium4"}, "SRCJAX_CPU='pentium4': expected 'host' or"),
+    ]:
+        result = _run([sys.executable, "-m", "srcjax", "compile", str(source), *options], env=env)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_compile_writes_gpu_kernels_beside_the_library(tmp_path):

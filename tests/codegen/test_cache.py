@@ -2,6 +2,7 @@
 corrupt, foreign and half-written entries are compiled again and overwritten; concurrent writers leave
 one whole entry; ``SRCJAX_CACHE=0`` writes nothing. Processes run in a temporary cache directory."""
 
+import errno
 import hashlib
 import json
 import os
@@ -144,6 +145,19 @@ def test_write_is_atomic_and_leaves_no_temporary(tmp_path):
     assert path.read_bytes() == b"two" and [p.name for p in path.parent.iterdir()] == ["entry.o"]
 
 
+def test_an_entry_of_a_read_only_cache_is_read(tmp_path, monkeypatch):
+    """Renewing an entry's modification time (for eviction) fails in a cache shared read-only or on a read-only
+    mount: the entry must be used all the same, not compiled again in every process."""
+    data = cache.encode(KEY, {"name": "f", "entries": ["f"]}, b"code", "ir")
+    (tmp_path / "entry.o").write_bytes(data)
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(os, "utime", refuse)
+    assert cache.read_entry(tmp_path / "entry.o", KEY) == cache.decode(data, KEY)
+
+
 def test_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "srcjax"
@@ -160,6 +174,21 @@ def test_key_depends_on_ir_and_constants():
     assert base != cache.cache_key(ir, [np.arange(3, dtype=np.int32)])  # same count, other dtype
     assert base != cache.cache_key(ir, [np.array([0, 1, 3], dtype=np.float32)])
     assert base != cache.cache_key(ir, [np.arange(3, dtype=np.float32).reshape(1, 3)])
+
+
+def test_compiler_version_covers_the_tables_the_lowering_reads(monkeypatch):
+    """The native lowering of erf, lgamma, ... reads its coefficients from transpiler/primitives/special.py:
+    editing them must invalidate every entry, as editing codegen/ does (else the old machine code runs)."""
+    import srcjax.transpiler.primitives.special as special
+
+    edited = {Path(special.__file__).resolve(), Path(cache.__file__).resolve()}
+    real = Path.read_bytes
+    versions = []
+    for changed in [None, *sorted(edited)]:
+        monkeypatch.setattr(Path, "read_bytes", lambda self, c=changed: real(self) + b"#" * (self == c))
+        monkeypatch.setattr(cache, "_compiler", [])
+        versions.append(cache.compiler_version())
+    assert len(set(versions)) == len(versions)
 
 
 # -- across processes -----------------------------------------------------------------------------------------
@@ -231,6 +260,32 @@ def test_configured_directory_is_used(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "[1. 3. 5. 7.]" in out.stdout
     assert len(list(script_dir.glob("*.o"))) == 2 and not (tmp_path / "xdg").exists()
+
+
+@pytest.mark.parametrize(
+    "option, value, stored",
+    [
+        ("jax_enable_compilation_cache", False, False),
+        ("jax_persistent_cache_min_compile_time_secs", 1e6, False),
+        ("jax_persistent_cache_min_entry_size_bytes", 1 << 30, False),
+        ("jax_persistent_cache_min_entry_size_bytes", -1, True),
+        ("jax_persistent_cache_enable_xla_caches", "none", True),
+    ],
+)
+def test_jax_persistent_cache_options(tmp_path, option, value, stored):
+    """The options of JAX's persistent-cache documentation are accepted and honoured: off, too quick to compile,
+    too small (``-1``: any size); XLA's own caches have nothing to do here."""
+    code = (
+        "import srcjax, numpy as np\n"
+        f"srcjax.config.update({option!r}, {value!r})\n"
+        "print(np.asarray(srcjax.jit(lambda x: x * 2.0 + 1.0)(np.arange(4, dtype=np.float32))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_environ(tmp_path), capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "[1. 3. 5. 7.]" in out.stdout
+    assert bool(_entries(tmp_path)) == stored
 
 
 # A product through BLAS plus a closed-over constant: the entry needs the BLAS symbols bound and the constant

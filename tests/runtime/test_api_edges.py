@@ -237,7 +237,11 @@ def test_jit_of_the_same_function_again_finds_its_compiled_code():
     assert len(traces) == 3
     assert float(srcjax.jit(lambda x: f(x))(5.0)) == 15.0  # another function
     assert len(traces) == 4
+    kept = srcjax.jit(f)
     srcjax.clear_caches()
+    assert float(kept(5.0)) == 15.0
+    assert len(traces) == 5
+    offset["g"] = 20.0  # (a jit(f) made after clear_caches shares the compilation of one made before: JAX's 15)
     assert float(srcjax.jit(f)(5.0)) == 15.0
     assert len(traces) == 5
 

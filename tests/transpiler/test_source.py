@@ -35,6 +35,36 @@ def test_a_file_edited_after_loading_gives_the_loaded_function_not_the_new_text(
     assert float(module.f(1.0)) == 2.0
 
 
+@pytest.mark.parametrize("text", ["def f(x:\n    return (((\n", "\xff\xfe not text", ""])
+def test_a_file_rewritten_unparsable_gives_the_loaded_function(tmp_path, text):
+    path = tmp_path / f"broken_module_{len(text)}.py"
+    path.write_text(f"def f(x):\n    return x * 2.0 + {len(text)}\n")  # (code of its own: no other test's)
+    module = _load(path, path.stem)
+    path.write_text(text, encoding="latin-1")  # (a syntax error, bytes that are not UTF-8, nothing)
+    with pytest.warns(MissingSourceWarning, match=r"'f' "):
+        assert float(srcjax.jit(module.f)(1.0)) == 2.0 + len(text)
+    assert float(srcjax.grad(module.f)(1.0)) == 2.0
+
+
+def test_a_reload_after_an_edit_in_the_same_second_and_size_reads_the_new_text(tmp_path, monkeypatch):
+    """linecache keeps a file's text while its size and modification time (in seconds) stay: the reloaded
+    function's source is read again all the same, so its `if` on a traced value still compiles."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # (else the reload would run the first text's bytecode)
+    path = tmp_path / "quick_edit_module.py"
+    text = "def f(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n"
+    path.write_text(text)
+    module = _load(path, "quick_edit_module")
+    assert float(srcjax.jit(module.f)(3.0)) == 6.0  # (the first text, now in linecache)
+    before = os.stat(path)
+    path.write_text(text.replace("2.0", "5.0"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    module = _load(path, "quick_edit_module")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingSourceWarning)
+        f = srcjax.jit(module.f)
+        assert [float(f(v)) for v in (3.0, -3.0)] == [15.0, 3.0]
+
+
 def test_an_unedited_file_is_read_and_its_control_flow_compiled(tmp_path):
     path = tmp_path / "steady_module.py"
     path.write_text("def f(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n")

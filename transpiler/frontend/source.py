@@ -58,7 +58,10 @@ class SourceNotFound(Exception):
 
 @functools.lru_cache(maxsize=64)
 def _parse_file(path: str, mtime: float, text: str) -> ParsedFile:
-    module = cst.parse_module(text)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:  # (the file was rewritten since it was imported, or libcst lags Python)
+        raise SourceNotFound(f"the source file {path} does not parse: {e.message}") from None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     return ParsedFile(path, text.splitlines(keepends=True), module, dict(positions))
@@ -176,13 +179,17 @@ def _holds(file: ParsedFile, node: cst.CSTNode, code: types.CodeType) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _find(code: Any) -> FunctionSource:
     path = code.co_filename
-    file = parse_file(path)
     try:
+        file = parse_file(path)
         _check_current(code, file)
     except SourceNotFound:
         # linecache may hold the text of before an edit and a reload (importlib.reload, IPython's autoreload):
-        # read the file again, and use it if it is the code that runs now
-        linecache.checkcache(path)
+        # read the file again, and use it if it is the code that runs now (checkcache would keep the old text of a
+        # file edited in the same second to the same size; a notebook cell's text has no file to read again)
+        if os.path.isfile(path):
+            linecache.updatecache(path)
+        else:
+            linecache.checkcache(path)
         file = parse_file(path)
         _check_current(code, file)
     index, line = _index(file), code.co_firstlineno
