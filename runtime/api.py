@@ -41,7 +41,7 @@ def abstractify(leaf: Any) -> TensorType:
         return leaf.aval
     if isinstance(leaf, ShapeDtypeStruct):  # (eval_shape, lower: a type without a value)
         return TensorType(dtypes.canonicalize_dtype(leaf.dtype), leaf.shape, leaf.weak_type)
-    if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc":  # (its type, without converting the data)
+    if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc" and leaf.dtype.isnative:  # (its type, data unread)
         dtype, weak = dtypes.dtype_and_weak(leaf)
         return TensorType(dtype, leaf.shape, weak)
     return to_array(leaf, "argument").aval

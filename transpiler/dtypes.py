@@ -155,9 +155,22 @@ def dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     typ = getattr(x, "aval", None)
     if isinstance(typ, TensorType):
         return typ.dtype, typ.weak_type
+    if isinstance(x, np.ndarray):
+        check_host_array(x)
     if hasattr(x, "dtype") and not isinstance(x, type):
         return canonicalize_dtype(x.dtype), bool(getattr(x, "weak_type", False))
     return canonicalize_dtype(to_dtype(x)), False
+
+
+def check_host_array(x: np.ndarray) -> None:
+    """Refuse the NumPy arrays JAX refuses: masked ones (their mask would be dropped) and ones whose bytes are not in
+    this machine's order."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise ValueError("numpy masked arrays are not supported as direct inputs to JAX functions. Use arr.filled() "
+                         "to convert the value to a standard numpy array.")
+    if not x.dtype.isnative:
+        raise TypeError(f"Dtype {x.dtype.str} is not a valid JAX array type: its bytes are not in this machine's "
+                        f"order (convert it with arr.astype(arr.dtype.newbyteorder('=')))")
 
 
 def _node(dtype: np.dtype, weak: bool) -> Any:

@@ -18,6 +18,7 @@ from srcjax.runtime.config import config
 from srcjax.runtime.eager import to_array
 from srcjax.transpiler.primitives.elementwise import convert_element_type_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, reshape_p
+from srcjax.transpiler.dtypes import check_host_array
 from srcjax.transpiler.types import TensorType
 
 __all__ = [
@@ -222,6 +223,8 @@ def _from_python(a: Any, want: np.dtype | None) -> Array:
         if not hasattr(a, "__array__"):
             raise TypeOrValueError(f"jnp.asarray: cannot convert a value of type {type(a).__name__} to an array")
         a = np.asarray(a)
+    if isinstance(a, np.ndarray):
+        check_host_array(a)
     if want is None:
         return to_array(np.array(a) if isinstance(a, np.ndarray) else a, "jnp.asarray")
     if isinstance(a, complex) and want.kind != "c":

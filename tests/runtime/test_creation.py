@@ -239,6 +239,14 @@ def test_fromfunction_of_a_constant_fills_the_shape():
 # -- bad inputs ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("call, error, message", [
     (lambda: jnp.zeros(-1), ValueError, "negative dimensions"),
+    # JAX refuses masked arrays (their mask would be dropped) and bytes not in the machine's order
+    (lambda: jnp.asarray(np.ma.array([1.0, 2.0], mask=[0, 1])), ValueError, "masked arrays are not supported"),
+    (lambda: jnp.add(np.ma.array([1.0, 2.0], mask=[0, 1]), 1), ValueError, "masked arrays are not supported"),
+    (lambda: srcjax.jit(lambda x: x * 2)(np.ma.array([1.0], mask=[1])), ValueError, "masked arrays"),
+    (lambda: jnp.asarray(np.arange(3, dtype=">f4")), TypeError, "Dtype >f4 is not a valid JAX array type"),
+    (lambda: jnp.sum(np.arange(3, dtype=">i4")), TypeError, "not in this machine's order"),
+    (lambda: srcjax.jit(lambda x: x * 2)(np.arange(3, dtype=">f8")), TypeError, "not in this machine's order"),
+    (lambda: srcjax.grad(lambda x: x.sum())(np.arange(3, dtype=">f4")), TypeError, "not in this machine's order"),
     (lambda: jnp.zeros((2, 1.5)), TypeError, "must be an integer"),
     (lambda: jnp.zeros("3"), TypeError, "must be an int"),
     (lambda: jnp.full(3, [1, 2]), TypeError, "full requires ndarray or scalar arguments"),
