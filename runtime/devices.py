@@ -38,6 +38,9 @@ class Device(metaclass=abc.ABCMeta):
     def __repr__(self) -> str:
         return f"CpuDevice(id={self.id})"
 
+    def __str__(self) -> str:
+        return f"cpu:{self.id}"  # (JAX's)
+
 
 Device.register(_gpu_runtime.GpuDevice)
 

@@ -56,6 +56,9 @@ class GpuDevice:
     def __repr__(self) -> str:
         return f"CudaDevice(id={self.id})"
 
+    def __str__(self) -> str:
+        return f"cuda:{self.id}"  # (JAX's)
+
 
 def gpu_devices() -> list[GpuDevice]:
     """The GPUs the NVIDIA driver sees (none without a driver, or with ``SRCJAX_GPU=0``)."""

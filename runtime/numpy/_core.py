@@ -37,8 +37,16 @@ newaxis = None
 pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
 number, inexact, floating, complexfloating = np.number, np.inexact, np.floating, np.complexfloating
 integer, signedinteger, unsignedinteger, generic = np.integer, np.signedinteger, np.unsignedinteger, np.generic
-iinfo = np.iinfo
 result_type = dtypes.result_type
+
+
+class iinfo(np.iinfo):  # noqa: N801 - NumPy's name
+    """NumPy's ``iinfo``, printed as JAX prints it: ``iinfo(min=-128, max=127, dtype=int8)``."""
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
 promote_types = dtypes.promote_types
 issubdtype = dtypes.issubdtype
 dtypes_module = dtypes

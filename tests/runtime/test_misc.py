@@ -414,6 +414,14 @@ def test_numpy_s_other_type_names_and_jax_s_process_and_dlpack_helpers():
     assert srcjax.dlpack.is_supported_dtype(np.int8) and not srcjax.dlpack.is_supported_dtype(np.dtype("U3"))
 
 
+def test_devices_and_iinfo_print_as_jax_s():
+    # JAX 0.10.2: str(jax.devices()[0]) == "cpu:0", repr "CpuDevice(id=0)"; jnp.iinfo's str is its repr
+    device = srcjax.devices()[0]
+    assert (str(device), repr(device)) == ("cpu:0", "CpuDevice(id=0)")
+    assert str(jnp.iinfo(jnp.int8)) == "iinfo(min=-128, max=127, dtype=int8)"
+    assert jnp.iinfo(jnp.uint16).max == 65535 and isinstance(jnp.iinfo(np.int32), np.iinfo)
+
+
 def test_printoptions_and_repr():
     assert jnp.get_printoptions()["precision"] == np.get_printoptions()["precision"]
     with jnp.printoptions(precision=2):
