@@ -53,6 +53,7 @@ class KeyDtype:
 
     name = "key<fry>"
     impl = IMPL_NAME
+    type = dtypes.prng_key  # the scalar class, as for NumPy's dtypes: a key is an issubdtype of prng_key
 
     def __repr__(self) -> str:
         return self.name

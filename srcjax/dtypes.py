@@ -2,8 +2,10 @@
 
 from srcjax.runtime.dtypes import (  # noqa: F401
     canonicalize_dtype,
+    extended,
     is_weakly_typed,
     issubdtype,
+    prng_key,
     promote_types,
     result_type,
 )

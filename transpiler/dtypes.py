@@ -241,7 +241,30 @@ def is_weakly_typed(x: Any) -> bool:
     return dtype_and_weak(x)[1]
 
 
+class extended(np.generic):
+    """The scalar class of dtypes NumPy does not have (``jax.dtypes.extended``)."""
+
+
+class prng_key(extended):
+    """The scalar class of typed keys' dtype, ``key<fry>`` (``jax.dtypes.prng_key``)."""
+
+
+def _extended_type(x: Any) -> type | None:
+    """The scalar class of an extended dtype instance (a typed key's ``key<fry>``), else None."""
+    t = getattr(x, "type", None)
+    return t if not isinstance(x, (np.dtype, type)) and isinstance(t, type) and issubclass(t, extended) else None
+
+
 def issubdtype(a: Any, b: Any) -> bool:
+    """``np.issubdtype``, with JAX's extended dtypes: a typed key's dtype is a subdtype of itself,
+    ``prng_key``, ``extended`` and ``np.generic`` only, and no NumPy dtype is a subdtype of those."""
+    if _extended_type(b) is not None:
+        return _extended_type(a) is not None and a == b
+    a_type = _extended_type(a)
+    if a_type is not None:
+        return isinstance(b, type) and issubclass(a_type, b)
+    if isinstance(b, type) and issubclass(b, extended):
+        return isinstance(a, type) and issubclass(a, b)
     return np.issubdtype(to_dtype(a) if not _is_abstract(a) else a, to_dtype(b) if not _is_abstract(b) else b)
 
 

@@ -20,9 +20,15 @@ __all__ = [
     "rmsprop_momentum", "adam", "adamax", "sm3", "make_schedule", "constant", "exponential_decay",
     "inverse_time_decay", "polynomial_decay", "piecewise_constant", "l2_norm", "clip_grads", "JoinPoint",
     "unpack_optimizer_state", "pack_optimizer_state",
+    "Step", "Schedule", "Params", "State", "Updates", "InitFn", "UpdateFn", "ParamsFn",
 ]
 
-Schedule = Callable[[Any], Any]
+# JAX's type aliases, which programs use in annotations (``opt_state: optimizers.OptimizerState``)
+Step = int
+Schedule = Callable[[Step], Any]
+Params = Any
+State = Any
+Updates = Params  # gradients have the parameters' structure
 
 
 def _jnp():
@@ -34,7 +40,7 @@ def _jnp():
 class OptimizerState(NamedTuple):
     """Per-leaf optimizer states, flattened: ``packed_state[k]`` holds the leaves of leaf k's state."""
 
-    packed_state: list[list[Any]]
+    packed_state: tuple[list[Any], ...]
     tree_def: PyTreeDef
     subtree_defs: tuple[PyTreeDef, ...]
 
@@ -47,15 +53,22 @@ register_pytree_node(
 )
 
 
+InitFn = Callable[[Params], OptimizerState]
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
+
+
 class Optimizer(NamedTuple):
     init_fn: Callable[[Any], OptimizerState]
     update_fn: Callable[[Any, Any, OptimizerState], OptimizerState]
     params_fn: Callable[[OptimizerState], Any]
 
 
-def _flatten_states(states: list[Any]) -> tuple[list[list[Any]], tuple[PyTreeDef, ...]]:
+def _flatten_states(states: list[Any]) -> tuple[tuple[list[Any], ...], tuple[PyTreeDef, ...]]:
+    """Each state's leaves and structure; a tuple of lists, as JAX's ``unzip2`` gives (the state's pytree
+    structure is JAX's, so a state built by either library is a ``lax`` loop carry of the other's shape)."""
     flat = [tree_flatten(s) for s in states]
-    return [leaves for leaves, _ in flat], tuple(treedef for _, treedef in flat)
+    return tuple(leaves for leaves, _ in flat), tuple(treedef for _, treedef in flat)
 
 
 def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]) -> Callable[..., Optimizer]:

@@ -201,6 +201,27 @@ def test_state_is_a_pytree_and_packs():
         opt.pack_optimizer_state({"x": 1.0})
 
 
+def test_state_structure_is_jaxs():
+    # JAX builds packed_state with unzip2: a tuple of one list of leaves per parameter, so a state's
+    # structure prints as [([*, *], [*, *])] and a state made by hand as JAX's is a loop carry of the same
+    # structure as update's result (srcjax gave a list of lists)
+    opt_init, opt_update, _ = opt.momentum(0.1, 0.9)
+    for state in (opt_init({"x": jnp.ones(2), "y": jnp.zeros(3)}),
+                  opt_update(0, {"x": jnp.ones(2), "y": jnp.ones(3)}, opt_init({"x": jnp.ones(2), "y": jnp.zeros(3)})),
+                  opt.pack_optimizer_state(opt.unpack_optimizer_state(opt_init({"x": jnp.ones(2), "y": jnp.ones(3)})))):
+        assert type(state.packed_state) is tuple and all(type(p) is list for p in state.packed_state)
+        assert "[([*, *], [*, *])]" in str(tree_util.tree_structure(state))
+
+
+def test_type_aliases_are_exported():
+    # JAX's optimizers module defines these aliases; programs annotate with them (srcjax had none public)
+    from srcjax.example_libraries import optimizers as public
+
+    assert public.Step is int and public.Params is public.State is public.Updates
+    for name in ("Schedule", "InitFn", "UpdateFn", "ParamsFn"):
+        assert callable(getattr(public, name)) or hasattr(getattr(public, name), "__args__")
+
+
 def test_gradient_tree_must_match_parameters():
     opt_init, opt_update, _ = opt.sgd(0.1)
     state = opt_init({"x": jnp.ones(2)})

@@ -751,6 +751,19 @@ def test_typed_key_array():
             len(key)
 
 
+def test_typed_key_dtype_is_an_extended_dtype():
+    # JAX 0.10.2: a key's dtype is an issubdtype of prng_key, extended and np.generic only, and of no NumPy
+    # kind (code that filters a pytree by jnp.issubdtype(x.dtype, jnp.floating) meets keys); srcjax raised
+    # "key<fry> is not a valid dtype"
+    kd = random.key(0).dtype
+    assert not jnp.issubdtype(kd, jnp.floating) and not jnp.issubdtype(kd, jnp.integer)
+    assert jnp.issubdtype(kd, srcjax.dtypes.prng_key) and jnp.issubdtype(kd, srcjax.dtypes.extended)
+    assert jnp.issubdtype(kd, np.generic) and jnp.issubdtype(kd, kd)
+    assert srcjax.dtypes.issubdtype(srcjax.dtypes.prng_key, srcjax.dtypes.extended)
+    assert not jnp.issubdtype(jnp.float32, srcjax.dtypes.prng_key) and not jnp.issubdtype(kd, jnp.float32)
+    assert jnp.issubdtype("float32", jnp.floating) and jnp.issubdtype(float, jnp.inexact)
+
+
 def test_typed_and_raw_keys_give_the_same_stream():
     for partitionable in (False, True):
         with flags(partitionable):
