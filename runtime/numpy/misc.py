@@ -626,11 +626,16 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
 
 
 def _first_of_runs(ordered: Any) -> Any:
-    """True at the first element of each run of equal values of a sorted 1-d array."""
+    """True at the first element of each run of equal values of a sorted 1-d array, NaNs (sorted last) making one
+    run, as JAX's ``unique`` (``equal_nan=True``) takes them in the set operations."""
     n = _shape(ordered)[0]
     if n == 0:
         return jnp.zeros((0,), bool)
-    return jnp.concatenate([jnp.ones((1,), bool), _slice(ordered, 1, n, 0) != _slice(ordered, 0, n - 1, 0)])
+    after, before = _slice(ordered, 1, n, 0), _slice(ordered, 0, n - 1, 0)
+    differs = after != before
+    if aval(ordered).dtype.kind in "fc":
+        differs = jnp.logical_and(differs, jnp.logical_not(jnp.logical_and(jnp.isnan(after), jnp.isnan(before))))
+    return jnp.concatenate([jnp.ones((1,), bool), differs])
 
 
 def _compact(name: str, values: Any, keep: Any, size: int | None, fill_value: Any, default_fill: str) -> Any:
@@ -699,6 +704,10 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
     ar1, ar2 = jnp.ravel(ar1), jnp.ravel(ar2)
     ordered = jnp.sort(jnp.concatenate([ar1, ar2]))
     keep = jnp.logical_and(_first_of_runs(ordered), jnp.not_equal(isin(ordered, ar1), isin(ordered, ar2)))
+    if aval(ordered).dtype.kind in "fc":  # as JAX: a NaN from each array that has one (NaNs never compare equal)
+        nan = jnp.isnan(ordered)
+        kept = jnp.sum(jnp.array([jnp.any(jnp.isnan(ar1)), jnp.any(jnp.isnan(ar2))]), dtype=dtypes.int32)
+        keep = jnp.where(nan, jnp.cumsum(nan, dtype=dtypes.int32) <= kept, keep)
     return _compact("setxor1d", ordered, keep, size, fill_value, "min")
 
 

@@ -370,21 +370,22 @@ def _unique_values(columns, size, padding, fill_value, n, slice_shape, axis, dty
     return values
 
 
+# (the array API's functions: NaNs are distinct values, as in JAX and NumPy)
 def unique_values(x, /, *, size=None, fill_value=None):
-    return unique(x, size=size, fill_value=fill_value)
+    return unique(x, size=size, fill_value=fill_value, equal_nan=False)
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
-    values, counts = unique(x, return_counts=True, size=size, fill_value=fill_value)
+    values, counts = unique(x, return_counts=True, size=size, fill_value=fill_value, equal_nan=False)
     return _UniqueCountsResult(values, counts)
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
-    values, inverse = unique(x, return_inverse=True, size=size, fill_value=fill_value)
+    values, inverse = unique(x, return_inverse=True, size=size, fill_value=fill_value, equal_nan=False)
     return _UniqueInverseResult(values, inverse)
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
     values, indices, inverse, counts = unique(x, return_index=True, return_inverse=True, return_counts=True,
-                                              size=size, fill_value=fill_value)
+                                              size=size, fill_value=fill_value, equal_nan=False)
     return _UniqueAllResult(values, indices, inverse, counts)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import srcjax.numpy as jnp
-from srcjax import lax
+from srcjax import jit, lax
 
 RNG = np.random.default_rng(0)
 I32 = "int32"
@@ -210,6 +210,20 @@ def test_unique_array_api_forms():
     same(everything.indices, [1, 3, 0])
     same(everything.inverse_indices, [[2, 0], [2, 1]])
     same(everything.counts, [1, 1, 2])
+
+
+def test_nans_in_set_operations_recorded_from_jax():
+    # JAX 0.10.2: the array API's unique forms keep NaNs apart; the set operations take one NaN per array that has
+    # any, and setxor1d keeps one from each array (NaNs never compare equal)
+    x, y = a([3.0, np.nan, 1.0, np.nan]), a([1.0, 5.0, np.nan])
+    same(jnp.unique_values(x), [1.0, 3.0, np.nan, np.nan])
+    same(jnp.unique_counts(x).counts, [1, 1, 1, 1])
+    same(jnp.union1d(x, y), [1.0, 3.0, 5.0, np.nan])
+    same(jnp.setdiff1d(x, y), [3.0, np.nan])
+    same(jnp.setxor1d(x, y), [3.0, 5.0, np.nan, np.nan])
+    same(jnp.setxor1d(x, a([1.0])), [3.0, np.nan])
+    same(jnp.intersect1d(x, y), [1.0])
+    same(jit(lambda p, q: jnp.setxor1d(p, q, size=5, fill_value=-1.0))(x, y), [3.0, 5.0, np.nan, np.nan, -1.0])
 
 
 # -- lax.sort and lax.top_k --------------------------------------------------------------------------------------
