@@ -83,12 +83,44 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
     return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
 
 
-def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True, use_magma: bool | None = None) -> tuple[Any, Any]:
-    """x = Q R; Q is [m,m] and R [m,n] with ``full_matrices``, else [m,k] and [k,n] with k = min(m, n)."""
-    if pivoting:
-        raise NotImplementedError("lax.linalg.qr: pivoting=True (column-pivoted QR) is not supported")
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
-    return q, r
+def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True, use_magma: bool | None = None) -> tuple[Any, ...]:
+    """x = Q R; Q is [m,m] and R [m,n] with ``full_matrices``, else [m,k] and [k,n] with k = min(m, n).
+
+    With ``pivoting``, (Q, R, P) with x[..., P] = Q R: the columns in LAPACK geqp3's order (``_pivot_order``),
+    then factored as they are; P is a constant to derivatives, as in JAX."""
+    if not pivoting:
+        q, r = qr_p.bind(x, full_matrices=full_matrices)
+        return q, r
+    import srcjax.runtime.numpy as jnp
+
+    permutation = _pivot_order(lax.stop_gradient(x))
+    shape = _aval(x).shape
+    permuted = jnp.take_along_axis(x, jnp.broadcast_to(jnp.expand_dims(permutation, -2), shape), axis=-1)
+    q, r = qr_p.bind(permuted, full_matrices=full_matrices)
+    return q, r, permutation
+
+
+def _pivot_order(x: Any) -> Any:
+    """geqp3's column order: step k swaps column k with the column (from k on, the first of equals) whose part
+    outside the span of the columns already chosen is longest."""
+    import numpy as np
+
+    import srcjax.runtime.numpy as jnp
+
+    *batch, m, n = _aval(x).shape
+    positions = lax.broadcasted_iota(np.int32, (*batch, n), len(batch))
+    permutation, residual = positions, x
+    for k in range(min(m, n)):
+        norms = jnp.sum(jnp.real(residual * jnp.conj(residual)), axis=-2)  # per column of x
+        norms = jnp.where(positions < k, -1, jnp.take_along_axis(norms, permutation, axis=-1))  # per position
+        pivot = jnp.argmax(norms, axis=-1).astype(np.int32)[..., None]
+        column, at_k = jnp.take_along_axis(permutation, pivot, axis=-1), permutation[..., k:k + 1]
+        permutation = jnp.where(positions == k, column, jnp.where(positions == pivot, at_k, permutation))
+        chosen = jnp.take_along_axis(residual, jnp.broadcast_to(column[..., None, :], (*batch, m, 1)), axis=-1)
+        length = jnp.sqrt(jnp.sum(jnp.real(chosen * jnp.conj(chosen)), axis=-2, keepdims=True))
+        unit = chosen / jnp.where(length == 0, 1, length).astype(_aval(x).dtype)
+        residual = residual - unit * jnp.sum(jnp.conj(unit) * residual, axis=-2, keepdims=True)
+    return permutation
 
 
 def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,

@@ -121,6 +121,8 @@ def _fft_core(name: str, kind: FftType, a: Any, s: Sequence[int] | None, axes: S
             raise ValueError(f"jnp.fft.{name}: transform sizes must be positive, got {s}")
         if axes is not None and len(s) != len(axes):
             raise ValueError(f"jnp.fft.{name}: s {s} and axes {tuple(axes)} have different lengths")
+        if len(s) > ndim:
+            raise ValueError(f"jnp.fft.{name}: s {s} has more sizes than the input has axes ({ndim})")
     if axes is None:
         axes = range(ndim) if s is None else range(ndim - len(s), ndim)
     axes = _axes(name, axes, ndim)
@@ -208,8 +210,7 @@ def _opposite(name: str, norm: str | None) -> str:
 
 def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
     a = _as_input("hfft", FftType.IRFFT, a)
-    size = 2 * (aval(a).shape[_axes("hfft", (axis,), aval(a).ndim)[0]] - 1) if n is None else n
-    return _fft_core("hfft", FftType.IRFFT, jnp.conj(a), (size,), (axis,), _opposite("hfft", norm))
+    return _fft_core("hfft", FftType.IRFFT, jnp.conj(a), *_one_axis(n, axis), _opposite("hfft", norm))
 
 
 def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:

@@ -732,6 +732,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
         fill = default_fill_value(aval(arr).dtype) if fill_value is None else _scalar_param(fill_value)
     if shape[axis] == 0:
         return _full(_shape(indices), 0 if fill is None else fill, aval(arr).dtype)
+    if 0 in _shape(indices):  # an empty batch axis: nothing to gather (and no slice of size 1 to take there)
+        return _full(_shape(indices), 0, aval(arr).dtype)
     return gather_p.bind(arr, _reshape(indices, _shape(indices) + (1,)), dimension_numbers=dnums,
                          slice_sizes=(1,) * len(shape), mode=parsed, fill_value=fill, indices_are_sorted=False,
                          unique_indices=False)

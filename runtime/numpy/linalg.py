@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import srcjax.runtime.numpy as jnp
-from srcjax.runtime import lax
+from srcjax.runtime import dtypes, lax
 from srcjax.runtime.lax import linalg as lax_linalg
 from srcjax.runtime.numpy._core import aval, check_arraylike, is_concrete, promote_dtypes_inexact
 
@@ -232,16 +232,65 @@ def det(a: Any) -> Any:
     (a,) = _inexact("det", a)
     _matrices("det", a, square=True)
     n = aval(a).shape[-1]
-    if n == 2:  # written out for small matrices, as JAX does: exact for integer-valued entries
+    if n == 2:  # written out for small matrices, as JAX does (in its order): exact for integer-valued entries
         return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
     if n == 3:
-        return (a[..., 0, 0] * (a[..., 1, 1] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 1])
-                - a[..., 0, 1] * (a[..., 1, 0] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 0])
-                + a[..., 0, 2] * (a[..., 1, 0] * a[..., 2, 1] - a[..., 1, 1] * a[..., 2, 0]))
+        return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
+                + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
+                - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
+    return _det_with_jvp()(a)
+
+
+def _det_lu(a: Any) -> Any:
     # det a = (-1)^swaps prod diag(U)
     lu, pivots, _ = lax_linalg.lu(a)
     product = jnp.prod(jnp.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
     return jnp.where(_lu_parity(pivots), -product, product)
+
+
+def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
+    """(det a, adj(a) b), where adj(a) = det(a) a^-1, finite at singular a (JAX's construction).
+
+    With P a = L U: for rank n-1 only u_nn is 0, and det(a) a^-1 b = U^-1 (det(a) L^-1 P b) needs u_nn only in
+    its last row, y_n = x_n prod_{i<n} u_ii: so u_nn is replaced by 1 / prod_{i<n} u_ii and the other rows of
+    x are scaled by det a. Below rank n-1 the adjugate is 0: that is where the modified U still fails to solve.
+    """
+    shape = aval(a).shape
+    n, dtype = shape[-1], aval(a).dtype
+    if n == 0:
+        return jnp.ones(shape[:-2], dtype), b
+    if n == 1:
+        return a[..., 0, 0], b
+    lu, pivots, permutation = lax_linalg.lu(a)
+    sign = jnp.where(_lu_parity(pivots), -1, 1).astype(dtype)
+    partial_det = jnp.cumprod(jnp.diagonal(lu, axis1=-2, axis2=-1), axis=-1) * jnp.expand_dims(sign, -1)
+    corner = (lax.broadcasted_iota(np.int32, shape, len(shape) - 2) == n - 1) & \
+        (lax.broadcasted_iota(np.int32, shape, len(shape) - 1) == n - 1)
+    lu = jnp.where(corner, jnp.expand_dims(1 / partial_det[..., -2], (-2, -1)), lu)
+    probe = lax_linalg.triangular_solve(lu, jnp.ones(shape[:-1], dtype), left_side=True, lower=False)
+    low_rank = jnp.expand_dims(jnp.any(~jnp.isfinite(probe), axis=-1), (-2, -1))
+    x = _take_rows(jnp.where(low_rank, 0, b), permutation)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * jnp.expand_dims(partial_det[..., -1], (-2, -1)), x[..., -1:, :]], axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return partial_det[..., -1], jnp.where(low_rank, 0, x)
+
+
+def _det_jvp(primals: Any, tangents: Any) -> Any:
+    # d det = tr(adj(a) da): the adjugate keeps the derivative finite at singular a (0 below rank n-1), where
+    # differentiating through the LU divides by its zero pivots
+    (a,), (a_dot,) = primals, tangents
+    value, adjugate_a_dot = _cofactor_solve(a, a_dot)
+    return value, jnp.trace(adjugate_a_dot, axis1=-2, axis2=-1)
+
+
+@functools.cache
+def _det_with_jvp() -> Any:
+    from srcjax.runtime.autodiff import custom_jvp  # not at import: autodiff imports the numpy package
+
+    det_ = custom_jvp(_det_lu)
+    det_.defjvp(_det_jvp)
+    return det_
 
 
 def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
@@ -249,6 +298,8 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     _matrices("slogdet", a, square=True)
     if method not in (None, "lu"):
         raise NotImplementedError(f"jnp.linalg.slogdet: method={method!r} is not supported (use 'lu')")
+    if aval(a).shape[-1] in (1, 2):
+        return SlogdetResult(*_slogdet_small_with_jvp()(a))
     lu, pivots, _ = lax_linalg.lu(a)
     diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
     magnitude = jnp.abs(diag)
@@ -258,6 +309,43 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     sign = jnp.where(_lu_parity(pivots), -sign, sign)
     logabsdet = jnp.sum(jnp.log(magnitude), axis=-1)
     return SlogdetResult(jnp.where(singular, 0, sign), jnp.where(singular, -np.inf, logabsdet))
+
+
+def _det_small(a: Any) -> Any:
+    if aval(a).shape[-1] == 1:
+        return a[..., 0, 0]
+    return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+
+
+def _slogdet_small(a: Any) -> tuple[Any, Any]:
+    """slogdet of 1x1 and 2x2 matrices from the determinant written out, as JAX's."""
+    det = _det_small(a)
+    return jnp.sign(det), jnp.real(jnp.log(jnp.abs(det)))
+
+
+def _slogdet_small_jvp(primals: Any, tangents: Any) -> Any:
+    # d log|det a| = tr(a^-1 da) = tr(adj(a) da) / det a, written out (JAX's rule): infinite, not NaN, where
+    # det a = 0. The sign moves only by the imaginary part (for complex a).
+    (a,), (a_dot,) = primals, tangents
+    sign, logabsdet = _slogdet_small_with_jvp()(a)
+    if aval(a).shape[-1] == 1:
+        log_dot = a_dot[..., 0, 0] / a[..., 0, 0]
+    else:
+        log_dot = (a_dot[..., 0, 0] * a[..., 1, 1] - a_dot[..., 0, 1] * a[..., 1, 0] - a_dot[..., 1, 0] * a[..., 0, 1]
+                   + a_dot[..., 1, 1] * a[..., 0, 0]) / _det_small(a)
+    if aval(a).dtype.kind == "c":
+        sign_dot = (log_dot - jnp.real(log_dot).astype(aval(log_dot).dtype)) * sign
+        return (sign, logabsdet), (sign_dot, jnp.real(log_dot))
+    return (sign, logabsdet), (jnp.zeros_like(sign), log_dot)
+
+
+@functools.cache
+def _slogdet_small_with_jvp() -> Any:
+    from srcjax.runtime.autodiff import custom_jvp  # not at import: autodiff imports the numpy package
+
+    slogdet_ = custom_jvp(_slogdet_small)
+    slogdet_.defjvp(_slogdet_small_jvp)
+    return slogdet_
 
 
 def matrix_power(a: Any, n: int) -> Any:
@@ -312,6 +400,8 @@ def _pinv_jvp(rtol: Any, hermitian: bool, primals: Any, tangents: Any) -> Any:
     # division by gaps between singular values, so repeated ones (the identity) have a finite derivative
     (a,), (a_dot,) = primals, tangents
     p = _pinv_with_jvp()(a, rtol, hermitian)
+    if hermitian:  # svd(hermitian=True) reads the Hermitian part of a, so the tangent must too (as JAX's)
+        a, a_dot = (a + _H(a)) / 2, (a_dot + _H(a_dot)) / 2
     *_, m, n = aval(a).shape
     dtype = aval(a).dtype
     a_dot_h = _H(a_dot)
@@ -344,11 +434,11 @@ def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any =
     if len(shape) < 2:
         return jnp.any(M != 0).astype(np.int32)
     if min(shape[-2:]) == 0:
-        return jnp.zeros(shape[:-2], np.int32)
+        return jnp.zeros(shape[:-2], dtypes.default_int_dtype())
     s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if rtol is None:
         rtol = jnp.max(s, axis=-1) * (max(shape[-2:]) * _eps(M))
-    return jnp.sum(s > jnp.expand_dims(jnp.asarray(rtol), -1), axis=-1).astype(np.int32)
+    return jnp.sum(s > jnp.expand_dims(jnp.asarray(rtol), -1), axis=-1)  # the default int, as JAX's
 
 
 def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tuple[Any, Any, Any, Any]:
@@ -367,7 +457,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
     m, n = a_shape
     if m == 0 or n == 0:
         s = jnp.zeros((0,), _real_dtype(a))
-        rank = jnp.asarray(0, np.int32)
+        rank = jnp.asarray(0, dtypes.default_int_dtype())
         x = jnp.zeros((n, aval(b).shape[1]), aval(a).dtype)
     else:
         eps = _eps(a)
@@ -378,8 +468,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> tu
         else:
             rcond = jnp.where(rcond < 0, eps, rcond)
         u, s, vh = svd(a, full_matrices=False)
-        kept = s >= jnp.multiply(rcond, s[0])
-        rank = jnp.sum(kept).astype(np.int32)
+        kept = (s > 0) & (s >= jnp.multiply(rcond, s[0]))  # a zero matrix has rank 0, not 1/0
+        rank = jnp.sum(kept)  # the default int, as JAX's
         inverse_s = jnp.where(kept, 1 / jnp.where(kept, s, 1), 0).astype(aval(a).dtype)
         x = jnp.matmul(_H(vh), jnp.expand_dims(inverse_s, -1) * jnp.matmul(_H(u), b))
     residual = jnp.sum(jnp.abs(b - jnp.matmul(a, x)) ** 2, axis=0)

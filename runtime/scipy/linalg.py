@@ -7,6 +7,7 @@ to mode='full', and a right-hand side ``b`` is a vector when it has one axis few
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,8 @@ from srcjax.runtime.numpy import linalg as jnp_linalg
 from srcjax.runtime.numpy._core import aval, check_arraylike, promote_dtypes, promote_dtypes_inexact
 
 __all__ = [
-    "block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve",
-    "qr", "solve", "solve_triangular", "svd",
+    "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh", "expm", "expm_frechet", "hankel",
+    "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz",
 ]
 
 
@@ -35,10 +36,10 @@ def _square(name: str, a: Any) -> None:
 
 
 def _solve_with(name: str, a: Any, b: Any, solve_matrices) -> Any:
-    """``solve_matrices(a, b)`` for b [..., n, k] or a vector b [..., n] (one axis fewer than a), after
-    broadcasting the batch axes of a and b against each other."""
+    """``solve_matrices(a, b)`` for b [..., n, k] or a vector b, after broadcasting the batch axes of a and b
+    against each other. As JAX's, b is a vector when it has one axis, or one axis fewer than a and a's size."""
     n, b_shape = aval(a).shape[-1], aval(b).shape
-    b_is_vector = len(b_shape) == aval(a).ndim - 1
+    b_is_vector = len(b_shape) == 1 or (len(b_shape) == aval(a).ndim - 1 and b_shape[-1] == n)
     rows = b_shape[-1] if b_is_vector else (b_shape[-2] if len(b_shape) >= 2 else None)
     if rows != n:
         raise ValueError(f"jax.scipy.linalg.{name}: b {b_shape} does not match a {aval(a).shape}: it must be "
@@ -78,8 +79,14 @@ def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_d
 
 
 def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> Any:
-    """The Cholesky factor of a: upper U with a = U^H U by default, lower L with a = L L^H if ``lower``."""
-    return jnp_linalg.cholesky(a, upper=not lower)
+    """The Cholesky factor of a: upper U with a = U^H U by default, lower L with a = L L^H if ``lower``.
+
+    As SciPy's (and JAX's), it reads only that triangle of a: a is not symmetrized."""
+    (a,) = _inexact("cholesky", a)
+    _square("cholesky", a)
+    if lower:
+        return lax_linalg.cholesky(a, symmetrize_input=False)
+    return lax_linalg._adjoint(lax_linalg.cholesky(lax_linalg._adjoint(a), symmetrize_input=False))
 
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, bool]:
@@ -107,7 +114,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     """(lu, pivots): L below the diagonal of lu (unit diagonal implied), U on and above; row i was swapped with
     row pivots[i]."""
     (a,) = _inexact("lu_factor", a)
-    _square("lu_factor", a)
+    if aval(a).ndim < 2:  # (rectangular a are factored too, as JAX's)
+        raise ValueError(f"jax.scipy.linalg.lu_factor: a must have shape [..., m, n], got {aval(a).shape}")
     lu_, pivots, _ = lax_linalg.lu(a)
     return lu_, pivots
 
@@ -154,16 +162,15 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
 # -- other factorizations -------------------------------------------------------------------------------------
 def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True) -> tuple[Any, ...]:
-    """(q, r) for mode 'full' ([m,m], [m,n]) or 'economic' ([m,k], [k,n]); (r,) for mode 'r'."""
-    if pivoting:
-        raise NotImplementedError("jax.scipy.linalg.qr: pivoting=True is not supported")
+    """(q, r) for mode 'full' ([m,m], [m,n]) or 'economic' ([m,k], [k,n]); (r,) for mode 'r'; with ``pivoting``, the
+    column permutation p (a[:, p] = q r) after them."""
     if mode not in ("full", "economic", "r"):
         raise ValueError(f"jax.scipy.linalg.qr: unsupported mode {mode!r}; use 'full', 'economic' or 'r'")
     (a,) = _inexact("qr", a)
     if aval(a).ndim < 2:
         raise ValueError(f"jax.scipy.linalg.qr: a must have shape [..., m, n], got {aval(a).shape}")
-    q, r = lax_linalg.qr(a, full_matrices=mode != "economic")
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
@@ -206,7 +213,42 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         return jnp_linalg.solve(a, b)
     a, b = _inexact("solve", a, b)
     _square("solve", a)
-    return cho_solve(cho_factor(a, lower=lower), b)
+    b_is_vector = aval(b).ndim == aval(a).ndim - 1
+    if b_is_vector:
+        b = jnp.expand_dims(b, -1)
+    if aval(b).ndim != aval(a).ndim or aval(b).shape[-2] != aval(a).shape[-1]:
+        raise ValueError(f"jax.scipy.linalg.solve: b {aval(b).shape} does not match a {aval(a).shape}: it must be "
+                         f"[..., {aval(a).shape[-1]}] (one axis fewer than a) or [..., {aval(a).shape[-1]}, k]")
+    batch = jnp.broadcast_shapes(aval(a).shape[:-2], aval(b).shape[:-2])
+    b = jnp.broadcast_to(b, batch + aval(b).shape[-2:])
+    x = _solve_positive_with_jvp()(a, b, lower)
+    return jnp.squeeze(x, -1) if b_is_vector else x
+
+
+def _solve_positive(a: Any, b: Any, lower: bool) -> Any:
+    return cho_solve(cho_factor(lax.stop_gradient(a), lower=lower), b)
+
+
+def _solve_positive_jvp(lower: bool, primals: Any, tangents: Any) -> Any:
+    # JAX's implicit derivative (its lax.custom_linear_solve): x' = h^-1 (b' - a' x) with the whole of a', h being
+    # the Hermitian matrix the value reads from one triangle of a. The tangent's solve, linear in its right-hand
+    # side so that reverse mode can transpose it, is an LU solve with h + (a - stop_gradient(a)): its value is h
+    # and its derivative a', as the operator of JAX's solve, so that higher derivatives are JAX's too.
+    (a, b), (a_dot, b_dot) = primals, tangents
+    x = _solve_positive_with_jvp()(a, b, lower)
+    triangle = jnp.tril(a) if lower else jnp.triu(a)
+    half = jnp.where(jnp.eye(aval(a).shape[-1], dtype=bool), triangle / 2, triangle)
+    operator = lax.stop_gradient(half + lax_linalg._adjoint(half)) + (a - lax.stop_gradient(a))
+    return x, jnp_linalg.solve(operator, b_dot - jnp.matmul(a_dot, x))
+
+
+@functools.cache
+def _solve_positive_with_jvp() -> Any:
+    from srcjax.runtime.autodiff import custom_jvp  # not at import: autodiff imports the numpy package
+
+    solve_ = custom_jvp(_solve_positive, nondiff_argnums=(2,))
+    solve_.defjvp(_solve_positive_jvp)
+    return solve_
 
 
 def block_diag(*arrs: Any) -> Any:
@@ -277,6 +319,8 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     shape = aval(a).shape
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={shape}.")
+    if shape[-1] == 0:  # the exponential of an empty matrix is empty (its norm would reduce nothing)
+        return a
     if len(shape) > 2:
         return jnp.vectorize(lambda m: expm(m, upper_triangular=upper_triangular, max_squarings=max_squarings),
                              signature="(n,n)->(n,n)")(a)
@@ -295,3 +339,92 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
 
     r = lax.fori_loop(0, max_squarings, square, r)
     return jnp.where(squarings > max_squarings, jnp.full_like(r, np.nan), r)
+
+
+def expm_frechet(A: Any, E: Any, *, method: str | None = None, compute_expm: bool = True) -> Any:  # noqa: N803
+    """The Frechet derivative of expm at A in the direction E (expm's JVP, as JAX computes it); with
+    ``compute_expm``, (expm(A), that derivative)."""
+    from srcjax.runtime.autodiff import jvp  # not at import: autodiff imports the numpy package
+
+    a, e = jnp.asarray(A), jnp.asarray(E)
+    for name, x in (("A", a), ("E", e)):
+        shape = aval(x).shape
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError(f"jax.scipy.linalg.expm_frechet: expected {name} to be a (batched) square matrix, got "
+                             f"{name}.shape={shape}")
+    if aval(a).shape != aval(e).shape:
+        raise ValueError(f"jax.scipy.linalg.expm_frechet: expected A and E to be the same shape, got "
+                         f"A.shape={aval(a).shape} E.shape={aval(e).shape}")
+    value, derivative = jvp(lambda m: expm(m, upper_triangular=False, max_squarings=16), (a,), (e,))
+    return (value, derivative) if compute_expm else derivative
+
+
+# -- structured matrices (batched over leading axes of their vectors, as JAX's) ----------------------------------
+def _from_diagonals(name: str, v: Any, rows: int, cols: int, index) -> Any:
+    """The [rows, cols] matrix with entry (i, j) = v[..., index(i, j)], v's leading axes a batch."""
+    i = lax.broadcasted_iota(np.int32, (rows, cols), 0)
+    j = lax.broadcasted_iota(np.int32, (rows, cols), 1)
+    batch = aval(v).shape[:-1]
+    picked = jnp.take(v, jnp.ravel(index(i, j)), axis=-1)
+    return jnp.reshape(picked, (*batch, rows, cols))
+
+
+def _vectors(name: str, *vs: Any) -> list[Any]:
+    check_arraylike(f"jax.scipy.linalg.{name}", *vs)
+    return [jnp.atleast_1d(jnp.asarray(v)) for v in vs]
+
+
+def toeplitz(c: Any, r: Any = None) -> Any:
+    """T[..., i, j] = c[..., i - j] for i >= j and r[..., j - i] above (r[0] is not used); r defaults to conj(c)."""
+    (c,) = _vectors("toeplitz", c)
+    (r,) = [jnp.conj(c)] if r is None else _vectors("toeplitz", r)
+    batch = jnp.broadcast_shapes(aval(c).shape[:-1], aval(r).shape[:-1])
+    m, n = aval(c).shape[-1], aval(r).shape[-1]
+    c, r = jnp.broadcast_to(c, (*batch, m)), jnp.broadcast_to(r, (*batch, n))
+    if m == 0 or n == 0:
+        return jnp.zeros((*batch, m, n), jnp.result_type(c, r))
+    elements = jnp.concatenate([jnp.flip(c, -1), r[..., 1:]], axis=-1)  # c reversed, then r past its first
+    return _from_diagonals("toeplitz", elements, m, n, lambda i, j: m - 1 - i + j)
+
+
+def hankel(c: Any, r: Any = None) -> Any:
+    """H[..., i, j] = v[..., i + j] with v = concatenate(c, r[1:]) (r[0] is not used); r defaults to zeros."""
+    (c,) = _vectors("hankel", c) if jnp.ndim(c) else [None]
+    if c is None or (r is not None and jnp.ndim(r) == 0):
+        raise ValueError("jax.scipy.linalg.hankel: c and r must be at least 1-dimensional, got a scalar")
+    (r,) = [jnp.zeros_like(c)] if r is None else _vectors("hankel", r)
+    batch = jnp.broadcast_shapes(aval(c).shape[:-1], aval(r).shape[:-1])
+    m, n = aval(c).shape[-1], aval(r).shape[-1]
+    c, r = jnp.broadcast_to(c, (*batch, m)), jnp.broadcast_to(r, (*batch, n))
+    if m == 0 or n == 0:
+        return jnp.zeros((*batch, m, n), jnp.result_type(c, r))
+    return _from_diagonals("hankel", jnp.concatenate([c, r[..., 1:]], axis=-1), m, n, lambda i, j: i + j)
+
+
+def circulant(c: Any) -> Any:
+    """C[..., i, j] = c[..., (i - j) mod n]: the first column c, cyclically shifted down in each next column."""
+    (c,) = _vectors("circulant", c)
+    n = aval(c).shape[-1]
+    return _from_diagonals("circulant", c, n, n, lambda i, j: (i - j) % n)
+
+
+def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: Any = None, max_iterations: Any = None) -> Any:
+    """(u, p) with a = u p (side 'right', p [n, n]) or a = p u ('left', p [m, m]), u with orthonormal columns (or
+    rows) and p Hermitian positive semi-definite. Both methods compute it from the SVD a = U S V^H: u = U V^H and
+    p = V S V^H (or U S U^H); JAX's 'qdwh' iterates to the same factors."""
+    check_arraylike("jax.scipy.linalg.polar", a)
+    a = jnp.asarray(a)
+    if aval(a).ndim < 2:
+        raise ValueError("jax.scipy.linalg.polar: the input `a` must be at least a 2-D array")
+    if side not in ("right", "left"):
+        raise ValueError("jax.scipy.linalg.polar: the argument `side` must be either 'right' or 'left'")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"jax.scipy.linalg.polar: unknown polar decomposition method {method!r}")
+    u_svd, s, vh = jnp_linalg.svd(a, full_matrices=False)
+    u = jnp.matmul(u_svd, vh, precision=lax.Precision.HIGHEST)
+    s = s.astype(aval(u).dtype)
+    if side == "right":
+        p = jnp.matmul(jnp_linalg._H(vh) * jnp.expand_dims(s, -2), vh, precision=lax.Precision.HIGHEST)
+    else:
+        p = jnp.matmul(u_svd * jnp.expand_dims(s, -2), jnp_linalg._H(u_svd), precision=lax.Precision.HIGHEST)
+    return u, p

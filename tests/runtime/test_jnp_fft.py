@@ -157,3 +157,11 @@ def test_transforms_compile_under_jit():
     for e, c in zip(eager, compiled, strict=True):
         assert e.dtype == c.dtype
         np.testing.assert_allclose(np.asarray(c), np.asarray(e), rtol=1e-5, atol=1e-5)
+
+
+def test_hfft_of_a_single_bin_and_too_many_sizes():
+    # one Hermitian bin is the spectrum of n = 2 (1 - 1) = 0 points: an empty result, as JAX's (srcjax refused)
+    x = random((3, 1), np.complex64)
+    assert FFT.hfft(x).shape == (3, 0) and FFT.irfft(x).shape == (3, 0)
+    with pytest.raises(ValueError, match="more sizes than the input has axes"):
+        FFT.fftn(random((3, 4)), s=(2, 3, 4))

@@ -218,3 +218,62 @@ CONVOLVE = [
 @pytest.mark.parametrize("f, args, order, kw", CONVOLVE)
 def test_convolve(f, args, order, kw):
     check_grads(f, args, order=order, **kw)
+
+
+def _cofactors(a):
+    """The cofactor matrix of ``a`` from its minors (float64 NumPy): the derivative of det at any a."""
+    n = a.shape[-1]
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, 0), j, 1)
+            out[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+@pytest.mark.parametrize("rank", [4, 3, 2, 0])
+def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix(rank):
+    # JAX's det (n >= 4) differentiates through the adjugate (its _cofactor_solve), finite at singular matrices:
+    # the LU's derivative divided by the zero pivot and gave NaN
+    a = rn(4, rank) @ rn(rank, 4) if rank else np.zeros((4, 4))
+    for grad in (srcjax.grad(jnp.linalg.det), srcjax.jit(srcjax.grad(jnp.linalg.det))):
+        np.testing.assert_allclose(grad(a), _cofactors(a), atol=1e-10)
+    batch = np.stack([a, well(4)])
+    np.testing.assert_allclose(srcjax.vmap(srcjax.grad(jnp.linalg.det))(batch)[0], _cofactors(a), atol=1e-10)
+    check_grads(jnp.linalg.det, (well(5),), order=2)
+
+
+def test_pinv_hermitian_gradient_is_that_of_the_hermitian_part():
+    # svd(hermitian=True) reads (a + a^H) / 2, and JAX's pinv rule symmetrizes a and its tangent to match: the
+    # gradient is the one of pinv of the Hermitian part (srcjax's rule used the raw tangent)
+    a = spd(4) + np.triu(rn(4, 4), 1)
+    weights = rn(4, 4)
+    hermitian = srcjax.grad(lambda x: jnp.sum(jnp.linalg.pinv(x, hermitian=True) * weights))(a)
+    through_sym = srcjax.grad(lambda x: jnp.sum(jnp.linalg.pinv(sym(x)) * weights))(a)
+    np.testing.assert_allclose(hermitian, through_sym, atol=1e-10)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_scipy_solve_positive_gradient_is_jaxs_implicit_one(lower):
+    # JAX solves through the factor of one triangle but differentiates implicitly with the whole of a
+    # (lax.custom_linear_solve with matvec a @ x): d/da sum(w * x) = -(a^-1 w) x^T, not symmetric
+    a, b, w = spd(4), rn(4), rn(4)
+    grad_a, grad_b = srcjax.grad(lambda m, v: jnp.sum(sla.solve(m, v, assume_a="pos", lower=lower) * w),
+                                 argnums=(0, 1))(a, b)
+    x, lam = np.linalg.solve(a, b), np.linalg.solve(a.T, w)
+    np.testing.assert_allclose(grad_a, -np.outer(lam, x), atol=1e-10)
+    np.testing.assert_allclose(grad_b, lam, atol=1e-10)
+
+
+def test_slogdet_of_small_matrices_is_written_out_as_jaxs():
+    # JAX computes 1x1 and 2x2 slogdet from ad - bc, with the derivative tr(adj(a) da) / det a: infinite at a
+    # singular matrix (differentiating through the LU gave NaN there)
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    grad = srcjax.grad(lambda x: jnp.linalg.slogdet(x)[1])(a)
+    np.testing.assert_array_equal(grad, [[np.inf, -np.inf], [-np.inf, np.inf]])  # jax 0.10.2's
+    sign, logabsdet = jnp.linalg.slogdet(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+    assert float(sign) == -1.0 and logabsdet == np.float32(np.log(2.0))
+    check_grads(lambda x: jnp.linalg.slogdet(x)[1], (well(2),), order=2)
+    check_grads(lambda x: jnp.linalg.slogdet(x)[1], (np.array([[-2.5]]),), order=2)
+    z = rn(2, 2) + 1j * rn(2, 2)
+    check_grads(lambda x: jnp.linalg.slogdet(x), (z,), order=1)

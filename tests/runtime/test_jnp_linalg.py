@@ -425,3 +425,40 @@ def test_lstsq_numpy_resid_needs_a_concrete_rank():
 
     with pytest.raises(ValueError, match="numpy_resid=True needs a concrete rank"):
         srcjax.jit(residual)(random((4, 3)), random((4,)))
+
+
+def test_lstsq_of_a_zero_matrix_and_rank_dtypes():
+    # JAX keeps only positive singular values: a zero matrix has rank 0 and solution 0, not 0 * (1/0)
+    x, residual, rank, s = LA.lstsq(jnp.zeros((3, 2)), jnp.array([1.0, 2.0, 3.0]))
+    check(x, [0.0, 0.0])
+    check(residual, [14.0])
+    assert int(rank) == 0
+    from srcjax.runtime.config import config
+
+    saved = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    try:  # the ranks are JAX's default integer, int64 under x64
+        assert LA.lstsq(jnp.eye(2), jnp.ones(2))[2].dtype == jnp.int64
+        assert LA.matrix_rank(jnp.eye(3)).dtype == jnp.int64
+        assert LA.matrix_rank(jnp.ones((2, 3, 3))).dtype == jnp.int64
+    finally:
+        config.update("jax_enable_x64", saved)
+
+
+def test_solves_of_an_empty_batch():
+    # a batch of no matrices: JAX returns empty results (srcjax's row gather failed on the empty batch axis)
+    a = jnp.zeros((0, 3, 3))
+    assert LA.inv(a).shape == (0, 3, 3) and LA.solve(a, jnp.zeros((0, 3, 2))).shape == (0, 3, 2)
+    assert LA.matrix_power(a, -2).shape == (0, 3, 3) and LA.cond(a, 1).shape == (0,)
+    assert jnp.take_along_axis(jnp.ones((2, 0, 3)), jnp.zeros((2, 0, 3), jnp.int32), axis=2).shape == (2, 0, 3)
+
+
+def test_svd_of_a_matrix_with_inf_gives_nan():
+    # LAPACK's gesdd loops forever on an infinite entry when it computes the vectors (JAX 0.10.2's hangs): the
+    # matrix gets NaNs, its neighbours in the stack their SVD
+    a = np.stack([np.diag([3.0, 2.0, 1.0])] * 2).astype(np.float32)
+    a[1, 0, 0] = np.inf
+    u, s, vh = LA.svd(a)
+    check(s[0], [3, 2, 1])
+    assert np.isnan(np.asarray(s[1])).all() and np.isnan(np.asarray(u[1])).all()
+    assert np.isnan(np.asarray(LA.pinv(a)[1])).all()

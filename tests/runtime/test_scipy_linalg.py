@@ -207,3 +207,107 @@ def test_expm_upper_triangular_too_many_squarings_and_gradient():
     with pytest.raises(ValueError, match="Expected A to be a"):
         expm(np.ones((2, 3), np.float32))
     check_grads(lambda m: expm(m), (np.array([[0.3, -0.2], [0.1, 0.4]]),), order=1, modes=("rev",))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_cholesky_reads_one_triangle_without_symmetrizing(dtype):
+    # SciPy's and JAX's cholesky read the upper triangle (or the lower with lower=True) as it is; srcjax's
+    # symmetrized a first, so a non-Hermitian a gave another factor
+    a = spd((4, 4), dtype)
+    noise = random((4, 4), dtype)
+    upper_read, lower_read = a + np.tril(noise, -1), a + np.triu(noise, 1)  # noise where it is not read
+    check(sl.cholesky(upper_read), H(np.linalg.cholesky(f64(a))))
+    check(sl.cholesky(lower_read, lower=True), np.linalg.cholesky(f64(a)))
+    check(sl.cho_factor(upper_read)[0], H(np.linalg.cholesky(f64(a))))
+    b = random((4, 2), dtype)
+    check(sl.solve(upper_read, b, assume_a="pos"), np.linalg.solve(f64(a), f64(b)))
+    check(sl.solve(lower_read, b, assume_a="pos", lower=True), np.linalg.solve(f64(a), f64(b)))
+
+
+def test_triangular_and_factor_solves_take_jaxs_vectors():
+    # JAX's rule: b is a vector when it has one axis, or one axis fewer than a and a's size; otherwise a stack of
+    # matrices broadcast against a's batch
+    a = np.triu(random((2, 4, 4))) + 4 * np.eye(4, dtype=np.float32)
+    v, m = random((4,)), random((4, 3))
+    check(sl.solve_triangular(a, v), np.linalg.solve(f64(a), f64(v)[:, None])[..., 0])
+    check(sl.solve_triangular(a, m), np.linalg.solve(f64(a), f64(m)))
+    check(sl.lu_solve(sl.lu_factor(a), m), np.linalg.solve(f64(a), f64(m)))
+    c = sl.cho_factor(a @ H(a))
+    check(sl.cho_solve(c, v), np.linalg.solve(f64(a) @ H(f64(a)), f64(v)[:, None])[..., 0], scale=10)
+
+
+# -- structured matrices and the polar decomposition ---------------------------------------------------------
+def test_toeplitz_hankel_circulant():
+    c, r = np.array([1.0, 2.0, 3.0]), np.array([9.0, 5.0, 6.0, 7.0])
+    check(sl.toeplitz(c, r), [[1, 5, 6, 7], [2, 1, 5, 6], [3, 2, 1, 5]])  # r[0] is not used
+    check(sl.toeplitz(np.array([1.0, 2j])), [[1, -2j], [2j, 1]])  # r defaults to conj(c)
+    assert sl.toeplitz(np.array([1, 2], np.int32)).dtype == jnp.int32
+    check(sl.toeplitz(np.stack([c, 2 * c]), r[:2])[1], [[2, 5], [4, 2], [6, 4]])  # leading axes are a batch
+    check(sl.hankel(c, r), [[1, 2, 3, 5], [2, 3, 5, 6], [3, 5, 6, 7]])
+    check(sl.hankel(c), [[1, 2, 3], [2, 3, 0], [3, 0, 0]])
+    check(sl.circulant(c), [[1, 3, 2], [2, 1, 3], [3, 2, 1]])
+    assert sl.toeplitz(np.zeros(0), r).shape == (0, 4)
+    # a gradient reaches each entry of c and r as often as it appears
+    grad_c, grad_r = srcjax.grad(lambda c, r: jnp.sum(sl.toeplitz(c, r)), argnums=(0, 1))(c, r)
+    check(grad_c, [3, 2, 1])
+    check(grad_r, [0, 3, 2, 1])
+
+
+@pytest.mark.parametrize("shape, side", [((4, 4), "right"), ((5, 3), "right"), ((3, 5), "left"), ((2, 3, 3), "left")])
+def test_polar(shape, side):
+    a = random(shape, np.complex64)
+    u, p = sl.polar(a, side=side)
+    check(u @ p if side == "right" else p @ u, a)
+    check(p, H(p))
+    assert np.all(np.linalg.eigvalsh(f64(p)) > -1e-4)
+    k = min(shape[-2:])
+    check(H(u) @ u if side == "right" else u @ H(u), np.broadcast_to(np.eye(k), (*shape[:-2], k, k)))
+    u_svd, p_svd = sl.polar(a, side=side, method="svd")
+    check(u_svd, u)
+
+
+def test_expm_frechet_is_expms_directional_derivative():
+    # for commuting A and E (E a polynomial in A) the derivative is E expm(A)
+    a = random((3, 3)) * 0.5
+    e = a @ a - 2 * a
+    value, derivative = sl.expm_frechet(a, e)
+    check(value, sl.expm(a))
+    check(derivative, np.asarray(e, np.float64) @ f64(sl.expm(a)))
+    check(sl.expm_frechet(a, e, compute_expm=False), derivative)
+    with pytest.raises(ValueError, match="same shape"):
+        sl.expm_frechet(a, random((2, 2)))
+
+
+def test_expm_of_empty_matrices_and_rectangular_lu_factor():
+    # JAX returns the empty exponential (srcjax's norm reduced an empty array) and factors rectangular matrices
+    assert sl.expm(jnp.zeros((0, 0))).shape == (0, 0) and sl.expm(jnp.zeros((2, 0, 0))).shape == (2, 0, 0)
+    a = random((3, 5))
+    lu, pivots = sl.lu_factor(a)
+    assert lu.shape == (3, 5) and pivots.shape == (3,)
+    p, low, up = sl.lu(a)
+    check(np.tril(np.asarray(lu)[:, :3], -1) + np.eye(3), low)
+    check(np.triu(np.asarray(lu)), up)
+
+
+def test_qr_with_column_pivoting():
+    # LAPACK geqp3's column order (JAX's); srcjax refused pivoting=True
+    a = np.array([[1.0, 0.0, 2.0, 1.0], [0.0, 3.0, 1.0, 0.0], [2.0, 1.0, 0.0, 4.0]], np.float32)
+    q, r, p = sl.qr(a, pivoting=True)
+    np.testing.assert_array_equal(p, [3, 1, 2, 0])  # jax 0.10.2's
+    assert p.dtype == jnp.int32
+    check(r, [[-4.12311, -0.97014, -0.48507, -2.18282], [0, -3.00979, -0.8404, 0.03909],
+              [0, 0, -2.01456, -0.48349]])  # jax 0.10.2's
+    check(q @ r, a[:, [3, 1, 2, 0]])
+    np.testing.assert_array_equal(sl.qr(np.diag([1.0, 3.0, 2.0, 5.0]), pivoting=True)[2], [3, 1, 2, 0])
+    r_only, p_r = sl.qr(a, mode="r", pivoting=True)
+    check(r_only, r)
+    batch = random((2, 5, 3))
+    q, r, p = srcjax.jit(lambda x: sl.qr(x, mode="economic", pivoting=True))(batch)
+    for i in range(2):
+        check(q[i] @ r[i], batch[i][:, np.asarray(p[i])])
+        assert np.all(np.diff(np.abs(np.diag(np.asarray(r[i])))) <= 1e-5)  # |r_kk| does not increase
+    # the permutation is a constant to derivatives: the gradient is the unpivoted QR's, permuted back
+    grad = srcjax.grad(lambda x: jnp.sum(sl.qr(x, mode="r", pivoting=True)[0]))(a)
+    perm = np.asarray(p_r)
+    unpivoted = srcjax.grad(lambda x: jnp.sum(sl.qr(x, mode="r")[0]))(a[:, perm])
+    check(np.asarray(grad)[:, perm], unpivoted)

@@ -650,6 +650,8 @@ def _svd_shape(x: TensorType, *, full_matrices: bool = True, compute_uv: bool = 
 @svd_p.def_impl
 def _svd_impl(x, *, full_matrices=True, compute_uv=True):
     def svd(m):
+        if not np.isfinite(m).all():  # LAPACK's gesdd can loop forever on inf (JAX's does): NaNs instead
+            raise np.linalg.LinAlgError("non-finite entries")
         if not compute_uv:
             return [np.linalg.svd(m, compute_uv=False)]
         u, s, vh = np.linalg.svd(m, full_matrices=full_matrices)
