@@ -6,3 +6,5 @@ from srcjax.runtime import tree_util as _tree_util
 from srcjax.transpiler import trees as _trees
 
 _trees.install(_tree_util.tree_flatten, _tree_util.tree_unflatten)  # the compiler sees registered pytrees
+_tree_util.register_pytree_node(_trees.Float0Zeros, lambda z: ([z.zeros], None),
+                                lambda _, children: _trees.Float0Zeros.unwrap(children))

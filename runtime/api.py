@@ -24,10 +24,12 @@ from srcjax.runtime.config import TRACE_FLAGS, config
 from srcjax.runtime.eager import to_array
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend.calls import current_trace, interpret, is_user_function, trace_function
+from srcjax.transpiler.frontend.errors import set_traceback_filtering
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Function, Value, walk
 from srcjax.transpiler.passes import has_effect
 from srcjax.transpiler.primitives import collectives, core
+from srcjax.transpiler.trees import FLOAT0
 from srcjax.transpiler.types import TensorType
 
 
@@ -64,13 +66,15 @@ class Signature:
         static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
         leaves, self.treedef = tree_util.tree_flatten((dynamic_args, dynamic_kwargs))
         self.leaves = leaves
-        self.dynamic = [_is_dynamic(leaf) for leaf in leaves]
+        # (a float0 array, the tangent of an integer, has no values: it is traced as the constant it is)
+        self.dynamic = [_is_dynamic(leaf) and getattr(leaf, "dtype", None) != FLOAT0 for leaf in leaves]
         kept = [d and concrete is not None and bool(concrete(i, leaf))
                 for i, (leaf, d) in enumerate(zip(leaves, self.dynamic))]
         self.concrete = kept  # per leaf: a number or array kept concrete
         self.dynamic = [d and not k for d, k in zip(self.dynamic, kept)]
         types = tuple(abstractify(leaf) if d else None for leaf, d in zip(leaves, self.dynamic))
-        statics = tuple((type(leaf), repr(leaf), leaf) if k and np.isscalar(leaf) else leaf
+        statics = tuple((type(leaf), repr(leaf), leaf) if k and np.isscalar(leaf) else
+                        ("float0", leaf.shape) if getattr(leaf, "dtype", None) == FLOAT0 else leaf
                         for leaf, d, k in zip(leaves, self.dynamic, kept) if not d)
         # (static values by type too, as JAX keys them: 1, 1.0 and True are equal and hash alike, but trace apart)
         typed_statics = (tuple((i, type(v), v) for i, v in static_args),
@@ -267,6 +271,15 @@ def _trace_flag_updated(name: str) -> None:
 config.on_update(_trace_flag_updated)
 
 
+def _traceback_filtering_updated(name: str) -> None:
+    if name == "jax_traceback_filtering":
+        set_traceback_filtering(config.jax_traceback_filtering != "off")
+
+
+config.on_update(_traceback_filtering_updated)
+_traceback_filtering_updated("jax_traceback_filtering")  # (as the environment set it)
+
+
 def configure_caches() -> None:
     """Set the process up for native code and pass the caches' options on, once and after each change of them
     (before any compilation through the disk cache)."""
@@ -369,6 +382,8 @@ class Compiled:
         if any(type(leaf) is np.ndarray for leaf in leaves):
             leaves = [_owned(leaf) if type(leaf) is np.ndarray else leaf for leaf in leaves]
         checked = _flags["jax_debug_nans"] or _flags["jax_debug_infs"]  # (the interpreter checks every op)
+        if checked and not self.donated:
+            return self._checked_call(leaves)
         if self._gpus and not checked and (self._gpu_default or any(type(_pending_of(leaf)) is gpu.Resident
                                                                     for leaf in leaves if type(leaf) is Array)):
             results = gpu.call(self, leaves)
@@ -387,6 +402,28 @@ class Compiled:
         if self.donated:
             outs = self._delete_donated(leaves, outs)
         return self._build(outs)
+
+    def _checked_call(self, leaves: Sequence[Any]) -> Any:
+        """``jax_debug_nans`` / ``jax_debug_infs`` as JAX has them for a compiled function: its results are checked,
+        and only when one holds a NaN (an infinity) does it run again op by op (JAX's "de-optimized version"), to
+        raise at the op that made it. So a NaN that only a masked branch computes (``jnp.where(x > 0,
+        jnp.log(x), 0.)``) is no error under ``jit``, as in JAX."""
+        nans, infs = _flags["jax_debug_nans"], _flags["jax_debug_infs"]
+        _flags["jax_debug_nans"] = _flags["jax_debug_infs"] = False
+        try:
+            results = self._call_leaves(leaves)
+        finally:
+            _flags["jax_debug_nans"], _flags["jax_debug_infs"] = nans, infs
+        values = [np.asarray(leaf) for leaf in tree_util.tree_leaves(results)]
+        if not any(v.dtype.kind in "fc" and ((nans and np.isnan(v).any()) or (infs and np.isinf(v).any()))
+                   for v in values):
+            return results
+        print("Invalid nan value encountered in the output of a jax.jit function. Calling the de-optimized version.")
+        eval_function(self.ir, *leaves)  # (raises at the op that makes the value; JAX's message, word for word)
+        raise FloatingPointError(
+            f"invalid value ({'nan' if nans and any(np.isnan(v).any() for v in values) else 'inf'}) in the results "
+            f"of {_described(self.ir)}, which no operation of it made when run op by op: it came from an input "
+            "or a constant, or from how the compiled code computes it")
 
     def _build(self, results: list[Array]) -> Any:
         if self._shardings is not None:
@@ -705,7 +742,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
     if inspect.isgeneratorfunction(fun):
         raise TypeError(f"Expected a function, got a generator function: {fun}")
-    _check_argnums(fun, static_argnums, static_argnames, donate_argnums)
+    _check_argnums(fun, static_argnums, static_argnames, donate_argnums, options.get("donate_argnames") or ())
     jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums)
     try:
         per_options = _shared_caches.setdefault(fun, {})
@@ -716,13 +753,19 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     return jitted
 
 
-def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any) -> None:
+def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any,
+                   donate_argnames: Any = ()) -> None:
     """JAX's checks when ``jit`` is applied: argument numbers past ``fun``'s positional parameters (unless it
-    takes ``*args``) and names it has no parameter for (unless it takes ``**kwargs``) are errors then, not
-    ignored at each call. Functions without an inspectable signature (some builtins) are not checked."""
+    takes ``*args``), names it has no parameter for (unless it takes ``**kwargs``) and an argument both static
+    and donated are errors then, not ignored at each call. Functions without an inspectable signature (some
+    builtins) are checked for the last only, by number."""
+    as_tuple = lambda v, one: (v,) if isinstance(v, one) else tuple(v)  # noqa: E731
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
+        static, donated = sorted(set(as_tuple(static_argnums, int))), sorted(set(as_tuple(donate_argnums, int)))
+        if set(static) & set(donated):
+            raise ValueError(f"`static_argnums` {static} and `donate_argnums` {donated} cannot intersect.") from None
         return
     kind = inspect.Parameter
     positional = [p for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
@@ -732,6 +775,8 @@ def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, don
                 (-min(nums) > len(positional) or max(nums) >= len(positional)):
             raise ValueError(f"Jitted function has {name}={nums}, but only accepts {len(positional)} positional "
                              "arguments.")
+    _check_static_and_donated(params, as_tuple(static_argnums, int), as_tuple(static_argnames, str),
+                              as_tuple(donate_argnums, int), as_tuple(donate_argnames, str))
     names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
     if bad := {p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.VAR_POSITIONAL)} & names:
         raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. These are positional-only")
@@ -740,6 +785,17 @@ def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, don
     if bad := names - {p.name for p in params if p.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)}:
         raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. Function does not take "
                          "these args.")
+
+
+def _check_static_and_donated(params: list, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple,
+                              donate_argnames: tuple) -> None:
+    """An argument cannot be both static and donated (JAX compares them by name, numbers named by the signature)."""
+    kind = inspect.Parameter
+    positional = [p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    named = lambda nums: {positional[i] for i in nums if -len(positional) <= i < len(positional)}  # noqa: E731
+    if both := (set(static_argnames) | named(static_argnums)) & (set(donate_argnames) | named(donate_argnums)):
+        raise ValueError(f"static_argnames and donate_argnames cannot intersect. Argument names {both} appear in "
+                         "both static_argnames and donate_argnames")
 
 
 def _described_fn(fn: Callable) -> str:
@@ -886,7 +942,18 @@ class ClosedJaxpr:
     def consts(self) -> list[np.ndarray]:
         return [data for _, data in self.ir.consts]
 
+    @property
+    def in_avals(self) -> list[TensorType]:
+        """The arguments' types (shape, dtype, weak bit), as JAX's ``ShapedArray``s."""
+        return [p.aval for p in self.ir.params]
+
+    @property
+    def out_avals(self) -> list[TensorType]:
+        return [r.aval for r in self.ir.results]
+
+    @property
     def eqns(self) -> list:
+        """The top-level ops (a property, as JAX's ``ClosedJaxpr.eqns``)."""
         return self.ir.body.ops
 
 
@@ -897,6 +964,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
     @functools.wraps(fun)
     def make(*args: Any, **kwargs: Any):
         sig = Signature(fun, args, kwargs, static, ())
+        if not all(sig.dynamic):  # (a string, an object: JAX's error, as jit gives it)
+            _check_dynamic_arguments(fun, args, kwargs, static, ())
         abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
         ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs)
         closed = ClosedJaxpr(ir, out_tree)
@@ -947,6 +1016,8 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
     sig = Signature(fun, args, kwargs, (), ())
+    if not all(sig.dynamic):  # (a string, an object: JAX's error, as jit gives it)
+        _check_dynamic_arguments(fun, args, kwargs, (), ())
     abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
     ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs)
     return tree_util.tree_unflatten(out_tree, [ShapeDtypeStruct(r.aval.shape, r.aval.dtype, r.aval.weak_type)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from srcjax.runtime import dtypes, tree_util
-from srcjax.runtime.api import Signature, _is_dynamic
+from srcjax.runtime.api import Signature, _is_dynamic, abstractify
 from srcjax.runtime.array import Array
 from srcjax.transpiler.builder import Builder, differentiation_depths
 from srcjax.transpiler.frontend import trace_function
@@ -43,10 +43,8 @@ from srcjax.transpiler.primitives.ad import Zero, aval_of, tangent_aval
 from srcjax.transpiler.transforms.jvp import jvp_function
 from srcjax.transpiler.transforms.vjp import forward_function, vjp_function
 from srcjax.transpiler.transforms.vmap import vmap_function
+from srcjax.transpiler.trees import FLOAT0  # (jax.dtypes.float0: a dtype with no values)
 from srcjax.transpiler.types import TensorType
-
-# JAX's dtype of the derivative of an integer input: a dtype with no values (``jax.dtypes.float0``)
-FLOAT0 = np.dtype([("float0", "V")])
 
 
 def _float0(shape: Sequence[int]) -> np.ndarray:
@@ -471,6 +469,12 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     """``(out, f_vjp)``; ``f_vjp(cotangent)`` gives the cotangents of ``primals`` as a tuple (``(out, f_vjp,
     aux)`` with ``has_aux``). Integer inputs get ``float0`` cotangents."""
     _check_callable(fun, "vjp")
+    return _vjp(fun, primals, has_aux)
+
+
+def _vjp(fun: Callable, primals: Sequence[Any], has_aux: bool, linear: bool = False):
+    """``vjp``; with ``linear``, ``fun`` must be linear in ``primals`` (``linear_transpose``): ``f_vjp`` raises
+    where it is not, as JAX's transposition does."""
     traced, call_args = _trace(fun, primals, {}, range(len(primals)), ints=True)
     n_main, main_tree = traced.main_outputs(has_aux)
     wrt = traced.wrt(range(len(primals)))
@@ -482,11 +486,14 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     results = traced.ir.results
     name = getattr(fun, "__name__", "the function")
 
+    # (a float0 output, as an inner vjp of integers gives, is traced as bool zeros: see trees.Float0Zeros)
+    out_tree = tree_util.tree_structure(tree_util.tree_unflatten(main_tree, [0] * main_tree.num_leaves))
+
     def f_vjp(cotangent):
         leaves, tree = tree_util.tree_flatten(cotangent)
-        if tree != main_tree:
+        if tree != out_tree:
             raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP function of {name}: it "
-                             f"must match the structure of the differentiated function's output, {main_tree}, but "
+                             f"must match the structure of the differentiated function's output, {out_tree}, but "
                              f"got {tree}.")
         cts = []
         for c, r in zip(leaves, results):
@@ -499,8 +506,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
                                  f"{_type_text(r.aval.dtype, r.aval.shape)}")
             cts.append(_as_tangent(c, tangent_aval(r.aval)))
         # the backward pass is made when it is first needed, as JAX runs a custom_vjp's bwd only here
-        ir = traced.transformed(("vjp", n_main), lambda: vjp_function(_without_effects(traced.ir), wrt,
-                                                                      seeded=n_main))
+        ir = traced.transformed(("vjp", n_main, linear), lambda: vjp_function(_without_effects(traced.ir), wrt,
+                                                                              seeded=n_main, linear=linear))
         flat = eval_function(ir, *call_args, *cts)[len(results):]
         return tuple(_per_argument(primals, range(len(primals)), traced, _input_cotangents(traced, wrt, flat)))
 
@@ -565,14 +572,26 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence = ()) -> Callable:
     """The transpose of the linear function ``fun``: ``f_t(out_cotangent)`` gives the cotangents of its inputs as
     a tuple. ``primals`` (arrays or ``ShapeDtypeStruct``s) give only the inputs' shapes and dtypes. The transpose
-    is ``fun``'s pullback at zero, which for a linear ``fun`` is the same at every point."""
+    is ``fun``'s pullback at zero, which for a linear ``fun`` is the same at every point (a ``fun`` that is not
+    linear raises, as in JAX)."""
     from srcjax.runtime import numpy as jnp
 
     _check_callable(fun, "linear_transpose")
     zeros = tree_util.tree_map(lambda p: jnp.zeros(np.shape(p), getattr(p, "dtype", None) or np.result_type(p)),
                                primals)
-    _, pullback = vjp(fun, *zeros)
-    return pullback
+    out, pullback = _vjp(fun, zeros, has_aux=False, linear=True)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    expected = [(np.shape(o), _dtype_of(o)) for o in out_leaves]
+
+    def transposed(cotangent):
+        leaves, tree = tree_util.tree_flatten(cotangent)
+        if tree != out_tree or [(np.shape(c), _dtype_of(c)) for c in leaves] != expected:
+            raise TypeError("cotangent type does not match function output, expected "  # (JAX's words)
+                            f"({', '.join(_type_text(d, s) for s, d in expected)}) but got "
+                            f"({', '.join(_type_text(_dtype_of(c), np.shape(c)) for c in leaves)})")
+        return pullback(cotangent)
+
+    return transposed
 
 
 def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
@@ -616,6 +635,8 @@ def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wr
                    blocks: Callable[[int, int], Any], single: bool) -> Any:
     """The Jacobian as JAX lays it out: the output's structure outside, the inputs' inside; ``blocks(k, j)``
     is the block of output leaf ``k`` and wrt input leaf ``j`` (of shape ``out.shape + in.shape``)."""
+    import srcjax.runtime.numpy as jnp
+
     positions = [i for i, on in enumerate(wrt[: len(traced.params)]) if on]
     per_output = []
     for k in range(main_tree.num_leaves):
@@ -623,7 +644,9 @@ def _jacobian_tree(args: Sequence[Any], nums: Sequence[int], traced: _Traced, wr
         for j, position in enumerate(positions):
             per_leaf[position] = blocks(k, j)
         out_shape = traced.ir.results[k].aval.shape
-        per_arg = _per_argument(args, nums, traced, per_leaf, lambda leaf, s=out_shape: _float0(s + np.shape(leaf)))
+        # (an integer leaf kept concrete, under ``allow_int``: zeros of its dtype, as JAX's jacrev gives)
+        per_arg = _per_argument(args, nums, traced, per_leaf,
+                                lambda leaf, s=out_shape: jnp.zeros_like(leaf, shape=s + np.shape(leaf)))
         per_output.append(per_arg[0] if single else tuple(per_arg))
     return tree_util.tree_unflatten(main_tree, per_output)
 
@@ -676,9 +699,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         def block(k: int, j: int) -> Any:
             out = out_avals[k]
-            dtype = _tangent_dtype(out)
-            if dtype == FLOAT0:
-                return _float0(out.shape + in_avals[j].shape)
+            if _tangent_dtype(out) == FLOAT0:  # (an integer or bool output: zeros of its dtype, as JAX's jacfwd)
+                import srcjax.runtime.numpy as jnp
+
+                return _weak_like(jnp.zeros(out.shape + in_avals[j].shape, out.dtype), out)
             rows = results[n + k][offsets[j]:offsets[j + 1]]  # (size_j, *out.shape)
             return _inputs_last(rows, in_avals[j].shape, out.shape)
 
@@ -717,15 +741,17 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         grad_index = {j: i for i, j in enumerate(j for j, d in enumerate(diff) if d)}
 
         def block(k: int, j: int) -> Any:
-            out_shape = out_results[k].aval.shape
-            if not diff[j]:
-                return _float0(out_shape + in_avals[j].shape)
-            rows = grads[grad_index[j]][offsets[k]:offsets[k + 1]]  # (size_k, *in.shape)
             import srcjax.runtime.numpy as jnp
+
+            out_shape = out_results[k].aval.shape
+            if not diff[j]:  # (``allow_int``: JAX's block is zeros of the integer input's dtype, not float0)
+                return jnp.zeros(out_shape + in_avals[j].shape, in_avals[j].dtype)
+            rows = grads[grad_index[j]][offsets[k]:offsets[k + 1]]  # (size_k, *in.shape)
 
             return _weak_like(jnp.reshape(rows, out_shape + in_avals[j].shape), in_avals[j])
 
-        jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
+        # (JAX's jacrev unwraps a Python int's block only: a NumPy integer argnums gives a 1-tuple, as there)
+        jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, int))
         return (jac, aux) if has_aux else jac
 
     return jacfun
@@ -745,12 +771,23 @@ def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fa
 
 # -- user-defined derivatives ---------------------------------------------------------------------------------------
 def _positional(fun: Callable, args: Sequence[Any], kwargs: dict, what: str) -> tuple[Any, ...]:
-    if not kwargs:
+    """The arguments as positions, with the defaults of a user's function (JAX's ``resolve_kwargs``: its rules get
+    every argument). A library function keeps its defaults unless keywords are passed (a default such as
+    ``keepdims=False`` would become a traced operand that its Python cannot branch on); keyword-only parameters
+    not passed are left to their defaults, as JAX leaves them."""
+    if not kwargs and not is_user_function(fun):
         return tuple(args)
-    bound = inspect.signature(fun).bind(*args, **kwargs)
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # (a callable without a signature takes its arguments as they come)
+        if not kwargs:
+            return tuple(args)
+        raise
+    bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
-    if bound.kwargs:
-        raise TypeError(f"{what}: keyword arguments {sorted(bound.kwargs)} could not be resolved to positions")
+    passed = sorted(k for k in bound.kwargs if k in kwargs)
+    if passed:
+        raise TypeError(f"{what}: keyword arguments {passed} could not be resolved to positions")
     return tuple(bound.args)
 
 
@@ -765,9 +802,13 @@ class custom_jvp:  # noqa: N801 - JAX's name
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        self.jvp = jvp
+        """With ``symbolic_zeros``, the tangent of an input that is not differentiated may reach ``jvp`` as a
+        ``SymbolicZero`` (where the transform knows it is zero when it calls the rule: a rule traced for
+        reverse mode gets zeros arrays), and ``jvp`` may return ``SymbolicZero`` tangents."""
+        self.jvp, self.symbolic_zeros = jvp, symbolic_zeros
         return jvp
 
     def defjvps(self, *partials: Callable | None) -> None:
@@ -806,9 +847,15 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self.symbolic_zeros = False
 
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
-        self.fwd, self.bwd = fwd, bwd
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False, optimize_remat: bool = False) -> None:
+        """With ``symbolic_zeros``, ``fwd`` gets each leaf of the differentiable arguments as a ``CustomVJPPrimal``
+        (its ``value``, and ``perturbed``: True for every array, as whether reverse mode reaches it is not known
+        when the rule is traced), and ``bwd`` may return ``None`` or ``SymbolicZero`` cotangents.
+        (``optimize_remat`` lets JAX drop ``fwd``'s work when a checkpoint computes the call again: here its
+        residuals are what reverse mode keeps whichever way, so the values and derivatives are the same.)"""
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _custom_call(self, _positional(self.fun, args, kwargs, self.__name__), _CustomVJPCall)
@@ -842,6 +889,7 @@ class _CustomCall:
         # instead of calling the rule again, and the call's region is its primal part, as JAX runs the rule there
         self.traced: Function | None = None
         self.captured: list[Value] = []  # values of the enclosing trace the traced rule reads: extra operands
+        self.reads: list[Value] = []  # the values of the enclosing trace the rule reads, kept as operands or not
 
     def __repr__(self) -> str:
         return self.name
@@ -872,6 +920,7 @@ class _CustomCall:
         builder.differentiated = {id(p): depth - 1 for p in params[: len(self.avals)] if depth > 1}
         with core.interpreting(builder):
             fn = builder.finish(run(params))
+        self.reads = list(fn.captured)
         if closures or not fn.captured:
             self.traced, self.captured = clean(fn), list(fn.captured)
 
@@ -972,12 +1021,20 @@ class _CustomJVPCall(_CustomCall):
         if rule is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.name} using defjvp.")
         args = self.arguments(primals)
-        tans = self.arguments([instantiate(t) for t in tangents])
+        symbolic = self.custom.symbolic_zeros
+        tans = self.arguments([SymbolicZero(t.aval) if symbolic and isinstance(t, Zero) else instantiate(t)
+                               for t in tangents])
         static, diff_args = self.split(args)
         _, diff_tans = self.split(tans)
-        out, tan = _run_user(rule, *static, tuple(diff_args), tuple(diff_tans))
+        pair = _run_user(rule, *static, tuple(diff_args), tuple(diff_tans))
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"Custom JVP rule {getattr(rule, '__name__', rule)} for function {self.name} must "
+                            "produce a pair (list or tuple of length two) representing primal and tangent outputs, "
+                            f"but got {pair}.")  # (JAX's words)
+        out, tan = pair
         out_leaves, out_tree = tree_util.tree_flatten(out)
         tan_leaves, tan_tree = tree_util.tree_flatten(tan)
+        tan_leaves = [t.instantiate() if isinstance(t, SymbolicZero) else t for t in tan_leaves]
         if out_tree != tan_tree:
             raise TypeError(f"Custom JVP rule {getattr(rule, '__name__', rule)} for function {self.name} must produce "
                             "primal and tangent outputs with equal container (pytree) structures, but got "
@@ -988,7 +1045,7 @@ class _CustomJVPCall(_CustomCall):
             raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) whose first element "
                             f"has the structure of {self.name}'s output, {self.out_tree}, but got {out_tree}.")
         for i, (o, t) in enumerate(zip(out_leaves, tan_leaves)):
-            o_aval, t_dtype = aval_of(o), _dtype_of(t)  # Python scalars take the canonical dtypes
+            o_aval, t_dtype = abstractify(o), _dtype_of(t)  # Python scalars take the canonical dtypes
             if t_dtype == FLOAT0 and _tangent_dtype(o_aval) == FLOAT0 and o_aval.shape == tuple(np.shape(t)):
                 # JAX's tangent of an integer output (a float0 zeros array): here, zeros of its tangent type
                 tan_leaves[i] = t = _as_tangent(t, tangent_aval(o_aval))
@@ -1030,6 +1087,10 @@ class _CustomVJPCall(_CustomCall):
         if self.custom.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.name} using defvjp.")
         args = self.arguments(primals)
+        if self.custom.symbolic_zeros:
+            nondiff = set(self.custom.nondiff_argnums)
+            args = [a if i in nondiff else tree_util.tree_map(lambda x: CustomVJPPrimal(x, _is_array(x)), a)
+                    for i, a in enumerate(args)]
         pair = _run_user(self.custom.fwd, *args)
         must = (f"Custom VJP fwd rule {getattr(self.custom.fwd, '__name__', 'fwd')} for function {self.name} must "
                 "produce a pair (list or tuple of length two) where the first element represents the primal output "
@@ -1058,12 +1119,18 @@ class _CustomVJPCall(_CustomCall):
         nondiff = set(self.custom.nondiff_argnums)
         diff_positions = [i for i in range(len(args)) if i not in nondiff]
         cts = _run_user(self.custom.bwd, *static, res, tree_util.tree_unflatten(self.out_tree, cotangents))
+
+        def wrong_structure() -> TypeError:
+            return TypeError("Custom VJP bwd rule must produce an output with the same container (pytree) structure "
+                             "as the args tuple of the primal function, and in particular must produce a tuple of "
+                             f"length equal to the number of arguments to the primal function, but got bwd output "
+                             f"structure {tree_util.tree_structure(cts)} for primal input structure "
+                             f"{tree_util.treedef_tuple(self.arg_trees[i] for i in diff_positions)}.")
+
         if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
-            raise TypeError("Custom VJP bwd rule must produce an output with the same container (pytree) structure "
-                            "as the args tuple of the primal function, and in particular must produce a tuple of "
-                            f"length equal to the number of arguments to the primal function, but got bwd output "
-                            f"structure {tree_util.tree_structure(cts)} for primal input structure "
-                            f"{tree_util.treedef_tuple(self.arg_trees[i] for i in diff_positions)}.")
+            raise wrong_structure()
+        if self.custom.symbolic_zeros:
+            cts = [tree_util.tree_map(lambda c: c.instantiate() if isinstance(c, SymbolicZero) else c, c) for c in cts]
         per_arg = dict(zip(diff_positions, cts))
         out: list[Any] = []
         for position in range(len(args)):
@@ -1072,7 +1139,12 @@ class _CustomVJPCall(_CustomCall):
             if ct is None:
                 out += [None] * n_operands
                 continue
-            leaves = self.arg_trees[position].flatten_up_to(ct) if n_operands else []
+            try:  # (None in place of a subtree: its cotangents are zeros)
+                leaves = self.arg_trees[position].flatten_up_to(ct) if n_operands else []
+            except ValueError:
+                raise wrong_structure() from None
+            if any(isinstance(c, (tuple, list, dict)) for c in leaves):  # (a container where an array belongs)
+                raise wrong_structure()
             mine = [self.is_operand[k] for k, a in enumerate(self.leaf_arg) if a == position]
             out += self._checked(position, [c for c, op in zip(leaves, mine) if op])
         return out
@@ -1097,6 +1169,35 @@ class _CustomVJPCall(_CustomCall):
 
 
 _DYNAMIC = object()  # a residual leaf that is an array (the traced ``fwd`` computes it)
+
+
+class SymbolicZero:
+    """``jax.custom_derivatives.SymbolicZero``: a tangent or cotangent known to be zero, of type ``aval``, that
+    rules defined with ``symbolic_zeros=True`` may be given and may return."""
+
+    def __init__(self, aval: Any):
+        self.aval = aval
+
+    shape = property(lambda self: tuple(self.aval.shape))
+    dtype = property(lambda self: np.dtype(self.aval.dtype))
+    ndim = property(lambda self: len(self.aval.shape))
+
+    def instantiate(self) -> Any:
+        from srcjax.transpiler.primitives.ad import zeros
+
+        return zeros(self.aval)
+
+    def __repr__(self) -> str:
+        return f"SymbolicZero({self.aval})"
+
+
+@dataclasses.dataclass
+class CustomVJPPrimal:
+    """``jax.custom_derivatives.CustomVJPPrimal``: an argument leaf of a ``custom_vjp`` ``fwd`` defined with
+    ``symbolic_zeros=True``: its ``value`` and whether it is ``perturbed`` (differentiated)."""
+
+    value: Any
+    perturbed: bool
 
 
 def _is_array(x: Any) -> bool:
@@ -1148,8 +1249,9 @@ def _custom_call(custom: Any, args: Sequence[Any], kind: type) -> Any:
         depth = builder.differentiation_depth(values)
         if depth:
             call.trace_rule(depth)
-            if builder.differentiation_depth(call.captured):
-                raise TypeError(f"the custom_jvp rule of {call.name} reads a traced value it is not given as an "
+            if builder.differentiation_depth(call.reads):
+                rule = "custom_jvp rule" if kind is _CustomJVPCall else "custom_vjp fwd rule (or the function)"
+                raise TypeError(f"the {rule} of {call.name} reads a traced value it is not given as an "
                                 "argument, and that value is differentiated here: its derivative would be lost "
                                 "(JAX raises UnexpectedTracerError). Pass it to the function as an argument, with "
                                 "nondiff_argnums if it is not to be differentiated.")

@@ -110,6 +110,9 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_high_dynamic_range_gumbel": (False, _bool),  # gumbel's mode when none is given: 'high' if set
     "jax_default_prng_impl": ("threefry2x32", _prng_impl),
     "jax_compilation_cache_dir": (None, lambda v: v),
+    # "off": an error located in the user's source keeps srcjax's frames in its traceback (else only the user's)
+    "jax_traceback_filtering": ("auto", _one_of("jax_traceback_filtering", (
+        "off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto"))),
     # where arrays not placed explicitly live (a device or a platform name; None: the first local device)
     "jax_default_device": (None, _device_or_platform),
     # what a transfer between host and devices may do (JAX's levels; every CPU device shares the host's memory,

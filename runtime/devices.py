@@ -148,7 +148,10 @@ def _put_leaf(x: Any, device: Device | None):
     from srcjax.runtime.eager import to_array
 
     if device is not None and not isinstance(device, (Device, _gpu_runtime.GpuDevice, SingleDeviceSharding)):
-        raise TypeError(f"device_put: expected a Device, got {type(device).__name__}")
+        from srcjax.runtime.numpy._core import TypeOrValueError  # (JAX's ValueError; srcjax's was a TypeError)
+
+        raise TypeOrValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device` or a "
+                               f"pytree of these values. Received invalid value: {device!r}")
     if isinstance(device, SingleDeviceSharding):
         device = device.device
     if device is None and _gpu_runtime.default_is_gpu():

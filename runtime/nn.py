@@ -16,6 +16,7 @@ import numpy as np
 from srcjax.runtime import dtypes
 from srcjax.runtime import nn_initializers as initializers
 from srcjax.runtime.numpy import _core
+from srcjax.transpiler.ir import ConcretizationError
 
 __all__ = [
     "relu", "relu6", "sigmoid", "softplus", "sparse_plus", "sparse_sigmoid", "soft_sign", "silu", "swish",
@@ -357,8 +358,9 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     jnp = _jnp()
     try:
         num_classes = operator.index(num_classes)
-    except TypeError:
-        raise TypeError(f"one_hot: num_classes must be a static Python int, got {num_classes!r}") from None
+    except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(
+            f"one_hot: num_classes must be a static Python int, got {num_classes!r}") from None
     dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
     x = _array("one_hot", x)
     ndim = _core.aval(x).ndim

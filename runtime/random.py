@@ -30,7 +30,10 @@ from srcjax.runtime import dtypes, lax, tree_util
 from srcjax.runtime.api import compiled_when_hot
 from srcjax.runtime.array import Array
 from srcjax.runtime.config import config
-from srcjax.runtime.numpy._core import aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike
+from srcjax.runtime.numpy._core import (
+    TypeOrValueError, aval, broadcast_shapes, broadcast_to, check_arraylike, convert, is_arraylike,
+)
+from srcjax.transpiler.ir import ConcretizationError
 from srcjax.transpiler.primitives.random import threefry2x32_p
 
 __all__ = [
@@ -183,12 +186,12 @@ def _check_impl(impl: Any) -> None:
 
 # -- shapes and dtypes ---------------------------------------------------------------------------------------
 def _canonical_shape(name: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
+    if (isinstance(shape, (int, np.integer)) and not isinstance(shape, bool)) or getattr(shape, "ndim", None) == 0:
+        shape = (shape,)  # (a traced 0-d one is then refused as a ConcretizationError, as a traced dimension is)
     try:
         dims = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(
+    except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(
             f"{name}: shapes must be 1D sequences of concrete values of integer type, got {shape!r}"
         ) from None
     if any(d < 0 for d in dims):
@@ -578,7 +581,8 @@ def _bounds(v: Any, dtype: np.dtype, full: tuple[int, ...], shape: tuple[int, ..
     v = convert(_array(v), dtype)
     v_shape = aval(v).shape
     if len(v_shape) > len(shape) or any(a not in (1, b) for a, b in zip(v_shape[::-1], shape[::-1])):
-        raise ValueError(f"uniform: minval/maxval of shape {v_shape} do not broadcast to the shape {shape}")
+        # (JAX raises a TypeError, NumPy's samplers a ValueError)
+        raise TypeOrValueError(f"uniform: minval/maxval of shape {v_shape} do not broadcast to the shape {shape}")
     return broadcast_to(v, full)
 
 
@@ -1159,12 +1163,15 @@ def _reparameterized(log_space: bool) -> Any:
 
         def rule(primals, tangents):
             (a, sample), (a_dot, _) = primals, tangents
+            # (the derivative is a function of the output, not of ``sample``: the sample is drawn at a
+            # stop_gradient of ``a``, and the output carries its dependence on ``a`` to higher orders)
+            out = identity(a, sample)
             if not log_space:
-                return sample, a_dot * special.gamma_sample_grad(a, sample)
+                return out, a_dot * special.gamma_sample_grad(a, out)
             # d log x / da = (dx / da) / x, with x = exp(log x) raised to the smallest normal where it
             # underflows (JAX's rule)
-            x = jnp.maximum(jnp.exp(sample), float(_finfo(aval(sample).dtype).tiny))
-            return sample, a_dot * special.gamma_sample_grad(a, x) / x
+            x = jnp.maximum(jnp.exp(out), float(_finfo(aval(out).dtype).tiny))
+            return out, a_dot * special.gamma_sample_grad(a, x) / x
 
         identity = custom_jvp(lambda a, sample: sample)
         identity.defjvp(rule)

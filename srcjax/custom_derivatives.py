@@ -1,4 +1,4 @@
 """``srcjax.custom_derivatives`` (``jax.custom_derivatives``): the custom-rule decorators, under their module's
 name."""
 
-from srcjax.runtime.autodiff import custom_jvp, custom_vjp  # noqa: F401
+from srcjax.runtime.autodiff import CustomVJPPrimal, SymbolicZero, custom_jvp, custom_vjp  # noqa: F401

@@ -346,7 +346,7 @@ def _debug_callback(e: Emitter, op: Op) -> Spelled:
 
 
 def _pure_callback(e: Emitter, op: Op) -> Spelled:
-    raise NotEmittable(f"cannot emit a 'pure_callback' op as Python: its callback {op.params['callback'].name} is a "
+    raise NotEmittable(f"cannot emit a '{op.name}' op as Python: its callback {op.params['callback'].name} is a "
                        "Python function the emitted module cannot name")
 
 
@@ -374,6 +374,7 @@ SPELLINGS: dict[str, Callable[[Emitter, Op], Spelled]] = {
     "stack_size": _stack_size,
     "debug_callback": _debug_callback,
     "pure_callback": _pure_callback,
+    "io_callback": _pure_callback,
 }
 
 # Param classes of the primitive families that ``srcjax.lax`` exports under the same name (JAX's names):

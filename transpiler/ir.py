@@ -24,11 +24,24 @@ from srcjax.transpiler.primitives.core import Primitive
 from srcjax.transpiler.types import TensorType
 
 
-class ConcretizationError(TypeError):
+class JAXTypeError(TypeError):
+    """The base of the type errors about traced values, as ``jax.errors.JAXTypeError``."""
+
+
+class JAXIndexError(IndexError):
+    """The base of the index errors about traced values, as ``jax.errors.JAXIndexError``."""
+
+
+class ConcretizationError(JAXTypeError):
     """A symbolic value was used where a concrete Python value is needed (``bool(x)``, ``float(x)``)."""
 
 
-class UnexpectedTracerError(TypeError):
+class NonConcreteBooleanIndexError(JAXIndexError):
+    """A boolean mask index is a symbolic value: the result's shape would depend on its data (JAX's
+    ``NonConcreteBooleanIndexError``, an ``IndexError``)."""
+
+
+class UnexpectedTracerError(JAXTypeError):
     """A symbolic value was used after the compilation that made it ended: the function being compiled saved
     it outside itself (a list, a global) instead of returning it (JAX's ``UnexpectedTracerError``)."""
 
@@ -53,8 +66,8 @@ class Value(ArrayMethods):
     itemsize = property(lambda self: self.aval.dtype.itemsize)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
-    def __repr__(self) -> str:
-        return f"Value({self.name or '?'}: {self.aval})"
+    def __repr__(self) -> str:  # (what errors that show a value say: a traced value, its type and source name)
+        return f"Traced<{self.name}: {self.aval}>" if self.name else f"Traced<{self.aval}>"
 
     def copy(self) -> Value:
         return self  # (values are immutable: a copy is the value)

@@ -37,11 +37,12 @@ def has_effect(op: Op) -> bool:
 
 
 def drop_effects(fn: Function) -> Function:
-    """Remove ``fn``'s ops with an effect (in place), then what only they read: for a function that computes again
-    what has run once (a pullback that recomputes its forward pass), whose prints JAX makes once."""
+    """Remove ``fn``'s ops with an effect and no results (in place), then what only they read: for a function that
+    computes again what has run once (a pullback that recomputes its forward pass), whose prints JAX makes once.
+    (An ``io_callback``, whose results the rest reads, stays.)"""
 
     def strip(block: Block) -> None:
-        block.ops = [op for op in block.ops if not op.prim.effect]
+        block.ops = [op for op in block.ops if not (op.prim.effect and not op.results)]
         for op in block.ops:
             for region in op.regions:
                 strip(region)

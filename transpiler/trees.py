@@ -8,11 +8,33 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 _installed: dict[str, Callable[..., Any]] = {}
 
 
 def install(flatten: Callable[[Any], tuple[list[Any], Any]], unflatten: Callable[[Any, list[Any]], Any]) -> None:
     _installed.update(flatten=flatten, unflatten=unflatten)
+
+
+FLOAT0 = np.dtype([("float0", "V")])  # JAX's dtype of an integer's derivative: a dtype with no values
+
+
+class Float0Zeros:
+    """A ``float0`` array among a traced function's results, as a node (the runtime registers it) whose child is
+    bool zeros of its shape: the compiled function returns those, and unflattening makes ``float0`` zeros of the
+    child's shape again (batched by ``vmap`` like any result)."""
+
+    def __init__(self, zeros: Any):
+        self.zeros = zeros
+
+    @staticmethod
+    def wrap(leaf: Any) -> Any:
+        return Float0Zeros(np.zeros(np.shape(leaf), bool)) if getattr(leaf, "dtype", None) == FLOAT0 else leaf
+
+    @staticmethod
+    def unwrap(children: list[Any]) -> np.ndarray:
+        return np.zeros(np.shape(children[0]), FLOAT0)
 
 
 class _Builtin:

@@ -128,6 +128,8 @@ def plan_gather(planner: Planner, op: Op, row: Row) -> None:
     fill = None
     if p.get("mode") == GatherScatterMode.FILL_OR_DROP:
         fill = default_fill_value(x.aval.dtype) if p.get("fill_value") is None else p["fill_value"]
+        with np.errstate(all="ignore"):  # (cast as the NumPy implementation casts it: NaN or 2**40 into int32)
+            fill = np.asarray(fill).astype(x.aval.dtype)[()]
     gathered = Gathered(_index_components(planner, indices), view, strides, starts, batch_axes, fill)
     planner.sources[id(result)] = Expr(op=gathered)
 

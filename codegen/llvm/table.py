@@ -136,6 +136,7 @@ CPU: dict[str, Row] = {
     "polygamma": _host("rare; per order m, a recurrence and an asymptotic series in NumPy"),
     "debug_callback": _host("it calls the user's Python callback (srcjax.debug.print) with the operands' values"),
     "pure_callback": _host("it calls the user's Python function (srcjax.pure_callback) for its results"),
+    "io_callback": _host("it calls the user's Python function (srcjax.experimental.io_callback) for its results"),
     "check": _host("a debug_check outside checkify, which does nothing (jit refuses a check checkify did not "
                    "functionalize)"),
     **{name: Row(Kind.COLLECTIVE)

@@ -6,6 +6,7 @@ import operator
 from typing import Any
 
 from srcjax.runtime.numpy._core import asarray, is_arraylike
+from srcjax.transpiler.ir import ConcretizationError
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -25,8 +26,9 @@ def unchanged(x: Any) -> Any:
 def ints(xs: Any, name: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(operator.index(d) for d in xs)
-    except TypeError:
-        raise TypeError(f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
+    except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(
+            f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
 
 
 def axis(axis: int, ndim: int, name: str) -> int:

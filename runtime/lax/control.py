@@ -106,9 +106,9 @@ def _check_pred(pred: Any, name: str) -> bool:
     return bool(_concrete(pred, name))
 
 
-def _join_branches(name: str, labels: list[str], funs: Sequence[Callable], outs: list[Any], taken: int) -> Any:
-    """The taken branch's output, after checking every branch returned the same structure and types."""
-    flat = [_as_arrays(out, f"{name}: the output of {label}") for label, out in zip(labels, outs, strict=True)]
+def _check_branches(name: str, labels: list[str], funs: Sequence[Callable],
+                    flat: list[tuple[list[Any], PyTreeDef]]) -> None:
+    """Every branch returned the same structure, shapes and dtypes (as JAX's ``typematch``: weak types aside)."""
     leaves0, treedef0 = flat[0]
     for i, (leaves, treedef) in enumerate(flat[1:], 1):
         # (looking up the source lines is slow, so only when reporting an error)
@@ -128,6 +128,13 @@ def _join_branches(name: str, labels: list[str], funs: Sequence[Callable], outs:
                     f"has type {_type_text(_core.aval(a))} but the corresponding output of {labels[i]} has type "
                     f"{_type_text(_core.aval(b))}, so {why} {where()}. Revise {labels[0]} and/or {labels[i]} so that "
                     "all output types match.")
+
+
+def _join_branches(name: str, labels: list[str], funs: Sequence[Callable], outs: list[Any], taken: int) -> Any:
+    """The taken branch's output, after checking every branch returned the same structure and types."""
+    flat = [_as_arrays(out, f"{name}: the output of {label}") for label, out in zip(labels, outs, strict=True)]
+    _check_branches(name, labels, funs, flat)
+    leaves0, treedef0 = flat[0]
     chosen = flat[taken][0]
     # the result is weakly typed only where every branch's output is
     weak = [all(_core.aval(leaves[i]).weak_type for leaves, _ in flat) for i in range(len(leaves0))]
@@ -273,6 +280,7 @@ def _check_loop_pred(out: Any) -> bool:
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """``val = body_fun(val)`` while ``cond_fun(val)``; the carry keeps the type of ``init_val``."""
+    _check_loop_functions(cond_fun, body_fun)
     leaves, treedef = _as_arrays(init_val, "while_loop init_val")
 
     def run(leaves: list[Any]) -> Any:
@@ -285,15 +293,23 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return _restarting(run, leaves)
 
 
-def _fori_bounds(lower: Any, upper: Any) -> tuple[int, int]:
+def _check_loop_functions(cond_fun: Any, body_fun: Any) -> None:
+    if not (callable(cond_fun) and callable(body_fun)):  # (JAX's words)
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+
+
+def _check_fori_types(lower: Any, upper: Any) -> None:
     for bound in (lower, upper):
         if not _core.is_arraylike(bound) or _core.aval(bound).shape != ():
             raise TypeError(f"fori_loop: lower and upper must be integer scalars, got {bound!r}")
     (dl, wl), (du, wu) = dtypes.dtype_and_weak(lower), dtypes.dtype_and_weak(upper)
-    # a weakly typed bound (a Python int) takes the other bound's integer type
-    same_kind = dl.kind in "iu" and du.kind in "iu"
-    if dl != du and not (same_kind and (wl or wu)):
+    # a weakly typed bound (a Python int) takes the other bound's signed integer type, as in JAX
+    if dl != du and not (dl.kind == "i" and du.kind == "i" and (wl or wu)):
         raise TypeError(f"lower and upper arguments to fori_loop must have equal types, got {dl.name} and {du.name}")
+
+
+def _fori_bounds(lower: Any, upper: Any) -> tuple[int, int]:
+    _check_fori_types(lower, upper)
     return int(_concrete(lower, "fori_loop")), int(_concrete(upper, "fori_loop"))
 
 
@@ -532,20 +548,14 @@ def _region_out(builder: Any, block: Any, out: Any, what: str) -> tuple[list[Any
     return leaves, treedef
 
 
-def _join(builder: Any, name: str, labels: list[str], blocks: list[Any], outs: list[tuple[list[Any], PyTreeDef]]):
+def _join(builder: Any, name: str, labels: list[str], funs: Sequence[Callable], blocks: list[Any],
+          outs: list[tuple[list[Any], PyTreeDef]]):
+    _check_branches(name, labels, funs, outs)
     treedef = outs[0][1]
-    for label, (_, t) in zip(labels[1:], outs[1:]):
-        if t != treedef:
-            raise TypeError(f"{name}: branch outputs must have the same pytree structure, but {labels[0]} returns "
-                            f"{treedef} and {label} returns {t}")
     types = []
-    for j in range(len(outs[0][0])):
+    for j in range(len(outs[0][0])):  # (the same dtype in every branch: weakly typed where every branch's is)
         avals = [_core.aval(leaves[j]) for leaves, _ in outs]
-        if len({a.shape for a in avals}) > 1 or len({a.dtype for a in avals if not a.weak_type} | set()) > 1:
-            shown = ", ".join(f"{lab}: {_type_text(a)}" for lab, a in zip(labels, avals))
-            raise TypeError(f"{name}: branches must return the same types, but output {j} differs ({shown})")
-        dtype, weak = dtypes.result_type(*(leaves[j] for leaves, _ in outs), return_weak_type=True)
-        types.append(TensorType(dtype, avals[0].shape, weak))
+        types.append(TensorType(avals[0].dtype, avals[0].shape, all(a.weak_type for a in avals)))
     for block, (leaves, _) in zip(blocks, outs):
         with builder.reopen(block):
             block.results = [builder.operand(_core.convert(x, t.dtype, t.weak_type)) for x, t in zip(leaves, types)]
@@ -562,7 +572,7 @@ def _symbolic_branches(name: str, index: Any, branches: Sequence[Callable], labe
         with builder.region() as block:
             outs.append(_as_arrays(_call(fn, *operands), f"{name} {label} output"))
         blocks.append(block)
-    types, treedef = _join(builder, name, labels, blocks, outs)
+    types, treedef = _join(builder, name, labels, branches, blocks, outs)
     results = [Value(t) for t in types]
     builder.emit(Op(cond_p, [builder.operand(index)], {}, results, regions=blocks, loc=builder.loc))
     return tree_unflatten(treedef, results)
@@ -641,6 +651,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:  # noqa: F811
     """``val = body_fun(val)`` while ``cond_fun(val)``; the carry keeps the type of ``init_val``."""
     if _builder() is not None:
+        _check_loop_functions(cond_fun, body_fun)
         leaves, treedef = _as_arrays(init_val, "while_loop init_val")
         compiled = lambda: _symbolic_loop("while_loop", leaves, treedef, None, cond_fun,  # noqa: E731
                                           lambda k, val: _call(body_fun, val))
@@ -660,6 +671,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *,  # n
         leaves, treedef = _as_arrays(init_val, "fori_loop init_val")
         from srcjax.runtime import numpy as jnp
 
+        _check_fori_types(lower, upper)
         lo = lower if not _core.is_concrete(lower) else int(lower)
         hi = upper if not _core.is_concrete(upper) else int(upper)
         if isinstance(lo, int) and isinstance(hi, int) and hi - lo >= _SEGMENTED and _checkpointed(body_fun):

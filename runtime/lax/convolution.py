@@ -1,8 +1,10 @@
 """``lax``'s matrix products and convolutions, with JAX's signatures.
 
-``dot_general`` accepts operands of different dtypes and promotes them (JAX's lattice) before binding the
-strict primitive. Convolution helpers turn layout strings (``'NCHW'``, ``'OIHW'``) into axis permutations and
-padding names (``'SAME'``, ``'VALID'``) into explicit pairs, as JAX does.
+``dot_general`` accepts operands of different dtypes and computes in the one of higher precision (JAX's, and
+XLA's, rule: not the promotion lattice, so int8 with uint8 is int8) before binding the strict primitive;
+``conv_general_dilated`` takes operands of one dtype, as JAX's does. Convolution helpers turn layout strings
+(``'NCHW'``, ``'OIHW'``) into axis permutations and padding names (``'SAME'``, ``'VALID'``) into explicit pairs,
+as JAX does.
 """
 
 from __future__ import annotations
@@ -60,12 +62,29 @@ def _preferred(dtype: Any) -> np.dtype | None:
     return None if dtype is None else dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
 
 
-def _promote_pair(name: str, lhs: Any, rhs: Any) -> tuple[Any, Any]:
-    """Both operands in the dtype they promote to; a Python scalar takes the other operand's dtype."""
+def _precision_rank(dtype: np.dtype) -> tuple:
+    """What JAX's dot_general compares to pick the result of two dtypes (XLA's HigherPrecisionType): complex
+    or not, the exponent's range, the mantissa's bits, the width, signed or not."""
+    real = np.finfo(dtype).dtype if dtype.kind == "c" else dtype
+    floating = real.kind == "f"
+    return (dtype.kind == "c", np.finfo(real).maxexp if floating else -1, np.finfo(real).nmant if floating else -1,
+            real.itemsize * 8 if real.kind != "b" else 1, real.kind != "u")
+
+
+def _promote_pair(name: str, lhs: Any, rhs: Any, *, same: bool = False) -> tuple[Any, Any]:
+    """Both operands in one dtype: the one of higher precision (``_precision_rank``; two different dtypes of
+    the same rank are refused), or with ``same`` the one both have. A Python scalar counts as its weak type
+    (an int as int32), as in JAX."""
     for x in (lhs, rhs):
         if not is_arraylike(x):
             raise TypeError(f"lax.{name}: expected arrays or scalars, got {type(x).__name__}")
-    dtype, weak = dtypes.result_type(lhs, rhs, return_weak_type=True)
+    (ldt, lweak), (rdt, rweak) = ((aval(x).dtype, aval(x).weak_type) for x in (lhs, rhs))
+    if same and ldt != rdt:
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {ldt.name}, {rdt.name}")
+    lrank, rrank = _precision_rank(ldt), _precision_rank(rdt)
+    if lrank == rrank and ldt != rdt:
+        raise TypeError(f"lax.{name} argument type error: {ldt.name}, {rdt.name}")
+    dtype, weak = ldt if lrank >= rrank else rdt, lweak and rweak
     return (lhs if aval(lhs).dtype == dtype and not isinstance(lhs, _PY_SCALARS) else convert(lhs, dtype, weak),
             rhs if aval(rhs).dtype == dtype and not isinstance(rhs, _PY_SCALARS) else convert(rhs, dtype, weak))
 
@@ -183,7 +202,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
                          dimension_numbers: ConvGeneralDilatedDimensionNumbers = None, feature_group_count: int = 1,
                          batch_group_count: int = 1, precision: Any = None, preferred_element_type: Any = None,
                          out_sharding: Any = None) -> Any:
-    lhs, rhs = _promote_pair("conv_general_dilated", lhs, rhs)
+    lhs, rhs = _promote_pair("conv_general_dilated", lhs, rhs, same=True)
     lshape, rshape = aval(lhs).shape, aval(rhs).shape
     dn = conv_dimension_numbers(lshape, rshape, dimension_numbers)
     spatial = len(lshape) - 2

@@ -21,6 +21,7 @@ from srcjax.runtime.lax.shape import broadcast_in_dim, reshape, transpose
 from srcjax.runtime.numpy._core import aval, convert, is_arraylike, is_concrete
 from srcjax.runtime.tree_util import PyTreeDef, tree_flatten, tree_unflatten, treedef_is_leaf
 from srcjax.transpiler.array_methods import ArrayMethods
+from srcjax.transpiler.ir import ConcretizationError
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
@@ -40,8 +41,9 @@ _PY_SCALARS = (bool, int, float, complex)
 def _ints(xs: Any, name: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(operator.index(d) for d in xs)
-    except TypeError:
-        raise TypeError(f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
+    except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(
+            f"lax.{name}: {what} must be a sequence of ints, got {xs!r}") from None
 
 
 def _check(x: Any, name: str) -> Any:

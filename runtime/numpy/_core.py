@@ -194,7 +194,7 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
         return a if want is None else convert(a, want)
     if isinstance(a, Array):  # (a dtype asked for makes a weakly typed array strong, as JAX's does)
         return a if want is None or (want == a.dtype and not a.weak_type) else convert(a, want)
-    if isinstance(a, (list, tuple)) and any(not is_concrete(leaf) for leaf in _leaves(a)):
+    if isinstance(a, (list, tuple)) and any(not is_concrete(leaf) for leaf in _check_leaves(a)):
         return _stack_symbolic(a, want)
     if hasattr(a, "__jax_array__"):
         return asarray(a.__jax_array__(), dtype)
@@ -214,13 +214,21 @@ def _leaves(a: Any) -> list:
     return [a]
 
 
+def _check_leaves(a: Any) -> list:
+    """The leaves of nested lists for ``jnp.array``, refused as JAX refuses them (None, text, objects)."""
+    leaves = _leaves(a)
+    for leaf in leaves:
+        if leaf is None:
+            raise ValueError("None is not a valid value for jnp.array")
+        if not (isinstance(leaf, (*_SCALARS, Array, np.ndarray)) or is_arraylike(leaf)):
+            raise TypeError(f"jnp.array: cannot convert an element of type {type(leaf).__name__} to an array")
+    return leaves
+
+
 def _from_python(a: Any, want: np.dtype | None) -> Array:
     """A concrete array from a scalar, a NumPy array or nested lists of them (lists are never weak)."""
     if isinstance(a, (list, tuple)):
-        leaves = _leaves(a)
-        for leaf in leaves:
-            if not isinstance(leaf, (*_SCALARS, Array, np.ndarray)):
-                raise TypeError(f"jnp.array: cannot convert an element of type {type(leaf).__name__} to an array")
+        leaves = _check_leaves(a)
         if want is None:
             want = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
         try:
@@ -242,6 +250,9 @@ def _from_python(a: Any, want: np.dtype | None) -> Array:
 
 def _stack_symbolic(a: Sequence[Any], want: np.dtype | None) -> Any:
     items = [asarray(item) if isinstance(item, (list, tuple)) else item for item in a]
+    if len({aval(item).shape for item in items}) > 1:  # (JAX's error type for a ragged list of traced values)
+        raise TypeError(f"jnp.array: the nested sequence is ragged or mixes shapes: its items have shapes "
+                        f"{[aval(item).shape for item in items]}")
     dtype = want if want is not None else dtypes.result_type(*items)
     parts = []
     for item in items:

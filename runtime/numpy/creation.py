@@ -19,6 +19,7 @@ from srcjax.runtime import dtypes, lax
 from srcjax.runtime.numpy._core import (
     TypeOrValueError, ZeroDivisionOrValueError, aval, broadcast_to, check_arraylike, convert, is_arraylike, is_concrete,
 )
+from srcjax.transpiler.ir import ConcretizationError
 
 __all__ = [
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
@@ -31,9 +32,10 @@ __all__ = [
 # -- static arguments -----------------------------------------------------------------------------------------
 def static_int(x: Any, name: str, what: str) -> int:
     """A Python int from an int-like that must be known before running (a shape, a count, an axis)."""
-    if not is_concrete(x):
-        raise TypeError(f"{name}: {what} must be static (a Python int), got a symbolic value of type {aval(x)}; "
-                        f"shapes are fixed when a function is compiled, so pass it as a static argument")
+    if not is_concrete(x):  # (a ConcretizationError: a static-range loop whose index it is retries unrolled)
+        raise ConcretizationError(f"{name}: {what} must be static (a Python int), got a symbolic value of type "
+                                  f"{aval(x)}; shapes are fixed when a function is compiled, so pass it as a "
+                                  f"static argument")
     try:
         return operator.index(x)
     except TypeError:
@@ -68,8 +70,22 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None, out_sha
     shape = canonicalize_shape(shape, "full")
     want = canonical_dtype(dtype)
     # A Python scalar fill value stays weakly typed unless a dtype is asked for, as in JAX.
-    value = jnp.asarray(fill_value) if want is None else convert(fill_value, want)
+    if want is None and _python_int(fill_value):
+        return broadcast_to(_filled(fill_value, dtypes.default_int_dtype(), True), shape)
+    value = jnp.asarray(fill_value) if want is None else _filled(fill_value, want, False)
     return broadcast_to(value, shape)
+
+
+def _python_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, (bool, np.integer))
+
+
+def _filled(fill_value: Any, dtype: np.dtype, weak: bool) -> Any:
+    """``fill_value`` as ``dtype``, as JAX's ``lax.full`` converts it: a Python int an integer dtype cannot hold
+    wraps (through NumPy's 64-bit integers, ``full(3, 2**35, int32)`` is zeros), where arithmetic refuses it."""
+    if _python_int(fill_value) and dtype.kind in "iu" and -2**63 <= fill_value < 2**64:
+        fill_value = np.asarray(fill_value).astype(dtype)
+    return convert(fill_value, dtype, weak)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device=None, out_sharding=None) -> Any:
@@ -92,7 +108,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, 
     # The result takes a's dtype and weak bit unless a dtype is given (``full_like(2.0, 1)`` stays weak).
     want, weak = (like.dtype, like.weak_type) if dtype is None else (canonical_dtype(dtype), False)
     shape = like.shape if shape is None else canonicalize_shape(shape, "full_like")
-    return broadcast_to(convert(fill_value, want, weak), shape)
+    return broadcast_to(_filled(fill_value, want, weak), shape)
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None) -> Any:
@@ -110,9 +126,10 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device=N
 # -- ranges ---------------------------------------------------------------------------------------------------
 def _static_number(x: Any, what: str) -> Any:
     if not is_concrete(x):
-        raise TypeError(f"jnp.arange: {what} must be static (a Python number or a concrete array), got a symbolic "
-                        f"value of type {aval(x)}; the length of the result depends on it. Use a static bound, "
-                        f"or build the range with a fixed length and add an offset")
+        raise ConcretizationError(
+            f"jnp.arange: {what} must be static (a Python number or a concrete array), got a symbolic value of type "
+            f"{aval(x)}; the length of the result depends on it. Use a static bound, or build the range with a fixed "
+            f"length and add an offset")
     check_arraylike("arange", x)
     if len(aval(x).shape) != 0:
         raise ValueError(f"jnp.arange: {what} must be a scalar, got an array of shape {aval(x).shape}")

@@ -33,7 +33,7 @@ from srcjax.runtime.numpy._core import (
     promote_dtypes,
     promote_shapes,
 )
-from srcjax.transpiler.ir import ConcretizationError, Value
+from srcjax.transpiler.ir import ConcretizationError, NonConcreteBooleanIndexError, Value
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
 from srcjax.transpiler.primitives.indexing import (
@@ -132,16 +132,17 @@ def _leaves(x: Any) -> list:
     return [x]
 
 
-def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False) -> np.ndarray:
-    """The data of a concrete array; a symbolic one is an error (the result's shape would depend on it). With
-    ``structure`` (the data decides only which elements are taken), a traced value the trace knows from its
-    inputs (under grad outside jit, as JAX's tracer there holds its primal) is used too."""
+def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False,
+                    error: type[Exception] = TypeError) -> np.ndarray:
+    """The data of a concrete array; a symbolic one is an ``error`` (the result's shape would depend on it).
+    With ``structure`` (the data decides only which elements are taken), a traced value the trace knows from
+    its inputs (under grad outside jit, as JAX's tracer there holds its primal) is used too."""
     if not is_concrete(x):
         known = Value.known_value(x, False) if structure and isinstance(x, Value) and Value.known_value else None
         if known is None:
-            raise TypeError(f"{name}: {what} must be concrete, but it is a value computed inside a compiled "
-                            "function; the result's shape would depend on its data. Pass size=... or use "
-                            "jnp.where instead.")
+            raise error(f"{name}: {what} must be concrete, but it is a value computed inside a compiled "
+                        "function; the result's shape would depend on its data. Pass size=... or use "
+                        "jnp.where instead.")
         return np.asarray(known)
     return np.asarray(x)
 
@@ -181,7 +182,8 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
     typ = aval(item)
     if typ.dtype.kind == "b":
         if typ.ndim == 0:
-            return "bool0", bool(_concrete_value(item, "indexing", "a boolean index", structure=True))
+            return "bool0", bool(_concrete_value(item, "indexing", "a boolean index", structure=True,
+                                                 error=NonConcreteBooleanIndexError))
         return "mask", item
     if typ.dtype.kind not in "iu":
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {typ.dtype.name} at "
@@ -244,7 +246,8 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
             if mask_shape != shape[dim:dim + len(mask_shape)]:
                 raise IndexError(f"boolean index did not match shape of indexed array in index {position}: got "
                                  f"{mask_shape}, expected {list(shape[dim:dim + len(mask_shape)])}")
-            coords = np.nonzero(_concrete_value(value, "indexing", "a boolean mask index", structure=True))
+            coords = np.nonzero(_concrete_value(value, "indexing", "a boolean mask index", structure=True,
+                                                error=NonConcreteBooleanIndexError))
             for axis_coords in coords:
                 add(_Entry("array", dim, axis_coords.astype(_index_dtype())))
                 dim += 1
@@ -267,7 +270,9 @@ def _slice_entry(dim: int, s: slice, n: int) -> _Entry:
     parts = []
     for part in (s.start, s.stop, s.step):
         if part is not None and not is_concrete(part):
-            raise ConcretizationError("slice bounds must be static ints; use lax.dynamic_slice for a computed start")
+            error = IndexError("slice entries must be static integers; use lax.dynamic_slice for a computed start")
+            error.concretization = True  # (JAX's IndexError; a static-range loop over its index retries unrolled)
+            raise error
         parts.append(None if part is None else operator.index(part))
     if parts[2] == 0:
         raise ValueError("slice step cannot be zero")
@@ -488,7 +493,7 @@ def _scalar_param(value: Any) -> Any:
     if is_arraylike(value) and not isinstance(value, (bool, int, float, complex)):
         if _shape(value) != ():
             raise ValueError(f"fill_value must be a scalar, got shape {_shape(value)}")
-        return np.asarray(_concrete_value(value, "fill_value", "fill_value")).item()
+        return np.asarray(_concrete_value(value, "fill_value", "fill_value", error=ConcretizationError)).item()
     return value
 
 
@@ -833,7 +838,8 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
                          "instead.")
     dtype = _index_dtype()
     if size is None:
-        value = _concrete_value(a, "jnp.nonzero", "the array (without size=)", structure=True)
+        value = _concrete_value(a, "jnp.nonzero", "the array (without size=)", structure=True,
+                                error=ConcretizationError)
         return tuple(Array(c.astype(dtype)) for c in np.nonzero(value))
     size = operator.index(size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * len(shape)
@@ -932,7 +938,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     n = len(choices)
     if mode == "raise":
         if not is_concrete(a):
-            raise NotImplementedError("jnp.choose: mode='raise' needs concrete indices; use mode='clip' or 'wrap' "
+            raise ConcretizationError("jnp.choose: mode='raise' needs concrete indices; use mode='clip' or 'wrap' "
                                       "inside a compiled function")
         value = np.asarray(a)
         if value.size and (value.min() < 0 or value.max() >= n):
@@ -1087,7 +1093,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     for c, d in zip(coords, dims):
         if mode == "raise":
             if not is_concrete(c):
-                raise NotImplementedError("ravel_multi_index: mode='raise' needs concrete indices; use mode='clip' "
+                raise ConcretizationError("ravel_multi_index: mode='raise' needs concrete indices; use mode='clip' "
                                           "or 'wrap' inside a compiled function")
             value = np.asarray(c)
             if value.size and (value.min() < 0 or value.max() >= d):

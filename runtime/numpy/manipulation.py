@@ -19,6 +19,7 @@ from srcjax.runtime.numpy._core import aval, check_arraylike, convert, is_arrayl
 from srcjax.runtime.numpy._core import broadcast_shapes as _broadcast_shapes
 from srcjax.runtime.numpy._core import broadcast_to as _broadcast_to
 from srcjax.runtime.numpy.creation import canonical_dtype, canonicalize_shape, static_int
+from srcjax.transpiler.ir import ConcretizationError
 
 __all__ = [
     "reshape", "ravel", "transpose", "matrix_transpose", "permute_dims", "swapaxes", "moveaxis", "rollaxis",
@@ -90,7 +91,7 @@ def _resolve_shape(shape: Any, size: int, name: str) -> tuple[int, ...]:
     if len(unknown) > 1:
         raise TypeError(f"{name}: can only specify one unknown dimension (-1), got shape {tuple(dims)}")
     if any(d < -1 for d in dims):
-        raise ValueError(f"{name}: invalid dimension in shape {tuple(dims)}")
+        raise TypeError(f"{name}: new sizes must all be positive (or one -1), got {tuple(dims)}")  # (JAX's type)
     known = math.prod(d for d in dims if d != -1)
     if unknown:
         if known == 0 or size % known:
@@ -203,7 +204,7 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     a = _array("expand_dims", a)
     shape = _shape(a)
-    count = 1 if isinstance(axis, (int, np.integer)) else len(axis)
+    count = len(axis) if isinstance(axis, (tuple, list)) else 1
     axes = normalize_axes(axis, len(shape) + count, "expand_dims")
     it = iter(shape)
     return lax.reshape(a, tuple(1 if i in axes else next(it) for i in range(len(shape) + count)))
@@ -375,8 +376,8 @@ def _split_points(name: str, indices_or_sections: Any, size: int, equal: bool) -
         stops = np.cumsum([0, *sizes]).tolist()
         return list(zip(stops[:-1], stops[1:], strict=True))
     if is_arraylike(sections) and not is_concrete(sections):
-        raise TypeError(f"{name}: split indices must be static (Python ints or a concrete array); the shapes of the "
-                        f"pieces depend on them")
+        raise ConcretizationError(f"{name}: split indices must be static (Python ints or a concrete array); the "
+                                  f"shapes of the pieces depend on them")
     given = np.asarray(sections).reshape(-1).tolist() if is_arraylike(sections) else list(sections)
     points = [static_int(i, name, "each split index") for i in given]
     bounds = [0, *points, size]
@@ -469,8 +470,8 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length
         out = lax.broadcast_in_dim(a, expanded, tuple(i for i in range(len(expanded)) if i != axis + 1))
         return lax.reshape(out, shape[:axis] + (n * count,) + shape[axis + 1:])
     if total_repeat_length is None and not is_concrete(repeats):
-        raise TypeError("repeat: with an array of repeats the length of the result depends on their values; pass "
-                        "total_repeat_length= (a static int) to use it in a compiled function")
+        raise ConcretizationError("repeat: with an array of repeats the length of the result depends on their values; "
+                                  "pass total_repeat_length= (a static int) to use it in a compiled function")
     # concrete here (checked above) when no total is given: read the counts as static data, since inside a
     # traced function jnp.asarray(repeats) is a symbolic constant whose values cannot be read
     counts = np.ravel(np.asarray(repeats)) if total_repeat_length is None else None

@@ -461,6 +461,8 @@ def i0(x: Any) -> Any:
     (x,) = promote_dtypes_inexact(x)
     if aval(x).dtype.kind == "c":
         raise TypeError("i0: complex arguments are not supported")
+    if aval(x).dtype == np.float16:  # (in float32: the unused branch's e^(x/2) squared overflows float16 at the
+        return convert(i0(convert(x, dtypes.float32)), np.float16)  # switch point, and its zero slope gives NaN)
     # Below the switch point the power series converges to the dtype's precision with this many terms; above it
     # the asymptotic series does.
     switch, series_terms, asymptotic_terms = (30.0, 46, 15) if aval(x).dtype == np.float64 else (15.0, 22, 7)
@@ -652,9 +654,10 @@ def _compact(name: str, values: Any, keep: Any, size: int | None, fill_value: An
         return jnp.full((size,), 0 if fill_value is None else fill_value, aval(values).dtype)
     (where,) = jnp.nonzero(keep, size=size, fill_value=0)
     picked = jnp.take(values, where)
-    if fill_value is None:  # JAX's defaults: the smallest kept value, or zero
-        fill_value = jnp.take(picked, 0) if default_fill == "min" and size else 0
-    valid = lax.iota(dtypes.int32, size) < jnp.sum(keep)
+    count = jnp.sum(keep)
+    if fill_value is None:  # JAX's defaults: the smallest kept value (zero where none is kept), or zero
+        fill_value = jnp.where(count > 0, jnp.take(picked, 0), 0) if default_fill == "min" and size else 0
+    valid = lax.iota(dtypes.int32, size) < count
     return jnp.where(valid, picked, convert(fill_value, aval(values).dtype, aval(values).weak_type))
 
 
@@ -676,12 +679,14 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
     common = _compact("intersect1d", ordered, keep, size, fill_value, "min")
     if not return_indices:
         return common
-    index1 = _compact("intersect1d", order1, keep, _shape(common)[0], 0, "zero")
+    # (the padding of ``size`` gets the arrays' sizes, indices past their ends, as JAX's does)
+    index1 = _compact("intersect1d", order1, keep, _shape(common)[0], _shape(ar1)[0], "zero")
     order2 = jnp.argsort(ar2, stable=True)
     n2 = _shape(ar2)[0]
     position = jnp.clip(jnp.searchsorted(jnp.take(ar2, order2), common), 0, max(n2 - 1, 0))
     index2 = jnp.take(order2, position) if n2 else jnp.zeros(_shape(common), dtypes.int32)
-    return common, index1, index2
+    found = lax.iota(dtypes.int32, _shape(common)[0]) < jnp.sum(keep)
+    return common, index1, jnp.where(found, index2, convert(n2, aval(index2).dtype))
 
 
 def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,

@@ -106,7 +106,8 @@ def _one_axis(name: str, axis: Any, ndim: int) -> int:
     try:
         axis = operator.index(axis)
     except TypeError as e:  # (a traced one stays a ConcretizationError: a loop whose index it is retries unrolled)
-        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(f"jnp.{name}: axis must be an int, got {axis!r}") from None
+        raise (ConcretizationError if isinstance(e, ConcretizationError) else TypeError)(
+            f"jnp.{name}: axis must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise ValueError(f"jnp.{name}: axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim

@@ -25,6 +25,7 @@ from srcjax.runtime.numpy._core import (
     promote_dtypes_complex,
 )
 from srcjax.runtime.numpy.reductions import _apply, _isnan, _where
+from srcjax.transpiler.ir import ConcretizationError
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
 from srcjax.transpiler.primitives.indexing import slice_p
@@ -193,7 +194,7 @@ def argpartition(a, kth, axis=-1):
     is_top = _apply(ew.gt_p, rank, kth)
     # the bottom ones ordered by rank, the top ones by index
     out = _sort(is_top, _where(is_top, index, rank), index, axis=last, num_keys=2)[2]
-    return _move_back(out, axis)
+    return _move_back(convert(out, np.int32), axis)  # (int32 with x64 too: JAX's come from top_k)
 
 
 # -- searchsorted ---------------------------------------------------------------------------------------------
@@ -326,8 +327,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     count = rp.reduce_sum_p.bind(convert(first, index_dtype), axes=(0,))
     if size is None:
         if not is_concrete(count):
-            raise ValueError("jnp.unique: the number of unique elements depends on the data; inside a compiled "
-                             "function pass size= (and fill_value=) to fix the output size")
+            raise ConcretizationError("jnp.unique: the number of unique elements depends on the data; inside a "
+                                      "compiled function pass size= (and fill_value=) to fix the output size")
         size = int(count)
     size = operator.index(size)
     # the first row of every run, moved to the front in sorted order (a stable sort on 'not first')

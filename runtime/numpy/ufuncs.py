@@ -11,12 +11,12 @@ its quirks: some functions build their result from strongly typed constants (``l
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from srcjax.runtime import dtypes
+from srcjax.runtime.array import Array
 from srcjax.runtime.eager import fast_path
 from srcjax.runtime.numpy._core import (
     asarray,
@@ -200,11 +200,19 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-@fast_path
 def power(x1: Any, x2: Any, /) -> Any:
-    """x1 ** x2. A static integer exponent binds ``integer_pow``; a float base to an integer array binds ``pow``
-    with the integer exponent; integer arrays to integer powers use binary exponentiation over the exponent's
-    low 6 bits, as JAX does (anything above overflows anyway)."""
+    """x1 ** x2. A concrete integer scalar exponent (a Python or NumPy integer, or a 0-d integer array outside
+    a function being compiled) binds ``integer_pow`` in ``x1``'s dtype, as JAX does: ``int8_array **
+    jnp.int32(7)`` is int8, and a negative one is refused for an integer base; a float base to an integer
+    array binds ``pow`` with the integer exponent; integer arrays to integer powers use binary
+    exponentiation over the exponent's low 6 bits, as JAX does (anything above overflows anyway)."""
+    if isinstance(x2, (Array, np.ndarray)) and np.ndim(x2) == 0 and x2.dtype.kind in "iu":
+        x2 = int(x2)  # (read here, not in the fast path below, which keys on an array's type, not its value)
+    return _power(x1, x2)
+
+
+@fast_path
+def _power(x1: Any, x2: Any, /) -> Any:
     if isinstance(x2, (int, np.integer)):  # (a Python bool too: JAX takes operator.index of the exponent)
         (x1,) = _bool_to_int(_array("power", x1))
         return ew.integer_pow_p.bind(x1, y=int(x2))
@@ -842,18 +850,9 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
     return _where(condition, x, y)
 
 
-_DEPRECATED = object()
-
-
-def clip(arr: Any = None, /, min: Any = None, max: Any = None, *, a: Any = _DEPRECATED,  # noqa: A002
-         a_min: Any = _DEPRECATED, a_max: Any = _DEPRECATED) -> Any:
-    """arr limited to [min, max] (either bound may be None). ``a``, ``a_min``, ``a_max`` are old names."""
-    for old, new, value in (("a", "arr", a), ("a_min", "min", a_min), ("a_max", "max", a_max)):
-        if value is not _DEPRECATED:
-            warnings.warn(f"jnp.clip: '{old}' is deprecated, use '{new}'", DeprecationWarning, stacklevel=2)
-    arr = a if a is not _DEPRECATED else arr
-    min = a_min if a_min is not _DEPRECATED else min  # noqa: A001
-    max = a_max if a_max is not _DEPRECATED else max  # noqa: A001
+def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    """arr limited to [min, max] (either bound may be None). JAX 0.10 no longer takes the old names ``a``,
+    ``a_min`` and ``a_max`` (a TypeError, as Python gives for any unknown keyword)."""
     if arr is None:
         raise TypeError("jnp.clip: missing the array to clip")
     check_arraylike("clip", *(v for v in (arr, min, max) if v is not None))

@@ -551,6 +551,30 @@ def test_linear_transpose_typeof_and_compile_time_eval():
         np.testing.assert_allclose(float(jnp.sin(1.0)), 0.84147096, rtol=1e-6)
 
 
+def test_linear_transpose_of_a_function_that_is_not_linear_is_an_error():
+    """JAX 0.10.2 raises (NotImplementedError or AssertionError) where the function is not linear in its inputs;
+    srcjax returned its pullback at zero (``x ** 2``: 0, ``sin``: the cotangent). Linear functions still transpose
+    (values from JAX 0.10.2)."""
+    x3 = jnp.arange(3.0)
+    for f in (lambda x: x**2, jnp.sin, jnp.abs, lambda x: x * x, lambda x: x * jnp.sum(x), jnp.round,
+              lambda x: jnp.where(x > 0, x, 0.0), lambda x: jnp.maximum(x, 0.0), lambda x: srcjax.lax.stop_gradient(x),
+              lambda x: srcjax.lax.cond(x[1] > 0, lambda y: 2 * y, lambda y: -y, x)):
+        with pytest.raises(NotImplementedError, match="cannot transpose"):
+            srcjax.linear_transpose(f, x3)(x3)
+    for f, want in [(lambda x: x.at[0].set(x[1]), [0.0, 3.0, 3.0]), (lambda x: x + 1.0, [1.0, 2.0, 3.0]),
+                    (lambda x: jnp.where(jnp.array([True, False, True]), x, 0.0), [1.0, 0.0, 3.0]),
+                    (lambda x: srcjax.lax.cond(True, lambda y: 2 * y, lambda y: -y, x), [2.0, 4.0, 6.0]),
+                    (lambda x: jnp.real(x * (1 + 2j)), [1.0, 2.0, 3.0])]:
+        (ct,) = srcjax.linear_transpose(f, x3)(x3 + 1)
+        np.testing.assert_array_equal(np.asarray(ct), want)
+    # a cotangent of the wrong type is JAX's TypeError (it was vjp's ValueError)
+    for ct in (jnp.ones(2), jnp.ones(3, jnp.int32), (jnp.ones(3),)):
+        with pytest.raises(TypeError, match="cotangent type does not match function output"):
+            srcjax.linear_transpose(lambda x: x * 2, x3)(ct)
+    (ct,) = srcjax.linear_transpose(lambda x: x * 2, 1.0)(3.0)
+    assert float(ct) == 6.0
+
+
 def test_traced_values_have_the_array_attributes():
     sizes = []
 
@@ -594,3 +618,30 @@ def test_typing_custom_derivatives_and_float0_modules():
         return x * 2
 
     assert float(srcjax.jit(annotated)(1.5)) == 3.0
+
+
+def test_make_jaxpr_types_and_equations():
+    """``make_jaxpr``'s ``in_avals``, ``out_avals`` (JAX 0.10.2: float32[3,4], float32[4] -> float32[3]; a Python
+    float is weakly typed) and ``eqns``, a list as JAX's property is, not a method."""
+    closed = srcjax.make_jaxpr(lambda x, y: jnp.dot(x + 1, y + 1))(jnp.ones((3, 4)), jnp.ones(4))
+    assert [(a.shape, a.dtype) for a in closed.in_avals] == [((3, 4), np.float32), ((4,), np.float32)]
+    assert [(a.shape, a.dtype) for a in closed.out_avals] == [((3,), np.float32)]
+    assert isinstance(closed.eqns, list) and closed.eqns[-1].name == "dot_general"
+    weak = srcjax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(1.0)
+    assert [a.weak_type for a in weak.in_avals + weak.out_avals] == [True, True]
+
+
+def test_make_jaxpr_eval_shape_and_vmap_refuse_non_array_arguments():
+    """As ``jit`` does, ``make_jaxpr`` and ``eval_shape`` refuse a string or an object where an array goes (the
+    Sharp Bits' ``make_jaxpr(func11)(iter(range(16)), 5.)``), with JAX's TypeError; ``vmap`` asked to map over
+    one raises JAX 0.10.2's TypeError too, not a rank error."""
+    def f(arr, extra):
+        return jnp.ones(arr.shape) * extra
+
+    for arg in (iter(range(16)), "str", object()):
+        for call in (srcjax.make_jaxpr(f), lambda a, b: srcjax.eval_shape(f, a, b)):
+            with pytest.raises(TypeError, match="Error interpreting argument to .* as an abstract array"):
+                call(arg, 5.0)
+        with pytest.raises(TypeError, match="is not a valid JAX type"):
+            srcjax.vmap(f)(arg, jnp.ones(2))
+    assert srcjax.vmap(lambda s, x: x * len(s), in_axes=(None, 0))("ab", jnp.ones(2)).tolist() == [2.0, 2.0]

@@ -150,6 +150,34 @@ def test_allow_int_gives_float0_gradients():
     assert g.dtype == FLOAT0
 
 
+def test_float0_derivatives_under_jit_and_vmap():
+    """A float0 derivative (of an integer input) returned from a jit, a vmap or taken by an outer vjp: JAX gives
+    float0 zeros of the batched shape; these had been refused (float0 is no array dtype of the IR)."""
+    f = lambda x, n: jnp.sin(x) * n  # noqa: E731
+    x, n = np.array([0.3, -0.5, 0.9], np.float32), np.array([1, 2, 3], np.int32)
+    pullback = lambda x, n: srcjax.vjp(f, x, n)[1](jnp.ones_like(x))  # noqa: E731
+    for gx, gn in (srcjax.jit(pullback)(x, n), srcjax.vmap(pullback)(x, n),
+                   srcjax.jit(srcjax.vmap(srcjax.grad(f, argnums=(0, 1), allow_int=True)))(x, n)):
+        np.testing.assert_allclose(np.asarray(gx), np.cos(x) * n, rtol=1e-6)
+        assert gn.dtype == FLOAT0 and gn.shape == (3,)
+    gx, gn = srcjax.vmap(pullback, out_axes=1)(x[None].repeat(2, 0), n[None].repeat(2, 0))
+    assert gx.shape == (3, 2) and gn.dtype == FLOAT0 and gn.shape == (3, 2)
+    # an outer vjp takes a float0 cotangent for the inner one's float0 output
+    _, outer = srcjax.vjp(pullback, x, n)
+    gx, gn = outer((np.ones(3, np.float32), np.zeros(3, FLOAT0)))
+    np.testing.assert_allclose(np.asarray(gx), -np.sin(x) * n, rtol=1e-6)
+    assert gn.dtype == FLOAT0
+    # float0 tangents as arguments of a jit (traced as the constants they are) and unmapped by a vmap
+    tangent = srcjax.jit(lambda x, n, tx, tn: srcjax.jvp(f, (x, n), (tx, tn))[1])
+    for k in (3, 2, 3):
+        np.testing.assert_allclose(np.asarray(tangent(x[:k], n[:k], 2 * x[:k], np.zeros(k, FLOAT0))),
+                                   2 * x[:k] * np.cos(x[:k]) * n[:k], rtol=1e-6)
+    t, y = srcjax.jit(lambda t, y: (t, y * 2))(np.zeros((2, 2), FLOAT0), 1.0)
+    assert t.dtype == FLOAT0 and t.shape == (2, 2) and float(y) == 2.0
+    mapped = srcjax.vmap(lambda x, n, tn: srcjax.jvp(f, (x, n), (x, tn))[1], in_axes=(0, 0, None))
+    np.testing.assert_allclose(np.asarray(mapped(x, n, np.zeros((), FLOAT0))), x * np.cos(x) * n, rtol=1e-6)
+
+
 # -- grad: pytrees ------------------------------------------------------------------------------------------------
 Point = collections.namedtuple("Point", "w b")
 
@@ -474,8 +502,23 @@ def test_jacobian_options():
     close(srcjax.jacfwd(lambda x: x * (1 + 1j))(X), (1 + 1j) * np.eye(3))
     # reverse mode from complex inputs to real outputs: the conjugated gradient (recorded: [[2j, 0], [0, 4]])
     close(srcjax.jacrev(lambda z: jnp.real(z * z))(np.array([1j, 2], np.complex64)), np.diag([2j, 4]))
+    # an integer input's block is zeros of its dtype, weak for a Python int (recorded from JAX 0.10.2), not float0
     jac = srcjax.jacrev(lambda x, n: x * n, argnums=1, allow_int=True)(X, 3)
-    assert jac.dtype == FLOAT0 and jac.shape == (3,)
+    assert jac.dtype == jnp.asarray(3).dtype and jac.weak_type and jac.shape == (3,) and not np.any(jac)
+    jac = srcjax.jacrev(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(X, jnp.int16(3))
+    close(jac[0], 3 * np.eye(3))
+    assert jac[1].dtype == np.int16 and not jac[1].weak_type and jac[1].shape == (3,) and not np.any(jac[1])
+    jac = srcjax.jacrev(lambda x: x * 2.0, allow_int=True)(jnp.arange(3))
+    assert jac.dtype == jnp.arange(3).dtype and jac.shape == (3, 3) and not np.any(jac)
+    # argnums a NumPy integer: jacrev (so hessian) gives a 1-tuple, jacfwd and grad the block (JAX 0.10.2's layout)
+    f = lambda x, y: jnp.sin(x) * y  # noqa: E731
+    for transform, wrapped in [(srcjax.jacrev, True), (srcjax.hessian, True), (srcjax.jacfwd, False),
+                               (srcjax.grad, False)]:
+        jac = transform(f, argnums=np.int32(0))(1.0, 2.0)
+        assert isinstance(jac, tuple) == wrapped and not isinstance(transform(f, argnums=0)(1.0, 2.0), tuple)
+    # jacfwd's block of an integer output is zeros of its dtype too (recorded from JAX 0.10.2: int8[2, 3] zeros)
+    _, jac = srcjax.jacfwd(lambda x: (x * 2, jnp.arange(2, dtype=jnp.int8)))(X)
+    assert jac.dtype == np.int8 and jac.shape == (2, 3) and not np.any(jac)
 
 
 JACOBIAN_ERRORS = [

@@ -294,3 +294,17 @@ def test_python_floats_become_integers_as_jax_converts_arrays():
     np.testing.assert_array_equal(jnp.zeros(2, jnp.uint8).at[1].set(float("inf")), np.array([0, 255], np.uint8))
     with pytest.raises(OverflowError):  # a Python int still has to fit
         jnp.array([300], dtype=jnp.int8)
+
+
+def test_python_int_fill_values_wrap_as_jax_converts_them():
+    # JAX 0.10.2 (x64 off) converts a Python int fill value through NumPy's 64-bit integers, so one the dtype
+    # cannot hold wraps (jnp.full(3, 2**35, int32) is zeros; with no dtype, int32 too), where arithmetic and
+    # jnp.array refuse it with an OverflowError; compiled alike
+    for run in (lambda f, x: f(x), lambda f, x: srcjax.jit(f)(x)):
+        np.testing.assert_array_equal(run(lambda x: jnp.full(3, 2**35, dtype=jnp.int32) + x, jnp.int32(1)), [1, 1, 1])
+        np.testing.assert_array_equal(run(lambda x: jnp.full(3, -2**35 - 5, dtype=jnp.int32) + x, jnp.int32(1)),
+                                      [-4, -4, -4])
+        np.testing.assert_array_equal(run(lambda x: jnp.full(2, 2**35) + x, jnp.int32(1)), [1, 1])
+        np.testing.assert_array_equal(run(lambda x: jnp.full_like(x, 2**35), jnp.int32(1)), 0)
+        with pytest.raises(OverflowError):
+            run(lambda x: jnp.ones(3, jnp.int32) * 2**35 + x, jnp.int32(1))

@@ -192,6 +192,22 @@ def test_rule_reading_a_closed_over_traced_value():
         srcjax.grad(outer, argnums=(0, 1))(2.0, 3.0)  # JAX: UnexpectedTracerError
 
 
+def test_custom_vjp_closing_over_a_differentiated_value_is_refused():
+    """As the custom_jvp case above: it had failed inside the interpreter ('used before it is defined')."""
+
+    def outer(x):
+        @srcjax.custom_vjp
+        def g(y):
+            return jnp.sin(y) * x
+
+        g.defvjp(lambda y: (g(y), (y,)), lambda res, ct: (ct * jnp.cos(res[0]),))
+        return jnp.sum(g(x * 2))
+
+    for transformed in (srcjax.grad(outer), srcjax.jit(srcjax.grad(outer)), srcjax.vmap(srcjax.grad(outer))):
+        with pytest.raises(TypeError, match=r"the custom_vjp fwd rule \(or the function\) of g reads a traced value"):
+            transformed(np.array([0.3, 0.4], np.float32))  # JAX: UnexpectedTracerError
+
+
 def test_nondiff_argnums_and_pytrees():
     calls = []
 
@@ -388,3 +404,165 @@ def test_reverse_mode_through_a_rule_that_applies_its_function_to_tangents_is_an
                        (srcjax.grad(lambda x: srcjax.vmap(f)(x).sum()), xs)]:
         with pytest.raises(NotImplementedError, match="applies f to the tangents"):
             program(x)
+
+
+def test_reverse_mode_through_a_rule_not_linear_in_its_tangents_is_an_error():
+    """A JVP rule that is not linear in its tangents has no transpose: JAX 0.10.2 raises NotImplementedError for
+    grad (``t ** 2``: "Transpose rule ... for 'integer_pow' not implemented"), where the rule's derivative at zero
+    tangents (0 here) was returned; forward mode runs the rule as written, and an affine rule (``t + 1``) is
+    transposed as JAX does (the constant dropped)."""
+
+    def custom(rule):
+        @srcjax.custom_jvp
+        def f(x):
+            return jnp.sin(x)
+
+        f.defjvp(lambda p, t: (jnp.sin(p[0]), rule(p[0], t[0])))
+        return f
+
+    square = custom(lambda x, t: t**2)
+    close(srcjax.jvp(square, (1.0,), (3.0,)), (np.sin(np.float32(1.0)), 9.0))
+    for rule in (lambda x, t: t**2, lambda x, t: jnp.sin(t) * x, lambda x, t: t * jnp.abs(t),
+                 lambda x, t: jnp.where(t > 0, t, 0.0), lambda x, t: jnp.round(t)):
+        for program, x in [(srcjax.grad(custom(rule)), 1.0), (srcjax.jit(srcjax.grad(custom(rule))), 1.0),
+                           (srcjax.vmap(srcjax.grad(custom(rule))), jnp.array([1.0, 2.0]))]:
+            with pytest.raises(NotImplementedError, match="cannot transpose"):
+                program(x)
+    close(srcjax.grad(custom(lambda x, t: t + 1.0))(1.0), 1.0)
+    close(srcjax.grad(custom(lambda x, t: jnp.cos(x) * t / x))(2.0), np.cos(2.0) / 2.0)
+
+    @srcjax.custom_jvp
+    def g(x):
+        if x > 0:
+            return x * 2
+        return -x
+
+    @g.defjvp
+    def g_jvp(primals, tangents):  # (returns under an `if` on the primal: linear in the tangent either way)
+        (x,), (t,) = primals, tangents
+        if x > 0:
+            return g(x), 20 * t
+        return g(x), -t
+
+    close((srcjax.grad(g)(1.0), srcjax.grad(g)(-1.0)), (20.0, -1.0))
+    close(srcjax.vmap(srcjax.grad(g))(jnp.array([1.0, -1.0])), np.array([20.0, -1.0]))
+
+
+def test_rule_returning_no_pair_and_keywords_of_a_function_made_while_tracing():
+    """A JVP rule returning one value gets JAX's TypeError (it was an internal "iteration over a 0-d array"); a
+    ``custom_vjp`` defined inside a traced function and called there with a keyword argument binds it (it raised
+    "keyword arguments could not be resolved"); ``defvjp`` accepts ``optimize_remat`` (JAX 0.10.2 values)."""
+
+    @srcjax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda p, t: jnp.sin(p[0]))
+    with pytest.raises(TypeError, match="must produce a pair"):
+        srcjax.jvp(f, (1.0,), (1.0,))
+
+    def make():
+        @srcjax.custom_vjp
+        def g(x, y):
+            return x * y
+
+        g.defvjp(lambda x, y: (x * y, (x, y)), lambda r, c: (r[1] * c * 10, r[0] * c))
+        return g
+
+    close(srcjax.grad(lambda x: make()(x, y=4.0))(2.0), 40.0)
+    close(srcjax.jit(lambda x: make()(x, y=4.0))(2.0), 8.0)
+
+    @srcjax.custom_vjp
+    def h(x):
+        return jnp.sin(x) * 2
+
+    h.defvjp(lambda x: (jnp.sin(x) * 2, jnp.cos(x)), lambda c, g: (2 * c * g,), optimize_remat=True)
+    close(srcjax.grad(h)(1.0), 2 * np.cos(1.0))
+    close(srcjax.vmap(srcjax.grad(h))(jnp.array([1.0, 2.0])), 2 * np.cos([1.0, 2.0]))
+
+
+def test_symbolic_zeros_rules_get_what_they_read():
+    """``defjvp(..., symbolic_zeros=True)`` and ``defvjp(..., symbolic_zeros=True)``: the rules run with JAX's
+    types (``fwd`` reads ``.value`` and ``.perturbed`` of ``CustomVJPPrimal`` leaves; ``bwd`` may return
+    ``SymbolicZero``); they raised AttributeError. Values recorded from JAX 0.10.2."""
+    from srcjax.custom_derivatives import CustomVJPPrimal, SymbolicZero
+
+    @srcjax.custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        out = 0.0
+        if type(x_dot) is not SymbolicZero:
+            out = out + x_dot * y * 10
+        if type(y_dot) is not SymbolicZero:
+            out = out + y_dot * x * 100
+        return f(x, y), out
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    close(srcjax.grad(f)(2.0, 3.0), 30.0)
+    close(srcjax.grad(f, (0, 1))(2.0, 3.0), (30.0, 200.0))
+    close(srcjax.jvp(lambda x: f(x, 3.0), (2.0,), (1.0,)), (6.0, 30.0))
+    close(srcjax.vmap(srcjax.grad(f))(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0])), np.array([30.0, 40.0]))
+
+    @srcjax.custom_vjp
+    def g(x, d):
+        return x * d["y"]
+
+    seen = []
+
+    def g_fwd(x, d):
+        seen.append((type(x), type(d["y"]), x.perturbed))
+        return x.value * d["y"].value, (x.value, d["y"].value)
+
+    g.defvjp(g_fwd, lambda r, c: (r[1] * c * 10, {"y": SymbolicZero(srcjax.typeof(r[0]))}), symbolic_zeros=True)
+    close(g(2.0, {"y": 3.0}), 6.0)
+    close(srcjax.grad(g)(2.0, {"y": 3.0}), 30.0)
+    close(srcjax.grad(g, (0, 1))(2.0, {"y": 3.0}), (30.0, {"y": 0.0}))
+    assert seen and all(s == (CustomVJPPrimal, CustomVJPPrimal, True) for s in seen)
+
+
+def test_rule_arguments_and_outputs_as_jax_takes_them():
+    """A default argument reaches the rules (JAX resolves defaults: ``defjvps``' partials were called without
+    it); a rule's Python float output is weak float32 (it was read as float64 and refused); a ``bwd`` cotangent
+    whose structure is not the argument's is JAX's TypeError (it was a ConcretizationError or a ValueError of
+    flatten_up_to). Values and errors as JAX 0.10.2's."""
+
+    @srcjax.custom_jvp
+    def scaled(x, y=2.0):
+        return x * y
+
+    scaled.defjvps(lambda t, out, x, y: t * y * 10, lambda t, out, x, y: t * x)
+    close(srcjax.grad(scaled)(3.0), 20.0)
+    close(srcjax.jit(srcjax.grad(scaled))(3.0), 20.0)
+    close(srcjax.grad(lambda x: scaled(x, y=5.0))(3.0), 50.0)
+    # a library function's defaults stay its own (keepdims=False traced would not do)
+    summed = srcjax.custom_jvp(jnp.sum)
+    summed.defjvp(lambda p, t: (summed(*p), jnp.sum(t[0]) * 5))
+    close((summed(jnp.ones(2)), srcjax.grad(summed)(jnp.ones(2))), (2.0, np.array([5.0, 5.0])))
+
+    @srcjax.custom_jvp
+    def one(x):
+        return x * 0 + 1.0
+
+    one.defjvp(lambda p, t: (1.0, t[0] * 2))
+    out, tangent = srcjax.jvp(one, (1.0,), (1.0,))
+    assert out.dtype == np.float32 and float(out) == 1.0 and float(tangent) == 2.0
+    close(srcjax.grad(one)(1.0), 2.0)
+
+    def custom(bwd):
+        @srcjax.custom_vjp
+        def f(d):
+            return d["a"] * d["b"]
+
+        f.defvjp(lambda d: (d["a"] * d["b"], d), bwd)
+        return f
+
+    d = {"a": 2.0, "b": 3.0}
+    close(srcjax.grad(custom(lambda r, g: ({"a": r["b"] * g, "b": None},)))(d), {"a": 3.0, "b": 0.0})
+    for bwd in (lambda r, g: ({"a": r["b"] * g},),
+                lambda r, g: ({"a": g, "b": g, "c": g},),
+                lambda r, g: ({"a": (g,), "b": g},)):
+        with pytest.raises(TypeError, match="same container"):
+            srcjax.grad(custom(bwd))(d)

@@ -9,6 +9,7 @@ import pytest
 import srcjax
 import srcjax.numpy as jnp
 from srcjax.runtime.config import config
+from srcjax.runtime.numpy import ufuncs
 
 RNG = np.random.default_rng(0)
 ARRAYS = {
@@ -22,7 +23,8 @@ ARRAYS = {
     "u8[5]": jnp.asarray(np.arange(5, dtype=np.uint8) * 60),
 }
 SCALARS = [2.0, 3, True, float("nan"), -0.0, 200, 1e30]
-FUNCTIONS = [jnp.add, jnp.subtract, jnp.multiply, jnp.true_divide, jnp.maximum, jnp.minimum, jnp.power, jnp.greater,
+# (jnp.power reads a concrete 0-d integer exponent as a Python int first, then takes the fast path of _power)
+FUNCTIONS = [jnp.add, jnp.subtract, jnp.multiply, jnp.true_divide, jnp.maximum, jnp.minimum, ufuncs._power, jnp.greater,
              jnp.equal, jnp.logical_and, jnp.bitwise_xor, jnp.arctan2, jnp.nextafter]
 UNARY = [jnp.sin, jnp.exp, jnp.sqrt, jnp.negative, jnp.square, jnp.abs]
 

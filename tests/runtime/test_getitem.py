@@ -191,10 +191,12 @@ def test_indexing_symbolic_values_builds_ops():
 
 
 def test_boolean_masks_must_be_concrete():
+    from srcjax.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
+
     mask = Value(TensorType(np.bool_, (4,)))
-    with pytest.raises(TypeError, match="must be concrete.*jnp.where"):
+    with pytest.raises(NonConcreteBooleanIndexError, match="must be concrete.*jnp.where"):  # an IndexError, as JAX's
         getitem(jnp.zeros(4), mask)
-    with pytest.raises(TypeError, match="size="):
+    with pytest.raises(ConcretizationTypeError, match="size="):
         jnp.nonzero(Value(TensorType(np.int32, (4,))))
 
 
@@ -410,3 +412,19 @@ def test_lax_gather_scatter_defaults_recorded_from_jax():
     taken = lax.index_take(src, (jnp.asarray([1, 0]), jnp.asarray([2, 3])), (0, 2))
     assert taken.tolist() == [[14, 18, 22], [3, 7, 11]]
     assert lax.index_take(src, (jnp.asarray([1, 0]),), (1,)).shape == (2, 2, 4)
+
+
+def test_fill_values_outside_the_dtype_compile_as_they_run_eagerly():
+    """A ``fill_value`` the operand's dtype cannot hold is cast as JAX 0.10.2 casts it (NaN into int32 is
+    INT32_MIN, 2**40 wraps to 0, -1 into uint8 is 255, 1e6 into float16 is inf), eagerly and compiled natively,
+    where compiling it once failed."""
+    import srcjax
+
+    idx = jnp.asarray([1, 9])
+    cases = [(jnp.arange(4), np.nan, [1, -2147483648]), (jnp.arange(4), 2**40, [1, 0]),
+             (jnp.arange(4).astype(np.uint8), -1, [1, 255]), (jnp.arange(4).astype(np.float16), 1e6, [1.0, np.inf])]
+    for x, fill, want in cases:
+        for fn in (lambda x, fill=fill: x.at[idx].get(mode="fill", fill_value=fill),
+                   lambda x, fill=fill: jnp.take(x, idx, mode="fill", fill_value=fill)):
+            assert np.asarray(fn(x)).tolist() == want
+            assert np.asarray(srcjax.jit(fn)(x)).tolist() == want

@@ -264,6 +264,13 @@ def test_i0_against_numpy():
     check(jnp.i0(1), np.i0(1.0), F32, weak=True)  # recorded from jax 0.10.2: a Python scalar stays weak
     check(jnp.i0(jnp.arange(3)), np.i0(np.arange(3.0)), F32)
     assert np.isinf(np.asarray(jnp.i0(100.0)))  # I0(100) ~ 1e42 overflows float32
+    # float16: the value and a finite slope I1(x) (it was NaN: the unused branch overflowed float16)
+    h = np.array([-1.5, 0.0, 0.7, 5.0, 11.0], np.float16)
+    check(jnp.i0(h), np.i0(h.astype(np.float64)).astype(np.float16), "float16", rtol=2e-3, atol=0)
+    slope = srcjax.vmap(srcjax.grad(jnp.i0))(h)
+    assert slope.dtype == np.float16
+    np.testing.assert_allclose(np.asarray(slope, np.float64), [-0.9814, 0.0, 0.3721, 24.31, 6948.0],
+                               rtol=3e-3)  # I1(x), as JAX 0.10.2 gives in float16
     srcjax.config.update("jax_enable_x64", True)
     try:
         xs = np.linspace(-60, 60, 1201)
@@ -349,6 +356,19 @@ def test_intersect1d_return_indices():
     expected = np.intersect1d([4, 1, 3, 1], [3, 1, 2, 1], return_indices=True)
     for out, e in zip((common, first, second), expected, strict=True):
         check(out, e, I32)
+    # padded to size=, the indices past the values found are the arrays' sizes (JAX 0.10.2's), under vmap too
+    padded = jnp.intersect1d(jnp.array([1, 2, 3, 3]), jnp.array([3, 5, 6, 7, 8]), size=3, return_indices=True)
+    for out, e in zip(padded, ([3, 3, 3], [2, 4, 4], [0, 5, 5]), strict=True):
+        check(out, np.array(e), I32)
+    both = srcjax.vmap(lambda a, b: jnp.intersect1d(a, b, size=2, return_indices=True))(
+        np.array([[1, 2, 3, 3], [3, 5, 6, 7]]), np.array([[3, 5, 6, 7], [1, 2, 3, 3]]))
+    for out, e in zip(both, ([[3, 3], [3, 3]], [[2, 4], [0, 4]], [[0, 4], [2, 4]]), strict=True):
+        check(out, np.array(e), I32)
+    # an empty intersection (or symmetric difference) padded without fill_value is zeros, as in JAX 0.10.2
+    check(jnp.intersect1d(jnp.array([-3, 2]), jnp.array([5, 7]), size=3), np.zeros(3), I32)
+    check(jnp.setxor1d(jnp.array([3, 3]), jnp.array([3]), size=2), np.zeros(2), I32)
+    check(srcjax.vmap(lambda a: jnp.intersect1d(a, jnp.array([1, 2]), size=2))(jnp.array([[2, 5], [4, 3]])),
+          np.array([[2, 2], [0, 0]]), I32)
 
 
 # -- applying functions ----------------------------------------------------------------------------------------------

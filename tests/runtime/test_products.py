@@ -251,6 +251,33 @@ def test_lax_dot_general_dot_and_batch_matmul():
         lax.dot_general(a, b, (2, 1))
 
 
+@pytest.mark.parametrize("lhs, rhs, want", [  # recorded from JAX 0.10.2: the operand of higher precision,
+    ("int8", "uint8", [106, "int8"]),      # compared as XLA does (float range, then bits, then sign),
+    ("uint32", "int8", [106, "uint32"]),   # not the promotion lattice (int8 with uint8 would be int16)
+    ("uint16", "int8", [106, "uint16"]),
+    ("int32", "uint32", [106, "int32"]),
+    ("int32", "float16", [106.0, "float16"]),
+    ("bool", "int8", [3, "int8"]),
+])
+def test_lax_dot_of_mixed_dtypes_computes_in_the_more_precise_one(lhs, rhs, want):
+    a = jnp.asarray(np.array([100, 3], lhs) if lhs != "bool" else np.array([True, True]))
+    got = lax.dot(a, jnp.asarray(np.array([1, 2], rhs)))
+    assert [got.tolist(), got.dtype.name] == want and not got.weak_type
+    wrapped = lax.dot(jnp.asarray(np.array([100, 3], np.int8)), jnp.asarray(np.array([200, 2], np.uint8)))
+    assert wrapped.tolist() == 38  # (JAX: 20006 wraps in int8)
+    assert lax.dot_general(jnp.asarray(np.array([1, 2], np.int8)), 2, (((), ()), ((), ()))).dtype == np.int32
+
+
+def test_lax_conv_general_dilated_takes_operands_of_one_dtype():
+    """JAX 0.10.2 refuses a convolution of an int32 by a float32 (or float32 by float16); lax does not promote."""
+    x, w = jnp.arange(3).reshape(1, 1, 3), jnp.ones((1, 1, 2))
+    with pytest.raises(TypeError, match="same dtypes, got int32, float32"):
+        lax.conv_general_dilated(x, w, (1,), "VALID")
+    with pytest.raises(TypeError, match="same dtypes, got float32, float16"):
+        lax.conv_general_dilated(w, jnp.ones((1, 1, 2), np.float16), (1,), "VALID")
+    assert lax.conv_general_dilated(np.ones((1, 1, 3)), w, (1,), "VALID").tolist() == [[[2.0, 2.0]]]
+
+
 def test_lax_convolutions_recorded_from_jax():
     x = jnp.arange(1.0, 7.0).reshape(1, 3, 2, 1)  # NHWC
     w = jnp.asarray([1.0, 2.0, -1.0, 0.5]).reshape(2, 2, 1, 1)  # HWIO

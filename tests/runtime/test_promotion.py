@@ -177,18 +177,36 @@ def _kind_of(x):
 
 def test_integer_power_results_are_strongly_typed():
     """JAX's integer ** integer array power is strongly typed even of two weakly typed operands (its binary
-    exponentiation starts from a strong constant), and a Python bool exponent is a static one (JAX takes its
-    operator.index): the results recorded from JAX 0.10.2, eagerly and under jit."""
+    exponentiation starts from a strong constant), and a Python bool exponent, or a concrete 0-d integer array
+    one (eagerly), is a static one (JAX takes its operator.index): the results recorded from JAX 0.10.2, eagerly
+    and under jit."""
     import srcjax
 
     weak = jnp.asarray(3) * 1
     bools = jnp.asarray(np.array([True, False]))
     got = [weak ** weak, srcjax.jit(lambda a, b: a ** b)(weak, weak), bools ** weak, 3 ** bools, weak ** True,
            srcjax.jit(lambda a: a ** True)(weak)]
-    assert [_kind_of(r) for r in got] == ["int32", "int32", "int32", "int32", "int32*", "int32*"]
+    assert [_kind_of(r) for r in got] == ["int32*", "int32", "int32", "int32", "int32*", "int32*"]
     assert [np.asarray(r).tolist() for r in got] == [27, 27, [1, 0], [3, 1], 3, 3]
-    # so the result no longer defers to a narrower operand (JAX: int32, not int8)
-    assert (weak ** weak + jnp.asarray(np.int8(1))).dtype == np.int32
+    # so the traced result no longer defers to a narrower operand (JAX: int32, not int8); the eager one does
+    assert (got[1] + jnp.asarray(np.int8(1))).dtype == np.int32
+    assert (got[0] + jnp.asarray(np.int8(1))).dtype == np.int8
+
+
+def test_concrete_integer_scalar_array_exponent_keeps_the_base_dtype():
+    """JAX takes ``operator.index`` of a concrete exponent, a 0-d integer array included, and binds
+    ``integer_pow`` in the base's dtype (so int8 wraps, and a negative one is refused for an integer base);
+    under jit a traced exponent promotes. Recorded from JAX 0.10.2."""
+    import srcjax
+
+    a8 = jnp.asarray(np.array([2, 3, -2], np.int8))
+    got = [a8 ** jnp.asarray(np.int32(7)), jnp.power(a8, jnp.asarray(np.uint8(3))), jnp.power(a8, np.array(2)),
+           jnp.power(jnp.asarray(np.uint32(3)), jnp.asarray(np.int32(2))), jnp.power(2, jnp.asarray(np.int8(3))),
+           srcjax.jit(jnp.power)(a8, jnp.asarray(np.uint8(3)))]
+    assert [_kind_of(r) for r in got] == ["int8", "int8", "int8", "uint32", "int32*", "int16"]
+    assert [np.asarray(r).tolist() for r in got] == [[-128, -117, -128], [8, 27, -8], [4, 9, 4], 9, 8, [8, 27, -8]]
+    with pytest.raises(TypeError, match="negative"):
+        jnp.power(a8, jnp.asarray(np.int32(-1)))
 
 
 def test_asarray_with_a_dtype_makes_a_weak_array_strong():

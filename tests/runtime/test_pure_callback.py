@@ -162,3 +162,42 @@ def test_64_bit_results_need_x64():
     with pytest.raises(ValueError, match="result_shape_dtypes cannot specify 64-bit types when `jax_enable_x64` is "
                                          "disabled"):
         srcjax.pure_callback(lambda a: a, srcjax.ShapeDtypeStruct((2,), np.float64), jnp.ones(2))
+
+
+def test_io_callback_runs_each_time_the_program_says():
+    """``jax.experimental.io_callback`` (the External callbacks tutorial, numbers from JAX 0.10.2): a callback with
+    a side effect. Unlike a pure one it runs though its result is unused and is never merged with an equal call;
+    batched it runs once per example, an ordered one refuses to be batched, and a nonzero tangent is refused."""
+    from srcjax.experimental import io_callback
+
+    log = []
+
+    def record(x):
+        log.append(np.asarray(x).tolist())
+        return np.asarray(x, np.float32) * 2
+
+    scalar = srcjax.ShapeDtypeStruct((), np.float32)
+
+    @srcjax.jit
+    def f(x):
+        io_callback(record, scalar, x)  # (unused result)
+        io_callback(record, scalar, x)  # (the same call again)
+        return x + 1
+
+    assert float(f(1.0)) == 2.0 and float(f(2.0)) == 3.0 and log == [1.0, 1.0, 2.0, 2.0]
+    log.clear()
+    out = srcjax.jit(lambda x: lax.while_loop(lambda c: c < 20.0, lambda c: c + io_callback(record, scalar, c), x))
+    assert float(out(1.0)) == 27.0 and log == [1.0, 3.0, 9.0]
+    log.clear()
+    batched = srcjax.vmap(lambda x, y: io_callback(record, scalar, x + y), in_axes=(0, None))(jnp.arange(3.0), 1.0)
+    assert np.asarray(batched).tolist() == [2.0, 4.0, 6.0] and log == [1.0, 2.0, 3.0]
+    assert float(srcjax.grad(lambda w, x: w * io_callback(record, scalar, x))(2.0, 5.0)) == 10.0
+
+    rng = np.random.default_rng(0)  # the tutorial's host-side random numbers, in order
+    draw = srcjax.jit(lambda x: io_callback(lambda x: rng.uniform(size=x.shape).astype(x.dtype), x, x))
+    np.testing.assert_allclose(draw(jnp.zeros(5)), [0.6369617, 0.26978672, 0.04097353, 0.01652764, 0.8132702],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        srcjax.vmap(lambda x: io_callback(record, scalar, x, ordered=True))(jnp.zeros(3))
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        srcjax.jacfwd(lambda x: io_callback(record, scalar, x))(1.0)

@@ -444,3 +444,111 @@ def test_truth_of_a_traced_array_is_numpys(fn, message):
         bool(x)
     with pytest.raises(TranspileError, match=message):
         srcjax.jit(fn)(x)
+
+
+_M = np.ones((3, 4), np.float32)
+LOOP_INDEX_AS_STATIC = [  # body(x, i) with i the index of `for i in range(1, 12)`; the sums JAX 0.10.2 gives
+    ("zeros", lambda x, i: jnp.zeros(i).sum(), 0.0),
+    ("full", lambda x, i: jnp.full((i, 2), 2.0).sum(), 264.0),
+    ("eye", lambda x, i: jnp.eye(i).sum(), 66.0),
+    ("reshape", lambda x, i: x.reshape(12 // (1 + i % 3), -1).sum(), 726.0),
+    ("split", lambda x, i: jnp.split(x, [i])[0].sum() + jnp.split(x, 1 + i % 2)[0].sum(), 640.0),
+    ("tile", lambda x, i: jnp.tile(x, i).sum(), 4356.0),
+    ("dynamic_slice", lambda x, i: srcjax.lax.dynamic_slice(x, (0,), (i,)).sum(), 220.0),
+    ("pad", lambda x, i: jnp.pad(x, i).sum() + jnp.pad(x, (0, i)).shape[0], 924.0),
+    ("linspace", lambda x, i: jnp.linspace(0, 1, i).sum(), 32.5),
+    ("expand_dims", lambda x, i: jnp.expand_dims(x, i % 2).sum(), 726.0),
+    ("axes", lambda x, i: jnp.cumsum(_M, axis=i % 2).sum() + jnp.moveaxis(_M, i % 2, 0).sum(), 432.0),
+    ("arange", lambda x, i: jnp.arange(i).sum() * x[1], 220.0),
+    ("slices", lambda x, i: x[i:].sum() + x[::i].sum(), 698.0),
+    ("one_hot", lambda x, i: srcjax.nn.one_hot(jnp.asarray(1), i + 1).sum(), 11.0),
+    ("random_split", lambda x, i: srcjax.random.split(srcjax.random.key(0), i).shape[0] * 1.0, 66.0),
+]
+
+
+@pytest.mark.parametrize("body, want", [case[1:] for case in LOOP_INDEX_AS_STATIC],
+                         ids=[case[0] for case in LOOP_INDEX_AS_STATIC])
+def test_a_static_loop_whose_index_is_a_shape_or_axis_runs_unrolled(body, want):
+    """JAX runs a Python loop under jit, so its index is a Python int: a shape, a size, an axis or a slice bound
+    may be made of it. Such a loop over a static range is unrolled (a traced index there is a
+    ConcretizationTypeError, which makes the loop retry unrolled), not refused."""
+    def f(x):
+        total = 0.0
+        for i in range(1, 12):
+            total = total + body(x, i)
+        return total
+
+    np.testing.assert_allclose(float(srcjax.jit(f)(jnp.arange(12.0))), want, rtol=1e-6)
+
+
+def test_a_wraps_decorator_applied_inside_a_compiled_function():
+    """``@functools.wraps`` over a function defined inside the compiled one copies that function's attributes onto
+    the wrapper; the wrapper keeps its own parameters (``*a``) and body (JAX 0.10.2: 6.0 and 2.0)."""
+    def f(x):
+        @times_3
+        def g(y):
+            return y + 1.0
+
+        return g(x) * 0.5
+
+    assert float(srcjax.jit(f)(3.0)) == 6.0 and float(srcjax.grad(f)(3.0)) == 1.5
+
+
+def test_a_walrus_in_a_comprehension_binds_in_the_function():
+    """PEP 572: ``(z := ...)`` inside a comprehension assigns the function's ``z`` (JAX 0.10.2: 5.0)."""
+    def f(x):
+        out = [(z := x * i) for i in range(3)]
+        return sum(out) + z
+
+    assert float(srcjax.jit(f)(1.0)) == 5.0 and float(srcjax.grad(f)(1.0)) == 5.0
+
+
+def _multiples(x):
+    for i in range(3):
+        yield x * i
+
+
+def test_a_generator_called_from_a_compiled_function_runs_as_python():
+    """A generator function the compiled function calls runs as Python on the traced values, as under JAX's
+    tracing (JAX 0.10.2: 6.0, 3.0, [0, 3, 6]); only a generator defined inside it is refused."""
+    def f(x):
+        return sum(_multiples(x))
+
+    assert float(srcjax.jit(f)(2.0)) == 6.0 and float(srcjax.grad(f)(2.0)) == 3.0
+    np.testing.assert_array_equal(srcjax.vmap(f)(jnp.arange(3.0)), [0.0, 3.0, 6.0])
+
+
+def test_a_traced_value_is_an_array_to_isinstance():
+    """JAX's tracers are ``jax.Array``s (and ``jnp.ndarray``s), so a check on the argument's type takes the same
+    path under jit, grad and vmap as eagerly (JAX 0.10.2: [1, 1, 0, 1, 0, 1] each time)."""
+    def f(x):
+        flags = [isinstance(x, srcjax.Array), isinstance(x, jnp.ndarray), isinstance(x, float),
+                 isinstance(x, (int, srcjax.Array)), isinstance(x, np.ndarray), isinstance(x, srcjax.Array | None)]
+        return jnp.asarray([float(flag) for flag in flags]) * x
+
+    want = [1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    np.testing.assert_array_equal(srcjax.jit(f)(1.0), want)
+    np.testing.assert_array_equal(f(jnp.float32(1.0)), want)
+    np.testing.assert_array_equal(srcjax.vmap(f)(jnp.ones(2)), [want, want])
+    assert float(srcjax.grad(lambda x: f(x).sum())(1.0)) == 4.0
+
+
+def test_eval_and_locals_see_the_functions_variables():
+    """``eval``, ``exec`` without a namespace, ``locals()`` and ``vars()`` inside a compiled function see its own
+    variables (and those it closes over), as Python gives them to JAX's traced function (JAX 0.10.2: 2.0, 2.0, 7.0)."""
+    offset = 5.0
+
+    def evaluated(x):
+        return eval("x * 2")
+
+    def from_locals(x):
+        y = x * 2
+        return locals()["y"]
+
+    def closed_over(x):
+        scale = offset / 5.0  # (a name the body reads is one of its free variables, as Python's eval sees them)
+        return vars()["x"] * scale + eval("offset")
+
+    assert float(srcjax.jit(evaluated)(1.0)) == 2.0 and float(srcjax.grad(evaluated)(1.0)) == 2.0
+    assert float(srcjax.jit(from_locals)(1.0)) == 2.0
+    assert float(srcjax.jit(closed_over)(2.0)) == 7.0

@@ -203,3 +203,17 @@ def test_reverse_over_reverse_through_a_stack_of_stacks():
     np.testing.assert_allclose(srcjax.vmap(srcjax.jacrev(d1))(xs), [srcjax.jacfwd(d1)(x) for x in xs], rtol=1e-10)
     third = srcjax.grad(srcjax.grad(d1))(0.9)
     assert float(third) == pytest.approx(float(srcjax.jacfwd(srcjax.jacfwd(d1))(0.9)), rel=1e-8)
+
+
+@pytest.mark.parametrize("policy", ["everything_saveable", "nothing_saveable"])
+def test_checkpointed_derivative_of_a_while_keeps_no_stack(policy):
+    """Reverse mode of a checkpointed first derivative of a ``while``: the backward pass's second forward sweep
+    fills stacks of its own. A policy that saved every op's result had saved the stacks themselves, which the
+    second sweep pushed onto again, and the derivative came out 0."""
+    keep = getattr(srcjax.checkpoint_policies, policy)
+    d1 = srcjax.checkpoint(srcjax.grad(_sum_loop), policy=keep)
+    want = _fd_hessian(_sum_loop, X)
+    np.testing.assert_allclose(srcjax.jacrev(d1)(X), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(srcjax.jit(srcjax.jacrev(d1))(X), want, rtol=1e-5, atol=1e-6)
+    scalar = srcjax.checkpoint(srcjax.grad(_power_loop), policy=keep)
+    assert float(srcjax.grad(scalar)(0.5)) == pytest.approx(_fd(srcjax.grad(_power_loop), 0.5), rel=1e-5)

@@ -301,8 +301,33 @@ def test_a_boolean_mask_of_a_differentiated_value_is_concrete_under_grad():
     # JAX 0.10: the mask is the primal's, the gradient is 2x where x > 0 (each call its own mask)
     np.testing.assert_allclose(jax.grad(f)(jnp.array([1.0, -1.0, 2.0])), [2.0, 0.0, 4.0])
     np.testing.assert_allclose(jax.grad(f)(jnp.array([-1.0, 3.0, -2.0])), [0.0, 6.0, 0.0])
-    with pytest.raises(TypeError, match="a boolean mask index must be concrete"):
+    with pytest.raises(jax.errors.NonConcreteBooleanIndexError, match="a boolean mask index must be concrete"):
         jax.jit(f)(jnp.array([1.0, -1.0, 2.0]))
+
+
+def test_shape_dependent_errors_under_jit_are_jax_error_classes():
+    """The classes JAX 0.10.2 raises, importable from ``jax.errors``: a traced boolean index is a
+    NonConcreteBooleanIndexError (an IndexError, not a TypeError), a traced slice bound an IndexError, and a
+    traced value where a function needs a static one (nonzero, unique, arange, split, repeat, an axis) a
+    ConcretizationTypeError."""
+    from srcjax.errors import JAXIndexError, JAXTypeError, NonConcreteBooleanIndexError
+
+    x = jnp.array([1.0, -2.0, 3.0])
+    for f in [lambda x: x[x < 0], lambda x: x[x.sum() > 0], lambda x: x.at[x < 0].set(0.0)]:
+        with pytest.raises(NonConcreteBooleanIndexError) as info:
+            jax.jit(f)(x)
+        assert isinstance(info.value, JAXIndexError) and not isinstance(info.value, TypeError)
+    with pytest.raises(IndexError, match="slice entries must be static integers"):
+        jax.jit(lambda x, i: x[i:i + 2])(x, 1)
+    n = jnp.array([1, 2, 3])
+    for f in [jnp.nonzero, jnp.unique, lambda n: jnp.arange(n[0]), lambda n: jnp.split(n, n[:1]),
+              lambda n: jnp.repeat(n, n), lambda n: jnp.sum(n, axis=n[0])]:
+        with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+            jax.jit(f)(n)
+        assert isinstance(info.value, JAXTypeError)
+    with pytest.raises(TypeError) as info:  # (a non-integer axis that is not traced is a plain TypeError)
+        jnp.sum(n, axis=1.5)
+    assert not isinstance(info.value, jax.errors.ConcretizationTypeError)
 
 
 def test_recursion_deeper_than_a_few_levels_with_a_static_base_case():

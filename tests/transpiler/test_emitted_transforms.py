@@ -60,8 +60,8 @@ def _reference(kind, fn, specs, args, nums, extra):
     """The in-process transformation's flat results, and what the emitted function takes after the args."""
     if kind == "vmap":
         return _leaves(srcjax.vmap(fn, in_axes=extra)(*args)), []
-    if kind in ("grad", "jacfwd", "jacrev", "hessian"):  # (an integer output's Jacobian, float0, is not emitted)
-        return [x for x in _leaves(getattr(srcjax, kind)(fn, argnums=nums)(*args)) if x.dtype != FLOAT0], []
+    if kind in ("grad", "jacfwd", "jacrev", "hessian"):  # (an integer output's Jacobian, zeros, is not emitted)
+        return [x for x in _leaves(getattr(srcjax, kind)(fn, argnums=nums)(*args)) if x.dtype.kind in "fc"], []
     # jvp and vjp: the function of its float leaves (the rest fixed), as the emitted module takes them
     flat, tree = tree_util.tree_flatten(list(args))
     kinds = tree_util.tree_leaves([abstract(s) for s in specs], is_leaf=_is_type)

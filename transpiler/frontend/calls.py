@@ -18,20 +18,22 @@ import os
 import sys
 import sysconfig
 import types
+import typing
 from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 
+from srcjax.transpiler.array_methods import ArrayMethods
 from srcjax.transpiler.builder import Builder
 from srcjax.transpiler.frontend import builtin_calls
 from srcjax.transpiler.frontend.concrete import TraceContext, converted, evaluate, reachable, runs
-from srcjax.transpiler.frontend.errors import MissingSourceWarning, TranspileError
+from srcjax.transpiler.frontend.errors import MissingSourceWarning, Note, TranspileError, without_library_frames
 from srcjax.transpiler.frontend.frame import MUTATORS, RET, RETVAL, Enclosing, Exit, Frame, is_symbolic, refuse_raise
 from srcjax.transpiler.frontend.source import FunctionSource, SourceNotFound, function_source, running_function
 from srcjax.transpiler.ir import ConcretizationError, Function, SourceLoc, Value
 from srcjax.transpiler.passes import clean
 from srcjax.transpiler.primitives import core
-from srcjax.transpiler.trees import tree_flatten, tree_unflatten
+from srcjax.transpiler.trees import FLOAT0, Float0Zeros, tree_flatten, tree_unflatten
 from srcjax.transpiler.types import TensorType
 
 MAX_DEPTH = 1000  # nested interpreted calls, as Python's default recursion limit allows nested calls
@@ -134,6 +136,19 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
                 return bool(known)
             except Exception as e:  # noqa: BLE001 - reported at the call site
                 raise frame.wrap(node, e) from e
+    if args and (fn is builtins.hash or fn in (builtins.set, builtins.frozenset, dict.fromkeys) or (
+            isinstance(getattr(fn, "__self__", None), (dict, set, frozenset))
+            and getattr(fn, "__name__", "") in _HASHING_METHODS)):
+        for key in [*args[0]] if fn in (builtins.set, builtins.frozenset, dict.fromkeys) and \
+                isinstance(args[0], (list, tuple)) else [args[0]]:
+            frame.hashable(node, key)
+    if fn in (builtins.locals, builtins.vars) and not args and not kwargs:
+        return frame.python_locals()
+    if fn in (builtins.eval, builtins.exec) and len(args) == 1 and not kwargs:  # (the function's names, not ours)
+        args = [args[0], frame.globals, frame.python_locals()]
+    if fn is builtins.isinstance and len(args) == 2 and not kwargs and is_symbolic(args[0]) and \
+            _names_array_type(args[1]):
+        return True  # (a traced value is a jax.Array, a jnp.ndarray, as JAX's tracers are)
     if builtin_calls.handles(fn):  # max, min, any, all: selects where they test a traced value
         try:
             return builtin_calls.call(frame, fn, args, kwargs, node)
@@ -159,10 +174,12 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
         trace.active[key] = trace.active.get(key, 0) + 1
         try:
             if trace.depth > MAX_DEPTH:
-                raise frame.error(node, f"calls nest deeper than {MAX_DEPTH} levels (unbounded recursion?)")
+                raise _too_deep(frame, node, trace)
             if trace.depth == _DEEP:
                 _deepen(trace)
             return interpret(trace, target, args, kwargs, caller=frame, node=node)
+        except TranspileError as e:
+            raise _called_here(e, frame, node, target) from e.__cause__
         finally:
             trace.depth -= 1
             trace.active[key] -= 1
@@ -171,12 +188,65 @@ def call(frame: Frame, fn: Any, args: list, kwargs: dict, node: cst.CSTNode) -> 
         frame.check_outer_write(node, owner, f"a {type(owner).__name__} (its .{fn.__name__})")
     try:
         return fn(*args, **kwargs)
-    except (TranspileError, Exit):
+    except TranspileError as e:  # (from user code that a library function, lax.cond say, called)
+        raise _called_here(e, frame, node, fn) from e.__cause__
+    except Exit:
         raise
     except RecursionError:
         raise frame.error(node, "calls nest too deeply (unbounded recursion?)") from None
     except Exception as e:  # noqa: BLE001 - reported at the call site
         raise frame.wrap(node, e) from e
+
+
+_HASHING_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard", "remove", "__getitem__",
+                              "__contains__"})  # (the dict and set methods that hash their first argument)
+
+
+def _names_array_type(classes: Any) -> bool:
+    """Whether an ``isinstance`` class argument (a class, a tuple or a union of them) names an array class of
+    srcjax's (``jax.Array``, ``jnp.ndarray``: the runtime's ``Array``, which has the IR values' methods)."""
+    if isinstance(classes, tuple):
+        return any(_names_array_type(c) for c in classes)
+    if isinstance(classes, types.UnionType) or typing.get_origin(classes) is typing.Union:
+        return any(_names_array_type(c) for c in typing.get_args(classes))
+    return isinstance(classes, type) and issubclass(classes, ArrayMethods)
+
+
+def _too_deep(frame: Frame, node: cst.CSTNode, trace: Trace) -> TranspileError:
+    """A RecursionError (JAX's type for a function that calls itself without end) at the call too deep."""
+    note = ""
+    if trace.context.guards:  # (the recursion goes on under an `if` on a traced value: both sides are read)
+        note = ("the call is inside an `if` (or `a if c else b`) on a traced value, whose sides are both compiled, "
+                "so a recursion that stops on a traced value never stops here; make what it stops on static "
+                "(static_argnums), or write the recursion as a lax.while_loop")
+    error = frame.wrap(node, RecursionError(f"calls nest deeper than {MAX_DEPTH} levels (unbounded recursion?)"))
+    error.note = note
+    error.args = (error.render(),)
+    return error
+
+
+_CALL_NOTES = 8  # the calls an error inside a called function names, innermost first
+
+
+def _called_here(error: TranspileError, frame: Frame, node: cst.CSTNode, fn: Any) -> TranspileError:
+    """``error``, raised inside the call of ``fn`` at ``node``, with a note naming that call: an error in a helper
+    says which chain of calls from the compiled function led to it, as a C++ compiler names each instantiation."""
+    if error.loc is None:
+        return error
+    loc = frame.loc(node)
+    calls = getattr(error, "call_notes", 0)
+    if calls > _CALL_NOTES or loc == error.loc or any(note.loc == loc for note in error.notes):
+        return error
+    target = fn.partial.func if isinstance(fn, _PartialCall) else fn
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+    if calls == _CALL_NOTES:
+        error.notes.append(Note("(and the calls that led there)", None))
+    else:
+        error.notes.append(Note(f"in {name.rsplit('<locals>.', 1)[-1]}(), called here", loc,
+                                frame.source.file.span(node)))
+    error.call_notes = calls + 1
+    error.args = (error.render(),)
+    return error
 
 
 _DEEP = 50  # nested interpreted calls at which Python's recursion limit is checked (once: counting frames is slow)
@@ -227,8 +297,8 @@ def _unwrap(fn: Any, args: list) -> tuple[Any, list]:
     given = args
     while True:
         if isinstance(fn, functools.partial):
-            if fn.keywords:
-                return (_PartialCall(fn), args) if is_user_function(fn.func) else (None, given)
+            if fn.keywords:  # (over a user function, or a method or callable object that reaches one)
+                return (_PartialCall(fn), args) if _unwrap(fn.func, [])[0] is not None else (None, given)
             fn, args = fn.func, [*fn.args, *args]
         elif isinstance(fn, types.MethodType) and is_user_function(fn.__func__):
             fn, args = fn.__func__, [fn.__self__, *args]
@@ -253,9 +323,12 @@ def interpret(trace: Trace, fn: Any, args: Sequence[Any], kwargs: dict, caller: 
     """Run a user function by interpreting its source (or call it, when its source cannot be found)."""
     if isinstance(fn, _PartialCall):
         p = fn.partial
-        return interpret(trace, p.func, [*p.args, *args], {**p.keywords, **kwargs}, caller, node)
+        target, call_args = _unwrap(p.func, [*p.args, *args])
+        return interpret(trace, target, call_args, {**p.keywords, **kwargs}, caller, node)
     if isinstance(fn, InterpretedFunction):
         return fn.run(trace, args, kwargs, caller, node)
+    if caller is not None and inspect.isgeneratorfunction(running_function(fn)):
+        return fn(*args, **kwargs)  # (a generator a compiled function calls runs as Python, as under JAX's tracing)
     try:
         source = function_source(fn)
     except SourceNotFound as e:
@@ -319,6 +392,10 @@ def run_function_body(frame: Frame, node: cst.FunctionDef | cst.Lambda) -> Any:
 class InterpretedFunction:
     """A ``def`` or ``lambda`` evaluated inside interpreted code; calling it interprets its body."""
 
+    # (slots and a property, not ``__dict__``: ``functools.wraps`` copies the wrapped function's ``__dict__``
+    # onto its wrapper, whose own signature and body must stay its own)
+    __slots__ = ("frame", "node", "signature", "source", "enclosing", "__dict__", "__weakref__")
+
     def __init__(self, frame: Frame, node: cst.FunctionDef | cst.Lambda):
         self.frame, self.node = frame, node
         self.__name__ = node.name.value if isinstance(node, cst.FunctionDef) else "<lambda>"
@@ -327,6 +404,10 @@ class InterpretedFunction:
         self.signature = _signature(frame, node.params)
         self.source = FunctionSource(frame.source.file, node, self.__name__)
         self.enclosing = Enclosing(frame, frame.scopes)  # (looked up at each call: Python's late binding)
+
+    @property
+    def __signature__(self) -> inspect.Signature:  # (what ``inspect.signature`` gives: keywords bind as for a ``def``)
+        return self.signature
 
     def __repr__(self) -> str:
         loc = self.frame.loc(self.node)
@@ -429,8 +510,13 @@ def trace_function(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict | N
         except TranspileError as e:
             if getattr(e, "conditional_raise", False):
                 raise refuse_raise(e) from None
+            if e.loc is not None and _traces.stack == [trace] and \
+                    (shown := without_library_frames(e, is_user_file)) is not None:
+                raise shown from None  # (its message names the user's lines; nothing interpreted handles it now)
             raise
     out_leaves, out_tree = tree_flatten(out)
+    if any(getattr(leaf, "dtype", None) == FLOAT0 for leaf in out_leaves):  # (returned as bool zeros)
+        out_leaves, out_tree = tree_flatten(tree_unflatten(out_tree, [Float0Zeros.wrap(x) for x in out_leaves]))
     for leaf in out_leaves:
         if not (isinstance(leaf, Value) or hasattr(leaf, "aval") or isinstance(leaf, (int, float, complex, bool))
                 or hasattr(leaf, "dtype")):

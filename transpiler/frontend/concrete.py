@@ -298,6 +298,11 @@ def _primal_text(trace: Any, reads: set[int], aval: TensorType, primal: Any) -> 
     return str(primal) if primal is not None else _unknown_text(trace, aval)
 
 
+def tracer_name(trace: Any) -> str:
+    """The class name JAX's tracer of this transformation has (``JitTracer``, ``GradTracer``, ...)."""
+    return _NAMES.get(trace.context.kind, "JitTracer")
+
+
 def printable(trace: Any, value: Value) -> Any:
     """What ``print(value)`` shows for a traced ``value``: the concrete array where JAX's value would be one,
     else a ``TracerText``."""

@@ -16,8 +16,9 @@ and rustc do:
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from srcjax.transpiler.ir import SourceLoc
 
@@ -70,6 +71,30 @@ def _located(kind: str, message: str, loc: SourceLoc | None, length: int) -> lis
         width = max(1, min(length, len(text) - loc.column + 1))
         lines.append("    " + " " * (loc.column - 1) + "^" + "~" * (width - 1))
     return lines
+
+
+_FILTER_TRACEBACKS = [True]  # JAX's ``jax_traceback_filtering`` (not "off"), as the runtime's config sets it
+
+
+def set_traceback_filtering(on: bool) -> None:
+    _FILTER_TRACEBACKS[0] = on
+
+
+def without_library_frames(error: TranspileError, is_user_file: Callable[[str], bool]) -> TranspileError | None:
+    """``error`` leaving the outermost function being compiled, its traceback cut to the frames of the user's files
+    (the line it names was read, not run: the frames between are srcjax's), as JAX filters its tracebacks; None
+    where filtering is off (``jax_traceback_filtering='off'``) and the error keeps every frame and its cause."""
+    if not _FILTER_TRACEBACKS[0]:
+        return None
+    kept, tb = [], error.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    shown = None
+    for tb in reversed(kept):
+        shown = types.TracebackType(shown, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    return error.with_traceback(shown)
 
 
 class MissingSourceWarning(UserWarning):

@@ -12,8 +12,10 @@ yields, and the statements after such a branch run under a guard.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import linecache
 import operator
-from collections.abc import Mapping, Sequence as AbcSequence
+from collections.abc import ItemsView, KeysView, Mapping, Sequence as AbcSequence, Set as AbcSet
 from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
@@ -63,6 +65,18 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     cst.Is: operator.is_, cst.IsNot: operator.is_not, cst.In: lambda a, b: a in b,
     cst.NotIn: lambda a, b: a not in b,
 }
+_HASHED = (Mapping, AbcSet, KeysView, ItemsView)  # containers whose ``in`` hashes the item
+
+
+def _traced_in_key(key: Any) -> Any:
+    """The traced value hashing ``key`` would hash (it, or one in a tuple or frozenset of it), else None."""
+    if is_symbolic(key):
+        return key
+    if isinstance(key, (tuple, frozenset)):
+        return next((t for t in map(_traced_in_key, key) if t is not None), None)
+    return None
+
+
 _UNARY: dict[type, Callable[[Any], Any]] = {
     cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert,
 }
@@ -76,6 +90,28 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
 _ERROR_TYPES = (TypeError, ValueError, IndexError, KeyError, AttributeError, NameError, ZeroDivisionError,
                 NotImplementedError, OverflowError, RuntimeError, AssertionError)
 _error_classes: dict[type, type] = {}
+
+
+def _raised_in_user_code(error: BaseException) -> Note | None:
+    """Where ``error`` was raised in user code that ran as Python, not read (a generator, a function with no
+    source, one a library called): the innermost frame of the user's files in its traceback."""
+    from srcjax.transpiler.frontend.calls import is_user_file
+
+    found, tb = None, error.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    code = found.tb_frame.f_code
+    line, end_line, column, end_column = next(
+        (p for i, p in enumerate(code.co_positions()) if i == found.tb_lasti // 2), (found.tb_lineno, None, None, None))
+    line = line or found.tb_lineno
+    text = linecache.getline(code.co_filename, line)
+    length = end_column - column if end_line == line and column is not None and end_column is not None else 1
+    loc = SourceLoc(code.co_filename, line, (column or 0) + 1, text, code.co_name)
+    return Note(f"raised here, in {code.co_name}() (run as Python)", loc, length)
 
 
 def located_error(error: BaseException, loc: SourceLoc | None, length: int, note: str = "") -> TranspileError:
@@ -162,6 +198,7 @@ class Frame:
         self.global_names: dict[str, cst.Global] = {}  # names a ``global`` statement declared, and where
         self.nonlocal_names: dict[str, cst.Nonlocal] = {}  # names a ``nonlocal`` statement declared, and where
         self.scopes: list[tuple[dict[str, Any], frozenset[str]]] = []  # the comprehensions being run
+        self.outside: list[dict[str, Any]] = []  # the variables around each of them (the function's first)
         self.handling: list[TranspileError] = []  # the exceptions the ``except`` clauses being run caught
         code = getattr(fn, "__code__", None)
         cells = getattr(fn, "__closure__", None) or ()
@@ -185,6 +222,9 @@ class Frame:
                     "that depends on data, or mark the argument static (static_argnums)")
         located = located_error(error, self.loc(node), self.source.file.span(node), note)
         located.concretization = isinstance(error, ConcretizationError) or getattr(error, "concretization", False)
+        if located is not error and (origin := _raised_in_user_code(error)) is not None and origin.loc != located.loc:
+            located.notes.append(origin)
+            located.args = (located.render(),)
         return _tag(located)
 
     # -- names --------------------------------------------------------------------------------------------
@@ -794,7 +834,27 @@ class Frame:
         return self.eval_elements(node.elements)
 
     def expr_Set(self, node: cst.Set) -> set:
-        return set(self.eval_elements(node.elements))
+        return set(self.hashable(node, item) for item in self.eval_elements(node.elements))
+
+    def python_locals(self) -> dict[str, Any]:
+        """What ``locals()`` gives here: the function's variables and the free ones it reads (not the
+        interpreter's own entries)."""
+        names = {}
+        for name, cell in self.closure.items():
+            with contextlib.suppress(ValueError):  # (a cell not yet assigned)
+                names[name] = cell.cell_contents
+        names.update((k, v) for k, v in self.env.items() if k.isidentifier())
+        return names
+
+    def hashable(self, node: cst.CSTNode, key: Any) -> Any:
+        """``key``, refused as a dict key or set item when it is (or holds) a traced value: JAX's tracers are
+        unhashable, where srcjax's IR values hash by identity and would silently miss (``{0: a}.get(i, b)``)."""
+        traced = _traced_in_key(key)
+        if traced is not None:
+            raise self.wrap(node, TypeError(f"unhashable type: a traced value ({traced.aval}) cannot be hashed (a "
+                                            "dict key, a set item, hash()); its value is only known when the "
+                                            "compiled function runs"))
+        return key
 
     def eval_elements(self, elements: Sequence[cst.BaseElement]) -> list:
         out: list = []
@@ -811,7 +871,7 @@ class Frame:
             if isinstance(element, cst.StarredDictElement):
                 out.update(self.eval(element.value))
             else:
-                out[self.eval(element.key)] = self.eval(element.value)
+                out[self.hashable(element.key, self.eval(element.key))] = self.eval(element.value)
         return out
 
     def expr_Attribute(self, node: cst.Attribute) -> Any:
@@ -819,7 +879,7 @@ class Frame:
         try:
             return getattr(obj, node.attr.value)
         except AttributeError as e:
-            raise self.wrap(node, e) from e
+            raise self.wrap(node, self.tracer_named(e)) from e
 
     def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Any:
         left, right = self.eval(node.left), self.eval(node.right)
@@ -830,7 +890,7 @@ class Frame:
         except (TranspileError, Exit):
             raise
         except Exception as e:  # noqa: BLE001
-            raise self.wrap(node, e) from e
+            raise self.wrap(node, self.tracer_named(e)) from e
 
     def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Any:
         value = self.eval(node.expression)
@@ -840,13 +900,28 @@ class Frame:
 
                 return values.logical_not(to_predicate(self, value, node.expression))
             return not value
-        return _UNARY[type(node.operator)](value)
+        try:
+            return _UNARY[type(node.operator)](value)
+        except (TranspileError, Exit):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise self.wrap(node, self.tracer_named(e)) from e
+
+    def tracer_named(self, error: Exception) -> Exception:
+        """Python's own TypeError or AttributeError (``unsupported operand type(s) for +: 'Value' and 'NoneType'``,
+        ``'Value' object has no attribute 'numpy'``) with a traced value's type named as JAX names its tracer, not
+        by the IR's class."""
+        if type(error) in (TypeError, AttributeError) and "'Value'" in str(error):
+            return type(error)(str(error).replace("'Value'", f"'{concrete.tracer_name(self.trace)}'"))
+        return error
 
     def expr_Comparison(self, node: cst.Comparison) -> Any:
         left = self.eval(node.left)
         result: Any = True
         for target in node.comparisons:
             right = self.eval(target.comparator)
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(right, _HASHED):
+                self.hashable(node, left)
             try:
                 outcome = _COMPARE[type(target.operator)](left, right)
             except (TranspileError, Exit):
@@ -897,6 +972,8 @@ class Frame:
     def expr_Subscript(self, node: cst.Subscript) -> Any:
         value = self.eval(node.value)
         index = self.eval_index(node)
+        if isinstance(value, Mapping):
+            self.hashable(node, index)
         try:
             return value[index]
         except (TranspileError, Exit):
@@ -944,19 +1021,24 @@ class Frame:
     def expr_NamedExpr(self, node: cst.NamedExpr) -> Any:
         value = self.eval(node.value)
         self.assign(node.target, value)
+        name = node.target.value if isinstance(node.target, cst.Name) else None
+        if name in self.env:  # in a comprehension it binds in the function's scope too (PEP 572)
+            for env in self.outside:
+                env[name], env["@" + name] = self.env[name], self.env["@" + name]
         return value
 
     def expr_ListComp(self, node: cst.ListComp) -> list:
         return self.comprehension(node, lambda: self.eval(node.elt), list)
 
     def expr_SetComp(self, node: cst.SetComp) -> set:
-        return set(self.comprehension(node, lambda: self.eval(node.elt), list))
+        return set(self.comprehension(node, lambda: self.hashable(node.elt, self.eval(node.elt)), list))
 
     def expr_GeneratorExp(self, node: cst.GeneratorExp) -> Any:
         return iter(self.comprehension(node, lambda: self.eval(node.elt), list))
 
     def expr_DictComp(self, node: cst.DictComp) -> dict:
-        return dict(self.comprehension(node, lambda: (self.eval(node.key), self.eval(node.value)), list))
+        return dict(self.comprehension(node, lambda: (self.hashable(node.key, self.eval(node.key)),
+                                                      self.eval(node.value)), list))
 
     def comprehension(self, node: Any, element: Callable[[], Any], kind: type) -> list:
         """Comprehensions iterate statically (arrays along their first axis), in a scope of their own; a lambda
@@ -964,6 +1046,7 @@ class Frame:
         saved = self.env
         self.env = dict(saved)
         self.scopes.append((self.env, frozenset(_comprehension_targets(node))))
+        self.outside.append(saved)
         out: list = []
 
         def loop(clause: cst.CompFor | None) -> None:
@@ -995,6 +1078,7 @@ class Frame:
         finally:
             self.env = saved
             self.scopes.pop()
+            self.outside.pop()
         return out
 
     # -- values as text, concrete values -----------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The 'callback' family: ``pure_callback``, an op whose results a Python function computes from its operands'
-values while the program runs (``srcjax.pure_callback`` makes it: runtime/callbacks.py).
+values while the program runs (``srcjax.pure_callback`` makes it: runtime/callbacks.py), and ``io_callback``, the
+same with an effect (at the end).
 
 It has no effect: the passes may drop it when nothing reads its results, or merge two equal ones, as XLA may
 JAX's. Its ``callback`` param is a ``PureCallback``, called with one NumPy array per operand (copies it may
@@ -129,5 +130,47 @@ def _pure_callback_vmap(args: list[Any], dims: list[int | None], *, callback: Pu
 
 
 pure_callback_p.def_vmap(_pure_callback_vmap)
+
+
+# ``io_callback`` (``jax.experimental.io_callback``): a callback with a side effect. As ``debug_callback`` it is kept
+# though nothing reads its results, runs where and as often as the program says, and is never merged with an equal
+# one; as JAX's, it has no derivative, and batched it runs once per example ("sequential"), unless ``ordered``,
+# which refuses to be batched.
+io_callback_p = Primitive("io_callback", params=("callback", "result_avals", "ordered"), multiple_results=True)
+io_callback_p.effect = True
+io_callback_p.always_record = True
+
+
+@io_callback_p.def_shape
+def _io_callback_shape(*operands: TensorType, callback: PureCallback, result_avals: tuple[TensorType, ...],
+                       ordered: bool) -> list[TensorType]:
+    return _pure_callback_shape(*operands, callback=callback, result_avals=result_avals, vmap_method="sequential")
+
+
+@io_callback_p.def_impl
+def _io_callback_impl(*operands: Any, callback: PureCallback, result_avals: tuple[TensorType, ...],
+                      ordered: bool) -> list[Any]:
+    return callback(*(np.array(x) for x in operands), avals=result_avals)
+
+
+def _io_no_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+io_callback_p.def_jvp(_io_no_jvp)
+io_callback_p.def_unsupported("transpose", "not linear (an IO callback has no derivative)")
+
+
+def _io_callback_vmap(args: list[Any], dims: list[int | None], *, callback: PureCallback,
+                      result_avals: tuple[TensorType, ...], ordered: bool):
+    if ordered and not over_devices():
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    size = axis_size(args, dims)
+    outs = io_callback_p.bind(*args, callback=callback.batched(dims, size), ordered=ordered,
+                              result_avals=tuple(a.update(shape=(size, *a.shape)) for a in result_avals))
+    return outs, [0] * len(outs)
+
+
+io_callback_p.def_vmap(_io_callback_vmap)
 
 register_module(globals())

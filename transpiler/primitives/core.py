@@ -31,8 +31,9 @@ class PrimitiveTypeError(PrimitiveError, TypeError):
     pass
 
 
-class PrimitiveValueError(PrimitiveError, ValueError):
-    pass
+class PrimitiveValueError(PrimitiveError, ValueError, TypeError):
+    """Operands a primitive's shape rule refuses (sizes, axes): a ValueError, and a TypeError as JAX's shape rules
+    raise for most of them (``dynamic_slice``, ``broadcast_in_dim``, ``concatenate``): either ``except`` catches it."""
 
 
 class TransformError(Exception):

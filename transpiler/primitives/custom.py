@@ -180,12 +180,12 @@ def _custom_jvp_call_vjp(engine: VJPEngine, op: Op) -> CustomVJPRecord | None:
     # the backward pass computes the rule again: its debug prints were made by the forward pass
     _transposing.add(custom)
     try:
-        transposed = engine.vjp(drop_effects(jvp), wrt)
+        transposed = engine.vjp(drop_effects(jvp), wrt, linear=True)
     finally:
         _transposing.discard(custom)
 
     def backward(residuals: list[Any], cts_out: list[Any]) -> list[Any]:
-        zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them: any value will do)
+        zero_tangents = [zeros(t) for t in tangent_avals]  # (the rule is linear in them, checked: any will do)
         zero_outs = [zeros(tangent_aval(r.aval)) for r in jvp.results[:n_out]]
         args = [*residuals, *zero_tangents, *zero_outs, *cts_out]
         grads = iter(engine.evaluate(transposed, *args)[len(jvp.results):])
@@ -389,7 +389,10 @@ def _checkpoint_vjp(engine: VJPEngine, op: Op) -> CheckpointRecord | None:
         for inner in region.ops:
             with engine.builder.at(inner.loc):
                 engine.forward_op(inner)
-            if policy is not None and not inner.regions and len(inner.results) == 1 and policy(
+            # (only arrays are saved: a stack of a loop's residuals is filled in place, so the backward pass's
+            # second forward sweep must make its own rather than push onto the one the first sweep filled)
+            if policy is not None and not inner.regions and len(inner.results) == 1 and isinstance(
+                    inner.results[0].aval, TensorType) and policy(
                     inner.prim, *(v.aval for v in inner.operands), **inner.params):
                 saved[id(inner)] = engine.read(inner.results[0])
     for r, y in zip(op.results, region.results):

@@ -87,8 +87,9 @@ class VJPEngine(Protocol):
     def trace(self, name: str, avals: Sequence[Any], body: Callable[[list[Value]], list[Any]]) -> Function:
         """A function of parameters of types ``avals``, recorded from ``body(params) -> results``."""
 
-    def vjp(self, fn: Function, wrt: Sequence[bool]) -> Function:
-        """The reverse-mode derivative of a whole function (``vjp_function``)."""
+    def vjp(self, fn: Function, wrt: Sequence[bool], linear: bool = False) -> Function:
+        """The reverse-mode derivative of a whole function (``vjp_function``; ``linear``: its transpose, ``fn``
+        being required to be linear in ``wrt``)."""
 
     def evaluate(self, fn: Function, *args: Any) -> list[Any]:
         """``fn`` applied to ``args`` through the current interpreter (recorded, or computed)."""

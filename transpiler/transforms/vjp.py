@@ -152,8 +152,8 @@ class VJP:
         with core.interpreting(traced):
             return clean(traced.finish(body(params)))
 
-    def vjp(self, fn: Function, wrt: Sequence[bool]) -> Function:
-        return vjp_function(fn, wrt)
+    def vjp(self, fn: Function, wrt: Sequence[bool], linear: bool = False) -> Function:
+        return vjp_function(fn, wrt, linear=linear)
 
     def evaluate(self, fn: Function, *args: Any) -> list[Any]:
         return eval_function(fn, *args)
@@ -247,15 +247,19 @@ def _all_values(fn: Function) -> dict[int, Value]:
 
 
 def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: bool = False,
-                 seeded: int | None = None) -> Function:
+                 seeded: int | None = None, linear: bool = False) -> Function:
     """``(*primals, *cotangents) -> (*outs, *param_cotangents)`` for the params in ``wrt`` (default all).
 
     With ``seed_ones`` there are no cotangent params: each output's cotangent is 1 (``grad``). Only the first
     ``seeded`` outputs (default all) get a cotangent; the others (``has_aux``'s auxiliary data) are outputs only,
-    still differentiable by a transformation of the result.
+    still differentiable by a transformation of the result. With ``linear``, ``fn`` must be linear in the params
+    of ``wrt`` (its transpose is wanted: ``linear_transpose``, a ``custom_jvp`` rule in its tangents), else
+    ``check_linear`` raises.
     """
     wrt = list(wrt) if wrt is not None else [True] * len(fn.params)
     t, records, outs = _forward_sweep(fn, wrt)
+    if linear:
+        check_linear(t, records)
     builder = t.builder
     main = fn.results[:seeded]
     if seed_ones:
@@ -279,6 +283,63 @@ def vjp_function(fn: Function, wrt: Sequence[bool] | None = None, seed_ones: boo
     if ops and backward is not None:
         result.sections = {id(ops[0]): "forward", id(backward): "backward"}
     return result
+
+
+def check_linear(t: VJP, records: list[Record]) -> None:
+    """Raise unless the forward sweep ``t`` is linear in its differentiated params: an op's derivative (the
+    factors its linear snippet reads) must not depend on them, as ``x * x``'s (``x``) or ``sin``'s (``cos x``)
+    does, and none may have a declared zero derivative and an inexact result (``round``, ``stop_gradient``), nor
+    hold regions and read a predicate or index computed from them; JAX's transposition fails on such an op. (The
+    linear parts inside regions are not looked into.)"""
+    dependent = {id(t.primal[id(p)]) for p in t.fn.params if t.is_active(p)}
+    _depend(t.builder.function.body.ops, dependent)
+    for record in records:
+        if isinstance(record, PrimRecord):
+            if any(id(v) in dependent for v in record.refs()):
+                _not_linear(record.op)
+        elif any(id(t.read(v)) in dependent and not is_differentiable(v.aval) for v in record.op.operands):
+            _not_linear(record.op)  # (a branch index or predicate computed from the inputs)
+
+
+def _depend(ops: list[Op], dependent: set[int]) -> None:
+    """Add to ``dependent`` (ids) the results of ``ops`` that depend on it. A region's params depend on the op's
+    operands position by position where they match (a loop's carries, which its body's results feed back), else
+    on any of them; an op's result on the regions' results at its position where they match, else on anything
+    the op reads."""
+    for op in ops:
+        if not op.regions:
+            if any(id(v) in dependent for v in op.operands):
+                dependent.update(id(r) for r in op.results)
+                if op.prim.rule_state("jvp") == core.ZERO and any(is_differentiable(r.aval) for r in op.results):
+                    _not_linear(op)
+            continue
+        operands = [id(v) in dependent for v in op.operands]
+        changed = True
+        while changed:
+            changed = False
+            for region in op.regions:
+                positional = len(region.params) == len(op.operands)
+                dependent.update(id(p) for i, p in enumerate(region.params)
+                                 if (operands[i] if positional else any(operands)))
+                _depend(region.ops, dependent)
+                if len(region.results) == len(region.params):  # (a carry the body makes depend)
+                    for p, r in zip(region.params, region.results):
+                        if id(r) in dependent and id(p) not in dependent:
+                            dependent.add(id(p))
+                            changed = True
+        matching = [region for region in op.regions if len(region.results) == len(op.results)]
+        reads = any(operands) or any(id(v) in dependent for region in op.regions for v in free_values(region))
+        for i, r in enumerate(op.results):
+            if any(id(region.results[i]) in dependent for region in matching) or (not matching and reads):
+                dependent.add(id(r))
+
+
+def _not_linear(op: Op) -> None:
+    where = f" at {op.loc.file}:{op.loc.line}" if op.loc is not None else ""
+    raise NotImplementedError(  # (JAX: "Transpose rule (for reverse-mode differentiation) for ...")
+        f"cannot transpose '{op.prim.name}'{where}: it is not linear in a value that depends on the inputs of a "
+        "function that must be linear in them (the function given to linear_transpose, or a custom_jvp rule in "
+        "its tangents, under reverse mode)")
 
 
 def _forward_sweep(fn: Function, wrt: Sequence[bool]) -> tuple[VJP, list[Record], list[Any]]:
@@ -306,4 +367,4 @@ def forward_function(fn: Function, wrt: Sequence[bool]) -> Function:
         return clean(t.builder.finish(outs))
 
 
-__all__ = ["forward_function", "vjp_function", "VJP"]
+__all__ = ["check_linear", "forward_function", "vjp_function", "VJP"]
