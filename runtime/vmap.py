@@ -22,11 +22,13 @@ from srcjax.transpiler.builder import differentiation_depths
 from srcjax.transpiler.frontend import trace_function
 from srcjax.transpiler.frontend.calls import enclosing_trace
 from srcjax.transpiler.frontend.concrete import UNKNOWN, TraceContext
+from srcjax.transpiler.frontend.errors import TranspileError
 from srcjax.transpiler.interpret import eval_function
 from srcjax.transpiler.ir import Value
 from srcjax.transpiler.primitives import collectives
 from srcjax.transpiler.primitives.ad import aval_of
 from srcjax.transpiler.transforms.vmap import vmap_function
+from srcjax.transpiler.trees import FLOAT0
 from srcjax.transpiler.types import TensorType
 
 
@@ -109,7 +111,21 @@ def _context(leaves: list[Any], dims: list[int | None], size: int) -> TraceConte
 
 
 def _dynamic(leaf: Any) -> bool:
-    return isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex))
+    """An array or number (not a float0 array, an integer's tangent with no values: a constant of the trace)."""
+    return (isinstance(leaf, (Array, Value, np.ndarray, np.generic, bool, int, float, complex))
+            and getattr(leaf, "dtype", None) != FLOAT0)
+
+
+def _check_axes_spec(in_axes: Any, out_axes: Any) -> None:
+    """JAX's checks when ``vmap`` is applied: axes are ints (not floats, bools or NumPy integers) or None, and
+    ``in_axes`` is one of them or a tuple with an entry per positional argument."""
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                        f"arguments passed to the function, but got {in_axes}.")
+    for name, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+        if not all(type(leaf) is int for leaf in tree_util.tree_leaves(spec)):
+            raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those types as leaves, "
+                            f"but got {spec}.")
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
@@ -125,6 +141,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         raise TypeError(f"vmap expects a callable, got {type(fun).__name__}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    _check_axes_spec(in_axes, out_axes)
 
     @functools.wraps(fun)
     def vmapped(*args: Any, **kwargs: Any) -> Any:
@@ -137,7 +154,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                                  "in_axes") + [0] * len(tree_util.tree_leaves(kwargs))
         sizes, dims, sliced = {}, [], []
         for i, (leaf, axis) in enumerate(zip(leaves, axes)):
-            if axis is None or not _dynamic(leaf):
+            if axis is not None and not _dynamic(leaf):  # (a string, an object to map over: JAX's error)
+                raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type")
+            if axis is None:
                 dims.append(None)
                 sliced.append(leaf)
                 continue
@@ -164,18 +183,31 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
         # what one example sees: mapped leaves lose their axis; other arrays are shared; the rest is static
         # (an unmapped number stays a Python value, as JAX passes it: ``range(n)`` sees it)
-        abstract = [s.aval if isinstance(s, _Example) else abstractify(s) if _dynamic(s) and not _number(s) else s
-                    for s in sliced]
-        dynamic = [isinstance(a, TensorType) for a in abstract]
-        abstract_args, abstract_kwargs = tree_util.unflatten_containers(treedef, abstract)
-        named = collectives.named_axis(axis_name, size * _processes, _processes) if axis_name is not None else None
-        with named or _nothing():
+        def read(keep_arrays: bool) -> tuple[Any, Any, list[bool], list[Any]]:
+            """The trace of one example; with ``keep_arrays``, unmapped concrete arrays stay values in it."""
+            abstract = [s.aval if isinstance(s, _Example) else s if keep_arrays and isinstance(s, (np.ndarray, Array))
+                        else abstractify(s) if _dynamic(s) and not _number(s) else s for s in sliced]
+            dynamic = [isinstance(a, TensorType) for a in abstract]
+            abstract_args, abstract_kwargs = tree_util.unflatten_containers(treedef, abstract)
             dyn_leaves = [leaf for leaf, dyn in zip(leaves, dynamic) if dyn]
             # (what an enclosing trace differentiates stays differentiated: custom rules apply inside)
             ir, out_tree = trace_function(fun, abstract_args, abstract_kwargs,
                                           differentiated=differentiation_depths(dyn_leaves),
                                           context=_context(dyn_leaves, [d for d, dyn in zip(dims, dynamic) if dyn],
                                                            size))
+            return ir, out_tree, dynamic, dyn_leaves
+
+        named = collectives.named_axis(axis_name, size * _processes, _processes) if axis_name is not None else None
+        with named or _nothing():
+            try:
+                ir, out_tree, dynamic, dyn_leaves = read(False)
+            except TranspileError as e:
+                # a value the function needed concrete (``jnp.arange(n)``): JAX never traces unmapped arrays, so
+                # read again with them as values, as grad does for the arguments it does not differentiate
+                if not getattr(e, "concretization", False) or not any(
+                        isinstance(s, (np.ndarray, Array)) for s in sliced):
+                    raise
+                ir, out_tree, dynamic, dyn_leaves = read(True)
             leaf_dims = [d for d, dyn in zip(dims, dynamic) if dyn]
             probe = tree_util.unflatten_containers(out_tree, list(range(len(ir.results))))
             outs = _broadcast_prefix(out_axes, probe, "out_axes")

@@ -3,6 +3,7 @@ gives for them: vmap of derivatives over NumPy's float64 arrays (x64 off), lax.s
 log_softmax over a row masked whole, and jnp.interp's derivative at its last knot."""
 
 import numpy as np
+import pytest
 
 import srcjax
 import srcjax.numpy as jnp
@@ -93,3 +94,24 @@ def test_while_loop_whose_constant_carry_turns_traced():
     np.testing.assert_allclose(np.asarray(srcjax.jacfwd(srcjax.vmap(f))(jnp.array([1.1, 2.0]))),
                                [[78.114555, 0.0], [0.0, 12.0]], rtol=1e-5)
     np.testing.assert_allclose(float(srcjax.jvp(g, (1.3,), (1.0,))[1][1]), 33.787655, rtol=1e-5)
+
+
+def test_unmapped_arrays_are_concrete_where_the_function_needs_their_values():
+    """An argument vmap does not map (in_axes None, or every one with axis_size) is an ordinary array in JAX, so
+    jnp.arange(n), and jnp.choose / ravel_multi_index with mode='raise', see its value (JAX 0.10.2 accepts all)."""
+    x = np.ones((2, 3), np.float32)
+    f = lambda v, n: v * jnp.arange(n).sum()  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(f, in_axes=(0, None))(x, np.array(3))), x * 3)
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(srcjax.vmap(f, in_axes=(0, None)), in_axes=(0, None))(
+        x, jnp.asarray(4))), x * 6)
+    choose = lambda i, a, b: jnp.choose(i, [a, b])  # noqa: E731
+    i = np.array([0, 1, 1], np.int32)
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(choose, in_axes=(None, 0, 0))(i, x, -x)),
+                                  [[1, -1, -1], [1, -1, -1]])
+    np.testing.assert_array_equal(np.asarray(srcjax.vmap(choose, in_axes=None, axis_size=2)(i, x[0], -x[0])),
+                                  [[1, -1, -1], [1, -1, -1]])
+    flat = srcjax.vmap(lambda i, j: jnp.ravel_multi_index((i, j), (3, 4)), in_axes=None, axis_size=2)
+    np.testing.assert_array_equal(np.asarray(flat(np.array([0, 2]), np.array([1, 3]))), [[1, 11], [1, 11]])
+    # a mapped one is not concrete: the message says what to write instead
+    with pytest.raises(srcjax.errors.ConcretizationTypeError, match="mode='clip' or 'wrap'"):
+        srcjax.vmap(choose, in_axes=(0, None, None))(np.array([[0, 1, 1]]), x[0], -x[0])
