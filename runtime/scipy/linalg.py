@@ -378,13 +378,18 @@ def toeplitz(c: Any, r: Any = None) -> Any:
     """T[..., i, j] = c[..., i - j] for i >= j and r[..., j - i] above (r[0] is not used); r defaults to conj(c)."""
     (c,) = _vectors("toeplitz", c)
     (r,) = [jnp.conj(c)] if r is None else _vectors("toeplitz", r)
-    batch = jnp.broadcast_shapes(aval(c).shape[:-1], aval(r).shape[:-1])
-    m, n = aval(c).shape[-1], aval(r).shape[-1]
-    c, r = jnp.broadcast_to(c, (*batch, m)), jnp.broadcast_to(r, (*batch, n))
+    c, r, m, n = _broadcast_column_and_row(c, r)
     if m == 0 or n == 0:
-        return jnp.zeros((*batch, m, n), jnp.result_type(c, r))
+        return jnp.zeros((*aval(c).shape[:-1], m, n), jnp.result_type(c, r))
     elements = jnp.concatenate([jnp.flip(c, -1), r[..., 1:]], axis=-1)  # c reversed, then r past its first
     return _from_diagonals("toeplitz", elements, m, n, lambda i, j: m - 1 - i + j)
+
+
+def _broadcast_column_and_row(c: Any, r: Any) -> tuple[Any, Any, int, int]:
+    """``c`` and ``r`` over their broadcast batch dimensions, and their lengths."""
+    batch = jnp.broadcast_shapes(aval(c).shape[:-1], aval(r).shape[:-1])
+    m, n = aval(c).shape[-1], aval(r).shape[-1]
+    return jnp.broadcast_to(c, (*batch, m)), jnp.broadcast_to(r, (*batch, n)), m, n
 
 
 def hankel(c: Any, r: Any = None) -> Any:
@@ -393,11 +398,9 @@ def hankel(c: Any, r: Any = None) -> Any:
     if c is None or (r is not None and jnp.ndim(r) == 0):
         raise ValueError("jax.scipy.linalg.hankel: c and r must be at least 1-dimensional, got a scalar")
     (r,) = [jnp.zeros_like(c)] if r is None else _vectors("hankel", r)
-    batch = jnp.broadcast_shapes(aval(c).shape[:-1], aval(r).shape[:-1])
-    m, n = aval(c).shape[-1], aval(r).shape[-1]
-    c, r = jnp.broadcast_to(c, (*batch, m)), jnp.broadcast_to(r, (*batch, n))
+    c, r, m, n = _broadcast_column_and_row(c, r)
     if m == 0 or n == 0:
-        return jnp.zeros((*batch, m, n), jnp.result_type(c, r))
+        return jnp.zeros((*aval(c).shape[:-1], m, n), jnp.result_type(c, r))
     return _from_diagonals("hankel", jnp.concatenate([c, r[..., 1:]], axis=-1), m, n, lambda i, j: i + j)
 
 
