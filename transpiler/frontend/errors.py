@@ -80,19 +80,24 @@ def set_traceback_filtering(on: bool) -> None:
     _FILTER_TRACEBACKS[0] = on
 
 
+def user_frames(error: BaseException, is_user_file: Callable[[str], bool]) -> list[types.TracebackType]:
+    """The entries of ``error``'s traceback in the user's files, outermost first."""
+    kept, tb = [], error.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    return kept
+
+
 def without_library_frames(error: TranspileError, is_user_file: Callable[[str], bool]) -> TranspileError | None:
     """``error`` leaving the outermost function being compiled, its traceback cut to the frames of the user's files
     (the line it names was read, not run: the frames between are srcjax's), as JAX filters its tracebacks; None
     where filtering is off (``jax_traceback_filtering='off'``) and the error keeps every frame and its cause."""
     if not _FILTER_TRACEBACKS[0]:
         return None
-    kept, tb = [], error.__traceback__
-    while tb is not None:
-        if is_user_file(tb.tb_frame.f_code.co_filename):
-            kept.append(tb)
-        tb = tb.tb_next
     shown = None
-    for tb in reversed(kept):
+    for tb in reversed(user_frames(error, is_user_file)):
         shown = types.TracebackType(shown, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
     return error.with_traceback(shown)
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from srcjax.transpiler.frontend import concrete, values
-from srcjax.transpiler.frontend.errors import Note, TranspileError
+from srcjax.transpiler.frontend.errors import Note, TranspileError, user_frames
 from srcjax.transpiler.frontend.source import FunctionSource
 from srcjax.transpiler.ir import ConcretizationError, SourceLoc, Value
 from srcjax.transpiler.trees import tree_flatten, tree_unflatten
@@ -97,13 +97,10 @@ def _raised_in_user_code(error: BaseException) -> Note | None:
     source, one a library called): the innermost frame of the user's files in its traceback."""
     from srcjax.transpiler.frontend.calls import is_user_file
 
-    found, tb = None, error.__traceback__
-    while tb is not None:
-        if is_user_file(tb.tb_frame.f_code.co_filename):
-            found = tb
-        tb = tb.tb_next
-    if found is None:
+    frames = user_frames(error, is_user_file)
+    if not frames:
         return None
+    found = frames[-1]
     code = found.tb_frame.f_code
     line, end_line, column, end_column = next(
         (p for i, p in enumerate(code.co_positions()) if i == found.tb_lasti // 2), (found.tb_lineno, None, None, None))
