@@ -229,9 +229,8 @@ class Array(ArrayMethods):
         else:
             body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ", max_line_width=width)
         last_line = len(body) - body.rfind("\n") + 1
+        # (JAX 0.10's: past the line width it pads with spaces on the same line, not a new one)
         gap = " " * len(prefix) if last_line + len(dtype_text) + 1 > width else " "
-        if gap != " ":
-            gap = "\n" + gap
         return f"{prefix}{body},{gap}{dtype_text}"
 
     def __str__(self) -> str:

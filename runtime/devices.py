@@ -54,6 +54,13 @@ class SingleDeviceSharding:
         return {self.device}
 
     @property
+    def memory_kind(self) -> str:
+        return "device"
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
+
+    @property
     def is_fully_replicated(self) -> bool:
         return True
 

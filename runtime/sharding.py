@@ -7,6 +7,7 @@ what ``shard_map`` returns, and ``pmap`` too (over a one-axis mesh of its device
 
 from __future__ import annotations
 
+import enum
 import itertools
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -26,12 +27,28 @@ class Shard:
     replica_id: int = 0
 
 
+class AxisType(enum.Enum):
+    """How a mesh axis is sharded: by the compiler (Auto, the only kind here), by the array's type, or by hand."""
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 class Mesh:
     """Devices arranged in a grid with a name per axis: ``Mesh(np.array(devices).reshape(2, 4), ('x', 'y'))``."""
 
-    def __init__(self, devices: Any, axis_names: Sequence[str]):
+    def __init__(self, devices: Any, axis_names: Sequence[str], axis_types: Any = None):
         self.devices = np.asarray(devices, dtype=object)
         self.axis_names = tuple(axis_names)
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types) if isinstance(axis_types, (tuple, list)) else (axis_types,)
+        if len(self.axis_types) != len(self.axis_names) or any(not isinstance(t, AxisType) for t in self.axis_types):
+            raise ValueError(f"Mesh: axis_types must be one AxisType per axis name, got {axis_types!r}")
         if self.devices.ndim != len(self.axis_names):
             raise ValueError(f"Mesh: {self.devices.ndim} device axes but {len(self.axis_names)} axis names")
         if len(set(self.axis_names)) != len(self.axis_names):
@@ -63,7 +80,11 @@ class Mesh:
         return hash((self.axis_names, self.devices.shape, tuple(self.device_ids.ravel())))
 
     def __repr__(self) -> str:
-        return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names})"
+        return f"Mesh(axis_sizes={self.devices.shape}, axis_names={self.axis_names}, axis_types={self.axis_types!r})"
+
+    def __str__(self) -> str:  # (JAX's short form, as in a NamedSharding's repr)
+        sizes = ", ".join(f"{name!r}: {n}" for name, n in self.shape.items())
+        return f"Mesh({sizes}, axis_types={self.axis_types!r})"
 
 
 class PartitionSpec(tuple):
@@ -121,8 +142,12 @@ class NamedSharding:
             out[self.mesh.devices[position]] = tuple(index)
         return out
 
+    @property
+    def memory_kind(self) -> str:
+        return "device"
+
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind={self.memory_kind})"
 
 
 def shards_of(array: Any, sharding: Any) -> list[Shard]:

@@ -1,6 +1,6 @@
 """``srcjax.sharding``: meshes of devices and how arrays are laid out over them (as ``jax.sharding``)."""
 
 from srcjax.runtime.devices import SingleDeviceSharding
-from srcjax.runtime.sharding import Mesh, NamedSharding, PartitionSpec, Shard
+from srcjax.runtime.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, Shard
 
-__all__ = ["Mesh", "NamedSharding", "PartitionSpec", "SingleDeviceSharding", "Shard"]
+__all__ = ["AxisType", "Mesh", "NamedSharding", "PartitionSpec", "SingleDeviceSharding", "Shard"]

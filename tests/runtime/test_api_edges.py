@@ -353,6 +353,10 @@ def test_delete_with_a_2d_index_array_recorded_from_jax():
 def test_ix_of_floats_recorded_from_jax():
     rows, cols = jnp.ix_(jnp.asarray([0.0, 1.0]), jnp.asarray([1.0, 2.0]))
     assert repr(rows) == "Array([[0.],\n       [1.]], dtype=float32)"
+    # past the line width JAX 0.10.2 pads the dtype with spaces on the last line (recorded)
+    assert repr(jnp.arange(5.0) / 8) == "Array([0.   , 0.125, 0.25 , 0.375, 0.5  ], dtype=float32)"
+    assert repr(jnp.asarray([0.0, 0.14285715, 0.2857143, 0.42857146, 0.5714286], jnp.float32)) == (
+        "Array([0.        , 0.14285715, 0.2857143 , 0.42857146, 0.5714286 ],      dtype=float32)")
     assert repr(cols) == "Array([[1., 2.]], dtype=float32)"
     (empty,) = jnp.ix_(jnp.asarray([], jnp.float32))
     assert empty.dtype == np.int32 and empty.shape == (0,)

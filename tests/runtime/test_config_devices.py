@@ -220,5 +220,13 @@ def test_make_array_from_callback_and_live_arrays(four_devices):
     with pytest.raises(ValueError, match="shape"):
         srcjax.make_array_from_callback((4, 6), sharding, lambda index: np.ones(3))
     assert repr(srcjax.P("x", None)) == "P('x', None)"
+    # (JAX 0.10.2's reprs, recorded)
+    assert repr(mesh) == "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Auto, Auto))"
+    assert repr(sharding) == "NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Auto, Auto)), spec=P('x', None), " \
+        "memory_kind=device)"
+    assert repr(single.sharding) == "SingleDeviceSharding(device=CpuDevice(id=1), memory_kind=device)"
+    assert single.sharding.memory_kind == sharding.memory_kind == "device"
+    with pytest.raises(ValueError, match="axis_types"):
+        srcjax.sharding.Mesh(np.array(devices[:2]), ("x",), axis_types=(srcjax.sharding.AxisType.Auto,) * 2)
     live = srcjax.live_arrays()
     assert any(a is out for a in live) and any(a is single for a in live)
