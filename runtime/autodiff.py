@@ -577,8 +577,11 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence = ()) -
     from srcjax.runtime import numpy as jnp
 
     _check_callable(fun, "linear_transpose")
-    zeros = tree_util.tree_map(lambda p: jnp.zeros(np.shape(p), getattr(p, "dtype", None) or np.result_type(p)),
-                               primals)
+    def zeros_like(p):  # (a weakly typed primal's zeros are weakly typed: its cotangent then is too, as in JAX)
+        zeros = jnp.zeros(np.shape(p), getattr(p, "dtype", None) or np.result_type(p))
+        return _weak_like(zeros, abstractify(p)) if dtypes.is_weakly_typed(p) else zeros
+
+    zeros = tree_util.tree_map(zeros_like, primals)
     out, pullback = _vjp(fun, zeros, has_aux=False, linear=True)
     out_leaves, out_tree = tree_util.tree_flatten(out)
     expected = [(np.shape(o), _dtype_of(o)) for o in out_leaves]
@@ -704,7 +707,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
                 return _weak_like(jnp.zeros(out.shape + in_avals[j].shape, out.dtype), out)
             rows = results[n + k][offsets[j]:offsets[j + 1]]  # (size_j, *out.shape)
-            return _inputs_last(rows, in_avals[j].shape, out.shape)
+            # (JAX's jacfwd gives a block the output's type, weak or not; jacrev the input's)
+            return _weak_like(_inputs_last(rows, in_avals[j].shape, out.shape), out)
 
         jac = _jacobian_tree(args, nums, traced, wrt, main_tree, block, isinstance(argnums, (int, np.integer)))
         return (jac, aux) if has_aux else jac

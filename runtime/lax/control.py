@@ -431,8 +431,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
 
 
 def _check_batch_size(batch_size: Any) -> None:
-    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
-        raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}")
+    # (0 is JAX's full batch: one vmap)
+    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 0):
+        raise ValueError(f"map: batch_size must be a non-negative int, got {batch_size!r}")
 
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - lax's name; shadows the builtin below
@@ -801,7 +802,8 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
     """``f`` applied to each slice of ``xs`` along the leading axis, the results stacked.
 
     When compiled with a ``batch_size``, as JAX does it: a scan over the ``n // batch_size`` batches applies
-    ``vmap(f)`` to each, and ``vmap(f)`` takes the ``n % batch_size`` rows left over (the results are the same).
+    ``vmap(f)`` to each, and ``vmap(f)`` takes the ``n % batch_size`` rows left over (the results are the same);
+    ``batch_size=0`` is one batch of all the rows.
     """
     _check_batch_size(batch_size)
     if _builder() is None or batch_size is None:
@@ -812,9 +814,9 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
 
     leaves, treedef = _as_arrays(xs, "map xs")
     n = _scan_length(leaves, None)
-    batches, left = divmod(n, int(batch_size))
-    if batches == 0:
-        return _eager_map(f, xs)
+    batches, left = divmod(n, int(batch_size)) if batch_size else (0, n)
+    if batches == 0:  # (batch_size 0, or more than n: one batch of all the rows)
+        return vmap(f)(xs)
     size = batches * int(batch_size)
     batched = [jnp.reshape(lax.slice_in_dim(x, 0, size, axis=0), (batches, int(batch_size), *_core.aval(x).shape[1:]))
                for x in leaves]

@@ -80,6 +80,16 @@ def test_gradient_of_a_weak_input_is_weak():
     assert srcjax.grad(lambda x: x * x)(3.0).weak_type
     assert not srcjax.grad(lambda x: x * x)(np.float32(3.0)).weak_type
     assert srcjax.jvp(lambda x: x * 2.0, (2.0,), (1.0,))[1].weak_type
+    # jacfwd's blocks have the output's type, jacrev's the input's, so hessian's of a weak scalar is weak; and a
+    # weak primal's transpose is weak (JAX 0.10.2's, recorded)
+    cube = lambda x: x ** 3  # noqa: E731
+    for jac in (srcjax.jacfwd, srcjax.jacrev, srcjax.hessian):
+        assert jac(cube)(2.0).weak_type and not jac(cube)(np.float32(2.0)).weak_type, jac
+    assert not srcjax.jacfwd(lambda x: x * np.float32(2.0))(2.0).weak_type  # (a strong output)
+    assert srcjax.jacrev(lambda x: x * np.float32(2.0))(2.0).weak_type  # (a weak input)
+    (t,) = srcjax.linear_transpose(lambda x: 3 * x, 1.0)(2.0)
+    assert t.weak_type and float(t) == 6.0
+    assert not srcjax.linear_transpose(lambda x: 3 * x, np.float32(1.0))(np.float32(2.0))[0].weak_type
 
 
 # -- grad: has_aux -------------------------------------------------------------------------------------------------

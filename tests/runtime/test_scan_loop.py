@@ -297,11 +297,19 @@ def test_transformed_scans_do_not_grow_with_the_length(fn, transform):
     (lambda x: lax.scan(lambda c, x: (c, c), 0.0, x, unroll=0), ValueError, "unroll"),
     (lambda x: lax.scan(lambda c, x: (c, c), 0.0, x, length=4), ValueError, "disagrees with leading axis sizes"),
     (lambda x: lax.scan(lambda c, x: (c, c), 0.0, None), ValueError, "no values to scan over"),
-    (lambda x: lax.map(lambda r: r, x, batch_size=0), ValueError, "batch_size must be a positive int"),
+    (lambda x: lax.map(lambda r: r, x, batch_size=-1), ValueError, "batch_size must be a non-negative int"),
 ])
 def test_errors_under_jit(call, error, message):
     with pytest.raises(error, match=message):
         srcjax.jit(call)(np.zeros(3, np.float32))
+
+
+def test_map_batch_size_zero_is_one_full_batch():
+    """JAX's ``batch_size=0`` maps the whole axis as one batch (one vmap); the values are those of any batching."""
+    x = np.arange(5.0, dtype=np.float32)
+    for batch_size in (0, 2, None):
+        np.testing.assert_array_equal(lax.map(lambda r: r * 2, x, batch_size=batch_size), x * 2)
+        np.testing.assert_array_equal(srcjax.jit(lambda v: lax.map(lambda r: r * 2, v, batch_size=batch_size))(x), x * 2)
 
 
 def test_unroll_is_accepted_and_ignored_when_compiled():
