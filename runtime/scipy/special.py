@@ -19,7 +19,7 @@ __all__ = [
     "logsumexp", "expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "gamma", "gammasgn", "beta",
     "betaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "ndtr", "ndtri",
     "log_ndtr", "multigammaln", "factorial", "comb", "gammainc", "gammaincc", "betainc", "i0e", "i1e", "i0", "i1",
-    "zeta", "erfcx", "spence",
+    "zeta", "erfcx", "spence", "poch", "boxcox", "boxcox1p", "loggamma", "bernoulli", "exp1", "expi",
 ]
 
 
@@ -46,6 +46,17 @@ def _inexact(name: str, *args: Any) -> list[Any]:
     return _core.promote_args_inexact(name, *args)
 
 
+def _in_float32(function: Any, *args: Any) -> Any:
+    """``function(*args)``, computed in float32 where the arguments are float16 and rounded back (JAX's kernels
+    widen half precision too): float16's 11 bits cannot carry the large logs and terms a series or a continued
+    fraction holds on the way (a log x - x at a = x = 200; a rising product past 65504)."""
+    dtype = _core.aval(args[0]).dtype
+    if dtype != np.float16:
+        return function(*args)
+    out = function(*(_core.convert(x, np.float32, _core.aval(x).weak_type) for x in args))
+    return _core.convert(out, dtype, _core.aval(out).weak_type)
+
+
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None) -> Any:
     """log(sum(b * exp(a))) over ``axis`` (see ``srcjax.nn.logsumexp``)."""
@@ -61,7 +72,22 @@ def expit(x: Any) -> Any:
 def logit(x: Any) -> Any:
     """log(x / (1 - x)), the inverse of expit."""
     (x,) = _inexact("logit", x)
+    return _logit(x)
+
+
+def _logit_value(x: Any) -> Any:
     return _jnp().log(x / (1 - x))
+
+
+def _logit_jvp(primals, tangents):
+    """JAX's rule, d logit = dx / (x (1 - x)): +inf at 0 and 1, where the chain rule through the quotient gave
+    NaN."""
+    (x,), (x_dot,) = primals, tangents
+    return _logit(x), x_dot / (x * (1 - x))
+
+
+_logit = _custom_jvp()(_logit_value)
+_logit.defjvp(_logit_jvp)
 
 
 def erf(x: Any) -> Any:
@@ -92,7 +118,11 @@ def digamma(x: Any) -> Any:
 
 
 def polygamma(n: Any, x: Any) -> Any:
-    """psi^(n)(x): the n-th derivative of digamma (polygamma(0, x) is digamma)."""
+    """psi^(n)(x): the n-th derivative of digamma (polygamma(0, x) is digamma). ``n`` must have an integer dtype,
+    as in JAX (a float n, even 1.0, is a ValueError)."""
+    _core.check_arraylike("polygamma", n, x)
+    if not np.issubdtype(_core.aval(n).dtype, np.integer):
+        raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype {_core.aval(n).dtype}.")
     return _lax().polygamma(n, x)
 
 
@@ -121,18 +151,25 @@ def _stirling_remainder(x: Any) -> Any:
 
 
 def betaln(a: Any, b: Any) -> Any:
-    """log|B(a, b)| = log|Gamma(a)| + log|Gamma(b)| - log|Gamma(a + b)|. With the larger argument L >= 8 and the
-    smaller s, lgamma(L) - lgamma(L + s) is taken from Stirling's series as a difference, -(L - 1/2) log1p(s/L) -
-    s log(L + s) + s + r(L) - r(L + s), so that the two large logs do not cancel (betaln(1e30, 2.5) was 0)."""
-    jnp, lax = _jnp(), _lax()
+    """log|B(a, b)| = log|Gamma(a)| + log|Gamma(b)| - log|Gamma(a + b)|. With the larger argument L and L + s (s the
+    smaller one, of either sign) >= 8, lgamma(L) - lgamma(L + s) is taken from Stirling's series as a difference,
+    -(L - 1/2) log1p(s/L) - s log(L + s) + s + r(L) - r(L + s), so that the two large logs do not cancel
+    (betaln(1e30, 2.5) and betaln(-10.5, 1e10) were 0 in float32)."""
     a, b = _inexact("betaln", a, b)
+    return _in_float32(_betaln, a, b)
+
+
+def _betaln(a: Any, b: Any) -> Any:
+    jnp, lax = _jnp(), _lax()
     direct = lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
     large, small = jnp.maximum(a, b), jnp.minimum(a, b)
-    safe = jnp.where(large >= 8, large, 8)  # (the other branch's arguments kept in the series' range)
-    total = safe + small
-    difference = (-(safe - 0.5) * jnp.log1p(small / safe) - small * jnp.log(total) + small
-                  + _stirling_remainder(safe) - _stirling_remainder(total))
-    return jnp.where((large >= 8) & (small > 0), lax.lgamma(small) + difference, direct)
+    series = (large >= 8) & (large + small >= 8)
+    # (the other branch's arguments kept in the series' range, so that its slopes stay finite)
+    safe_large, safe_small = jnp.where(series, large, 8), jnp.where(series, small, 1)
+    total = safe_large + safe_small
+    difference = (-(safe_large - 0.5) * jnp.log1p(safe_small / safe_large) - safe_small * jnp.log(total)
+                  + safe_small + _stirling_remainder(safe_large) - _stirling_remainder(total))
+    return jnp.where(series, lax.lgamma(small) + difference, direct)
 
 
 def beta(a: Any, b: Any) -> Any:
@@ -575,13 +612,13 @@ _gammaincc.defjvp(_igamma_jvp(1, -1))
 def gammainc(a: Any, x: Any) -> Any:
     """The regularized lower incomplete gamma function P(a, x) = 1/Gamma(a) int_0^x t^(a-1) e^-t dt."""
     a, x = _inexact("gammainc", a, x)
-    return _gammainc(a, x)
+    return _in_float32(_gammainc, a, x)
 
 
 def gammaincc(a: Any, x: Any) -> Any:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
     a, x = _inexact("gammaincc", a, x)
-    return _gammaincc(a, x)
+    return _in_float32(_gammaincc, a, x)
 
 
 # -- the regularized incomplete beta function ----------------------------------------------------------------------
@@ -646,7 +683,7 @@ def _betainc_jvp(primals, tangents):
 def betainc(a: Any, b: Any, x: Any) -> Any:
     """The regularized incomplete beta function I_x(a, b) = 1/B(a, b) int_0^x t^(a-1) (1-t)^(b-1) dt."""
     a, b, x = _inexact("betainc", a, b, x)
-    return _betainc(a, b, x)
+    return _in_float32(_betainc, a, b, x)
 
 
 # -- modified Bessel functions of orders 0 and 1 -------------------------------------------------------------------
@@ -758,8 +795,12 @@ def zeta(x: Any, q: Any = None) -> Any:
     if q is None:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
                                   "Zeta function.")
-    jnp = _jnp()
     x, q = _inexact("zeta", x, q)
+    return _in_float32(_zeta, x, q)
+
+
+def _zeta(x: Any, q: Any) -> Any:
+    jnp = _jnp()
     total = sum(jnp.power(q + k, -x) for k in range(_ZETA_TERMS))
     a = q + _ZETA_TERMS
     tail = jnp.power(a, 1 - x) / (x - 1) + jnp.power(a, -x) / 2
@@ -848,3 +889,166 @@ def spence(x: Any) -> Any:
     # piecewise differentiates only the branch taken)
     value = _spence_positive(jnp.where(special, 0.5, x))
     return jnp.piecewise(x, [~special, x < 0.0, x == 1.0, x == 0.0], [value, np.nan, 0, np.pi**2 / 6])
+
+
+# -- small formulas of JAX's --------------------------------------------------------------------------------------
+def poch(z: Any, m: Any) -> Any:
+    """The rising factorial (Pochhammer symbol) Gamma(z + m) / Gamma(z); 1 for m == 0 (real arguments)."""
+    jnp = _jnp()
+    z, m = _inexact("poch", z, m)
+    if np.issubdtype(_core.aval(z).dtype, np.complexfloating):
+        raise ValueError("jnp.poch does not support complex-valued inputs.")
+    return jnp.where(m == 0, jnp.ones_like(z), gamma(z + m) / gamma(z))
+
+
+def _boxcox(name: str, x: Any, lmbda: Any, log: Any) -> Any:
+    """(e^(lmbda L) - 1) / lmbda with L = log(x) (or log1p), as expm1; L itself at lmbda == 0."""
+    jnp = _jnp()
+    x, lmbda = _inexact(name, x, lmbda)
+    zero = lmbda == 0
+    safe = jnp.where(zero, jnp.ones_like(lmbda), lmbda)  # (no 0/0 in the unused branch, nor in its slope)
+    log_x = log(x)
+    return jnp.where(zero, log_x, jnp.expm1(safe * log_x) / safe)
+
+
+def boxcox(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform (x^lmbda - 1) / lmbda, log x at lmbda == 0."""
+    return _boxcox("boxcox", x, lmbda, _jnp().log)
+
+
+def boxcox1p(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform of 1 + x: ((1 + x)^lmbda - 1) / lmbda, log1p(x) at lmbda == 0."""
+    return _boxcox("boxcox1p", x, lmbda, _jnp().log1p)
+
+
+def loggamma(x: Any) -> Any:
+    """The principal branch of log Gamma(x): lgamma for x > 0, NaN for x <= 0 (real arguments only here)."""
+    (x,) = _inexact("loggamma", x)
+    if np.issubdtype(_core.aval(x).dtype, np.complexfloating):
+        raise NotImplementedError("loggamma of a complex argument is not implemented")
+    return _jnp().where(x > 0, _lax().lgamma(x), np.nan)
+
+
+def bernoulli(n: int) -> Any:
+    """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2) in the default float dtype, by Chowla and Hartung's series
+    for the even ones, B_2k = (-1)^(k+1) 2 (2k)! / (2 pi)^2k zeta(2k), as JAX computes them. ``n`` is static."""
+    import operator
+
+    jnp = _jnp()
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"bernoulli: n must be a static non-negative integer, got {n!r}") from None
+    if n < 0:
+        raise ValueError("n must be a non-negative integer.")
+    first = jnp.array([1, -1 / 2, 1 / 6])
+    if n < 3:
+        return first[:n + 1]
+    numbers = jnp.zeros(n + 1).at[:3].set(first)
+    m = jnp.arange(4, n + 1, 2, dtype=numbers.dtype)
+    q1 = (1.0 / np.pi**2) * jnp.cumprod(-(m - 1) * m / 4 / np.pi**2)
+    k = jnp.arange(2, 50, dtype=numbers.dtype)  # 2^-50 < 1e-15
+    q2 = jnp.sum(k[:, None] ** -m[None, :], axis=0)
+    return numbers.at[4::2].set(q1 * (1 + q2))
+
+
+# -- exponential integrals -----------------------------------------------------------------------------------------
+_EULER = 0.5772156649015329
+
+
+def _exp1_value(x: Any) -> Any:
+    """E1(x) = int_x^inf e^-t / t dt for x > 0 (Numerical Recipes' expint): -gamma - log x - sum_k (-x)^k / (k k!)
+    up to x = 1, e^-x / (x + 1 - 1 / (x + 3 - 4 / (x + 5 - ...))) by Lentz's method beyond. inf at 0, NaN below."""
+    jnp = _jnp()
+    dtype = _core.aval(x).dtype
+    eps, tiny = float(np.finfo(dtype).eps), float(np.finfo(dtype).tiny) * 1e3
+    regular = (x > 0) & (x < np.inf)
+    series_x = jnp.where(regular & (x <= 1), x, 0.5)
+    fraction_x = jnp.where(regular & (x > 1), x, 2.0)
+
+    def series_step(k, state):
+        term, total = state
+        term = -term * series_x / k
+        return (term, total - term / k), jnp.abs(term / k) <= eps * jnp.abs(total)
+
+    start = -_EULER - jnp.log(series_x)
+    _, series = _iterate(series_step, (jnp.ones_like(x), start), ~(regular & (x <= 1)))
+
+    def fraction_step(i, state):
+        b, c, d, h = state
+        an = -(i * i).astype(dtype)
+        b = b + 2
+        d = 1 / _nonzero(an * d + b, tiny)
+        c = _nonzero(b + an / c, tiny)
+        return (b, c, d, h * c * d), jnp.abs(c * d - 1) <= eps
+
+    b = fraction_x + 1
+    _, _, _, h = _iterate(fraction_step, (b, jnp.full_like(x, 1 / tiny), 1 / b, 1 / b), ~(regular & (x > 1)))
+    out = jnp.where(x <= 1, series, h * jnp.exp(-fraction_x))
+    out = jnp.where(x == 0, np.inf, jnp.where(x == np.inf, 0, out))
+    return jnp.where((x < 0) | jnp.isnan(x), np.nan, out)
+
+
+def _expi_value(x: Any) -> Any:
+    """Ei(x) = -E1(-x) for x < 0; for x > 0 gamma + log x + sum_k x^k / (k k!) up to x = -log(eps), then the
+    asymptotic e^x / x (1 + 1/x + 2!/x^2 + ...) summed while its terms fall (Numerical Recipes' ei). -inf at 0."""
+    jnp = _jnp()
+    dtype = _core.aval(x).dtype
+    eps = float(np.finfo(dtype).eps)
+    limit = -math.log(eps)
+    positive = (x > 0) & (x < np.inf)
+    series_x = jnp.where(positive & (x < limit), x, 1.0)
+
+    def series_step(k, state):
+        fact, total = state
+        fact = fact * series_x / k
+        return (fact, total + fact / k), fact / k < eps * total
+
+    _, series = _iterate(series_step, (jnp.ones_like(x), jnp.zeros_like(x)), ~(positive & (x < limit)))
+    series = series + _EULER + jnp.log(series_x)
+    far_x = jnp.where(positive & (x >= limit), x, limit)
+
+    def asymptotic_step(k, state):
+        term, total, done = state
+        new_term = term * k / far_x
+        grows = new_term >= term
+        total = jnp.where(done, total, jnp.where(grows, total - term, total + new_term))
+        return (new_term, total, done | grows | (new_term < eps)), done | grows | (new_term < eps)
+
+    one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+    _, total, _ = _iterate(asymptotic_step, (one, zero, ~(positive & (x >= limit))), ~(positive & (x >= limit)))
+    asymptotic = jnp.exp(far_x) * (1 + total) / far_x
+    out = jnp.where(x < limit, series, asymptotic)
+    out = jnp.where(x < 0, -_exp1_value(-x), out)
+    out = jnp.where(x == 0, -np.inf, jnp.where(x == np.inf, np.inf, out))
+    return jnp.where(jnp.isnan(x), np.nan, out)
+
+
+def _exp1_jvp(primals, tangents):
+    """d E1 = -e^-x / x dx (the rule calls the value's loops, not the custom function)"""
+    (x,), (x_dot,) = primals, tangents
+    return _exp1_value(x), -x_dot * _jnp().exp(-x) / x
+
+
+def _expi_jvp(primals, tangents):
+    """d Ei = e^x / x dx"""
+    (x,), (x_dot,) = primals, tangents
+    return _expi_value(x), x_dot * _jnp().exp(x) / x
+
+
+_exp1 = _custom_jvp()(_exp1_value)
+_exp1.defjvp(_exp1_jvp)
+_expi = _custom_jvp()(_expi_value)
+_expi.defjvp(_expi_jvp)
+
+
+def exp1(x: Any) -> Any:
+    """The exponential integral E1(x) = int_x^inf e^-t / t dt (real x; NaN for x < 0, inf at 0)."""
+    (x,) = _inexact("exp1", x)
+    return _in_float32(_exp1, x)
+
+
+def expi(x: Any) -> Any:
+    """The exponential integral Ei(x) = -int_-x^inf e^-t / t dt (real x; -inf at 0)."""
+    (x,) = _inexact("expi", x)
+    return _in_float32(_expi, x)

@@ -332,3 +332,99 @@ def test_spence_values_and_derivative():
         np.testing.assert_array_equal(np.asarray(slope(jnp.asarray([-1.0, 0.0]))), [0.0, 0.0])
     with pytest.raises(TypeError, match="int32 is not supported"):
         special.spence(2)
+
+
+def test_betaln_with_a_negative_smaller_argument():
+    """betaln(-10.5, 1e10) = log|Gamma(-10.5)| + 10.5 log(1e10) + ...: the large logs taken as a difference for a
+    negative smaller argument too (was 0 in float32: lgamma(1e10) - lgamma(1e10 - 10.5) cancelled)."""
+    want = math.lgamma(-10.5) - (math.lgamma(1e10 - 10.5) - math.lgamma(1e10))
+    # (math.lgamma's own difference is exact enough at 1e10 in float64: about 1e-6 absolute)
+    assert special.betaln(f32(-10.5), f32(1e10)).item() == pytest.approx(want, rel=1e-5)
+    assert special.betaln(f32(-0.5), f32(10.0)).item() == pytest.approx(
+        math.lgamma(-0.5) + math.lgamma(10.0) - math.lgamma(9.5), rel=1e-5)
+
+
+def test_float16_is_computed_in_float32():
+    """The series, fractions and sums of gammainc, gammaincc, betainc, betaln and zeta run in float32 for float16
+    arguments (as JAX's do) and are rounded back: P(200, 200) = 0.5094 (was 0.3296), zeta(2, 1) = pi^2/6 (was
+    NaN: a rising product past 65504)."""
+    h = lambda v: jnp.asarray(np.asarray(v, np.float16))  # noqa: E731
+    got = special.gammainc(h(200.0), h(200.0))
+    assert got.dtype == np.float16 and got.item() == pytest.approx(0.50940, abs=1e-3)
+    assert special.gammaincc(h(200.0), h(200.0)).item() == pytest.approx(0.49060, abs=1e-3)
+    assert special.zeta(h(2.0), h(1.0)).item() == pytest.approx(math.pi**2 / 6, rel=1e-3)
+    assert special.beta(h(30.0), h(-1.5)).item() == pytest.approx(
+        math.gamma(30.0) * math.gamma(-1.5) / math.gamma(28.5), rel=2e-3)
+    assert special.betainc(h(2.0), h(3.0), h(0.4)).item() == pytest.approx(0.5248, rel=1e-3)
+    assert special.betainc(h(2.0), h(3.0), h(0.4)).dtype == np.float16
+
+
+def test_polygamma_needs_an_integer_order():
+    """JAX's check: a float n (even 1.0) is a ValueError, not a silent NaN for 0.5."""
+    with pytest.raises(ValueError, match="integer type"):
+        special.polygamma(1.0, 2.0)
+    with pytest.raises(ValueError, match="integer type"):
+        special.polygamma(f32([0.5]), 2.0)
+    assert special.polygamma(np.array([1]), 1.0).item() == pytest.approx(math.pi**2 / 6, rel=1e-6)
+
+
+def test_logit_derivative_at_the_ends():
+    """JAX's rule dx / (x (1 - x)): +inf at 0 and 1 (the quotient's chain rule gave NaN), 4 at 1/2."""
+    import srcjax
+
+    got = np.asarray(srcjax.vmap(srcjax.grad(special.logit))(f32([0.0, 0.5, 1.0])))
+    np.testing.assert_array_equal(got, [np.inf, 4.0, np.inf])
+    assert special.logit(0.25).item() == pytest.approx(math.log(1 / 3), rel=1e-6)
+
+
+def test_poch_boxcox_loggamma_bernoulli():
+    """JAX's formulas: poch = Gamma(z + m) / Gamma(z) (1 at m == 0), the Box-Cox transforms (log at lmbda == 0),
+    the real loggamma (NaN for x <= 0) and the Bernoulli numbers (B_1 = -1/2)."""
+    import srcjax
+
+    assert special.poch(f32(2.5), f32(1.5)).item() == pytest.approx(math.gamma(4.0) / math.gamma(2.5), rel=1e-6)
+    assert special.poch(f32(-0.5), f32(0.0)).item() == 1.0
+    x = np.array([0.5, 1.0, 2.5, 10.0])
+    np.testing.assert_allclose(np.asarray(special.boxcox(f32(x), f32(0.5))), (x**0.5 - 1) / 0.5, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.boxcox(f32(x), f32(0.0))), np.log(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(special.boxcox1p(f32(x), f32(-1.0))), (1 - (1 + x) ** -1.0), rtol=1e-6)
+    assert srcjax.grad(special.boxcox, 1)(2.5, 0.0).item() == 0.0  # JAX's: the lmbda == 0 branch is log x
+    got = np.asarray(special.loggamma(f32([-2.0, 0.0, 0.5, 10.0])))
+    assert np.isnan(got[:2]).all()
+    np.testing.assert_allclose(got[2:], [math.lgamma(0.5), math.lgamma(10.0)], rtol=1e-6)
+    want = [1, -1 / 2, 1 / 6, 0, -1 / 30, 0, 1 / 42, 0, -1 / 30, 0, 5 / 66]
+    np.testing.assert_allclose(np.asarray(special.bernoulli(10)), want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(special.bernoulli(1)), [1, -0.5])
+    with pytest.raises(ValueError, match="non-negative"):
+        special.bernoulli(-1)
+
+
+def test_exponential_integrals():
+    """exp1 and expi against float64 series (and SciPy's values, recorded): each method of theirs (series, Lentz's
+    fraction, the asymptotic sum) and the edges; derivatives -e^-x/x and e^x/x; jit agrees."""
+    import srcjax
+
+    def e1(x):  # -gamma - log x - sum (-x)^k / (k k!), enough terms at these x
+        return -0.5772156649015329 - math.log(x) - sum((-x) ** k / (k * math.factorial(k)) for k in range(1, 80))
+
+    def ei(x):
+        return 0.5772156649015329 + math.log(abs(x)) + sum(x**k / (k * math.factorial(k)) for k in range(1, 150))
+
+    with srcjax.enable_x64(True):
+        x = np.array([1e-8, 0.3, 0.999, 1.0, 1.001, 2.0, 5.0])
+        np.testing.assert_allclose(np.asarray(special.exp1(x)), [e1(v) for v in x], rtol=1e-11)
+        assert special.exp1(20.0).item() == pytest.approx(9.835525290649882e-11, rel=1e-13)  # SciPy
+        x = np.array([-5.0, -1.0, 0.3, 1.0, 5.0, 20.0, 36.0])
+        np.testing.assert_allclose(np.asarray(special.expi(x)), [ei(v) for v in x], rtol=1e-11)
+        # the asymptotic side (SciPy: expi(60) = 1.9361822139292765e+24, exp1(100) = 3.683597891582298e-46)
+        assert special.expi(60.0).item() == pytest.approx(1.9361822139292765e24, rel=1e-13)
+        assert special.exp1(100.0).item() == pytest.approx(3.683597891582298e-46, rel=1e-13)
+    got = np.asarray(special.exp1(f32([0.0, -1.0, np.inf, np.nan])))
+    assert got[0] == np.inf and np.isnan(got[1]) and got[2] == 0 and np.isnan(got[3])
+    got = np.asarray(special.expi(f32([0.0, -np.inf, np.inf, np.nan])))
+    assert got[0] == -np.inf and got[1] == 0 and got[2] == np.inf and np.isnan(got[3])
+    assert srcjax.grad(special.exp1)(2.0).item() == pytest.approx(-math.exp(-2) / 2, rel=1e-6)
+    assert srcjax.grad(special.expi)(-2.0).item() == pytest.approx(math.exp(-2) / -2, rel=1e-6)
+    np.testing.assert_allclose(np.asarray(srcjax.jit(special.expi)(f32([0.3, 2.0, 40.0]))),
+                               [ei(0.3), ei(2.0), 6.039718896477586e15], rtol=3e-6)
+    assert special.exp1(jnp.asarray(np.float16(1.0))).dtype == np.float16

@@ -267,3 +267,107 @@ def test_bessel_and_factorials():
     np.testing.assert_allclose(np.asarray(got), [10.0, 0.0, 0.0, 0.0, 7.875], rtol=2e-6)
     assert special.comb(5.0, 2.0, repetition=True).item() == pytest.approx(15.0, rel=2e-6)
     assert special.comb(0.0, 0.0, repetition=True).item() == 1.0  # JAX
+
+
+def test_cdf_slopes_are_zero_below_the_support():
+    """gamma/chi2/beta cdfs clamp their argument (JAX's lax.clamp), so below the support and at its edge the slope
+    in x is 0 (JAX's value), not 0 * inf = NaN through the density at 0 (or 1/2 of it through a tie of max)."""
+    for f in (lambda x: stats.gamma.cdf(x, 0.5), lambda x: stats.chi2.cdf(x, 0.5), lambda x: stats.chi2.sf(x, 0.5),
+              lambda x: stats.gamma.cdf(x, 1.0), lambda x: stats.beta.cdf(x, 0.5, 0.5)):
+        for x in (-3.0, 0.0):
+            assert srcjax.grad(f)(x).item() == 0.0
+    assert srcjax.grad(lambda x: stats.gamma.cdf(x, 2.0))(1.0).item() == pytest.approx(math.exp(-1), rel=1e-5)
+
+
+def test_support_is_decided_on_x_not_z():
+    """gamma, chi2 and pareto put -inf density below loc (loc + scale) whatever the sign of scale, as JAX does;
+    a zero scale gives NaN at x == loc (0/0), as JAX's (recorded from JAX 0.10.2)."""
+    x = f32([-1.0, 0.0, 2.0])
+    got = np.asarray(stats.gamma.logpdf(x, 0.5, 0.0, -1.0))
+    assert got[0] == -np.inf and np.isnan(got[1:]).all()
+    assert np.isnan(np.asarray(stats.gamma.logpdf(0.0, 0.5, 0.0, 0.0))).all()
+    got = np.asarray(stats.chi2.logpdf(x, 3.0, 0.0, -1.0))
+    assert got[0] == -np.inf and np.isnan(got[1:]).all()
+    got = np.asarray(stats.pareto.logpdf(f32([-2.0, -0.5, 0.5]), 3.0, 0.0, -1.0))
+    assert got[0] == -np.inf and np.isnan(got[1:]).all()
+    assert stats.pareto.ppf(0.0, 0.0, 0.0, 2.5).item() == 2.5  # JAX: 1^(-1/0) = 1
+
+
+def test_truncnorm_tails_and_negative_scale():
+    """logcdf near 0 keeps its digits through log1p(-sf) (JAX and SciPy: -9.0567e-24, not 0); logsf mirrors it;
+    a negative scale acts as its absolute value in the density (norm.logpdf's log(scale^2)), and a NaN x gives
+    JAX's select default 0 (recorded from JAX 0.10.2)."""
+    # Phi(-10) / (1 - Phi(-1)) = 7.6199e-24 / 0.841345
+    tail = math.erfc(10 / math.sqrt(2)) / 2 / (1 - math.erfc(1 / math.sqrt(2)) / 2)
+    assert stats.truncnorm.logcdf(10.0, -1.0, np.inf).item() == pytest.approx(-tail, rel=1e-5)
+    assert stats.truncnorm.logsf(-10.0, -np.inf, 1.0).item() == pytest.approx(-tail, rel=1e-5)
+    got = np.asarray(stats.truncnorm.pdf(f32([0.0, 0.5, -0.25, 1.5]), -1.0, 2.0, 0.0, -1.0))
+    np.testing.assert_allclose(got, [0.48735029, 0.43008512, 0.47235608, 0.0], rtol=1e-5)  # JAX
+    assert stats.truncnorm.logcdf(np.nan, -1.0, 2.0).item() == 0.0
+    assert stats.truncnorm.logsf(np.nan, -1.0, 2.0).item() == 0.0
+
+
+def test_gumbel_r_logsf_left_tail():
+    """log(1 - exp(-e^3)) = -1.892179e-9, not log(1) = 0 (float32)."""
+    assert stats.gumbel_r.logsf(f32(-3.0)).item() == pytest.approx(-math.exp(-math.exp(3)), rel=1e-5)
+
+
+def test_poisson_entropy():
+    """-sum p log p, against a float64 sum; 0 at mu = 0; loc only broadcasts; the large-mu formula beyond 100."""
+    mu = np.array([0.0, 0.5, 3.0, 9.9, 10.0, 50.0, 99.0, 100.0, 1e4])
+
+    def reference(m):
+        if m == 0:
+            return 0.0
+        k = np.arange(0, int(m + 20 * math.sqrt(m) + 40))
+        logp = k * math.log(m) - m - lgamma(k + 1.0)
+        return float(-np.sum(np.exp(logp) * logp))
+
+    got = np.asarray(stats.poisson.entropy(f32(mu)))
+    np.testing.assert_allclose(got, [reference(m) for m in mu], rtol=2e-5)
+    assert stats.poisson.entropy(f32([1.0, 2.0]), np.zeros((3, 1))).shape == (3, 2)
+    assert srcjax.jit(stats.poisson.entropy)(f32(3.0)).item() == pytest.approx(reference(3.0), rel=1e-5)
+
+
+def test_mode_rankdata_sem():
+    """JAX's mode (smallest of the tied values, NaNs one value), rankdata (its five methods, NaN slices) and sem,
+    against NumPy."""
+    x = np.array([[3, 1, 2, 1], [2, 2, 5, 5], [0, 7, 7, 0]])
+    m = stats.mode(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(m.mode), [1, 2, 0])
+    np.testing.assert_array_equal(np.asarray(m.count), [2, 2, 2])
+    assert np.asarray(m.mode).dtype == np.int32
+    m = stats.mode(x, axis=None, keepdims=True)
+    assert m.mode.shape == (1, 1) and m.mode.item() == 2 and m.count.item() == 3
+    nan = np.array([3.0, np.nan, 2.0, np.nan], np.float32)
+    assert np.isnan(stats.mode(nan).mode.item()) and stats.mode(nan).count.item() == 2
+    assert np.isnan(stats.mode(np.zeros(0, np.float32)).mode.item())
+    np.testing.assert_array_equal(np.asarray(srcjax.jit(stats.mode)(x).mode), [0, 1, 2, 0])
+    with pytest.raises(NotImplementedError):
+        stats.mode(x, nan_policy="omit")
+
+    r = np.array([[3.0, 1, 2, 1, 4], [2, 2, 5, 5, 5]], np.float32)
+    want = {"average": [[4, 1.5, 3, 1.5, 5], [1.5, 1.5, 4, 4, 4]], "min": [[4, 1, 3, 1, 5], [1, 1, 3, 3, 3]],
+            "max": [[4, 2, 3, 2, 5], [2, 2, 5, 5, 5]], "dense": [[3, 1, 2, 1, 4], [1, 1, 2, 2, 2]],
+            "ordinal": [[4, 1, 3, 2, 5], [1, 2, 3, 4, 5]]}
+    for method, ranks in want.items():
+        np.testing.assert_array_equal(np.asarray(stats.rankdata(r, method, axis=1)), ranks)
+    np.testing.assert_array_equal(np.asarray(stats.rankdata(r)), [6, 1.5, 4, 1.5, 7, 4, 4, 9, 9, 9])
+    got = np.asarray(stats.rankdata(np.array([[1.0, np.nan], [2.0, 1.0]]), axis=1))
+    assert np.isnan(got[0]).all() and (got[1] == [2, 1]).all()
+    with pytest.raises(ValueError, match="unknown method"):
+        stats.rankdata(r, "foo")
+
+    np.testing.assert_allclose(np.asarray(stats.sem(r, axis=1)), np.std(r, axis=1, ddof=1) / math.sqrt(5), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(stats.sem(r, axis=None)), np.std(r, ddof=1) / math.sqrt(10), rtol=1e-6)
+    got = stats.sem(np.array([[1.0, np.nan, 3.0]]), axis=1, nan_policy="omit")
+    np.testing.assert_allclose(np.asarray(got), [math.sqrt(2) / math.sqrt(2)], rtol=1e-6)
+
+
+def test_laplace_cdf_slope_at_loc_and_far_out():
+    """The cdf's slope is the density: 1/(2 scale) at x == loc (was -1/2 through |z|'s slope at 0), and finite far
+    out (e^-100 / 2, where a single formula's unused side would overflow)."""
+    assert srcjax.grad(stats.laplace.cdf)(1.5, 1.5, 2.5).item() == pytest.approx(0.2, rel=1e-6)
+    assert srcjax.jit(srcjax.grad(stats.laplace.cdf))(0.0).item() == pytest.approx(0.5, rel=1e-6)
+    assert srcjax.grad(stats.laplace.cdf)(100.0).item() == pytest.approx(0.5 * math.exp(-100), rel=1e-3)
+    assert srcjax.grad(stats.laplace.cdf)(-3.0).item() == pytest.approx(0.5 * math.exp(-3), rel=1e-6)

@@ -5,9 +5,11 @@ from srcjax.runtime.scipy.stats import (
     gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
     truncnorm, uniform, vonmises, wrapcauchy,
 )
+from srcjax.runtime.scipy.stats._core import ModeResult, mode, rankdata, sem
 
 __all__ = [
     "bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gennorm",
     "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "multinomial", "multivariate_normal", "nbinom",
-    "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy",
+    "norm", "pareto", "poisson", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy", "ModeResult", "mode",
+    "rankdata", "sem",
 ]

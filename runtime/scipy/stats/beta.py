@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.scipy import special
-from srcjax.runtime.scipy.stats._common import jnp, standardize
+from srcjax.runtime.scipy.stats._common import clamp, jnp, standardize
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -29,7 +29,7 @@ def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """I_z(a, b) with z clipped to [0, 1]."""
     z, _, a, b = standardize("beta.cdf", x, loc, scale, a, b)
-    return special.betainc(a, b, jnp().clip(z, 0, 1))
+    return special.betainc(a, b, clamp(z, 0, 1))
 
 
 def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -39,7 +39,7 @@ def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """1 - I_z(a, b) = I_(1-z)(b, a), z clipped to [0, 1]."""
     z, _, a, b = standardize("beta.sf", x, loc, scale, a, b)
-    return special.betainc(b, a, 1 - jnp().clip(z, 0, 1))
+    return special.betainc(b, a, 1 - clamp(z, 0, 1))
 
 
 def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:

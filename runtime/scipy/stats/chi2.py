@@ -8,18 +8,20 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.scipy import special
-from srcjax.runtime.scipy.stats._common import jnp, standardize
+from srcjax.runtime.scipy.stats._common import clamp, jnp, promote, standardize
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def logpdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """(df/2 - 1) log z - z/2 - log Gamma(df/2) - (df/2) log 2 - log(scale) for z >= 0, -inf below."""
+    """(df/2 - 1) log z - z/2 - log Gamma(df/2) - (df/2) log 2 - log(scale) for x >= loc, -inf below (the support
+    decided on x, not z, as JAX)."""
     np_ = jnp()
-    z, scale, df = standardize("chi2.logpdf", x, loc, scale, df)
+    x, df, loc, scale = promote("chi2.logpdf", x, df, loc, scale)
+    z = (x - loc) / scale
     half_df = df / 2
     log_density = special.xlogy(half_df - 1, z) - z / 2 - special.gammaln(half_df) - half_df * math.log(2)
-    return np_.where(z < 0, -np.inf, log_density - np_.log(scale))
+    return np_.where(x < loc, -np.inf, log_density - np_.log(scale))
 
 
 def pdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -27,9 +29,9 @@ def pdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """P(df/2, max(z, 0)/2)"""
+    """P(df/2, z/2), z clamped to [0, inf]"""
     z, _, df = standardize("chi2.cdf", x, loc, scale, df)
-    return special.gammainc(df / 2, jnp().maximum(z, 0) / 2)
+    return special.gammainc(df / 2, clamp(z / 2, 0, np.inf))
 
 
 def logcdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -37,9 +39,9 @@ def logcdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def sf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """Q(df/2, max(z, 0)/2)"""
+    """Q(df/2, z/2), z clamped to [0, inf]"""
     z, _, df = standardize("chi2.sf", x, loc, scale, df)
-    return special.gammaincc(df / 2, jnp().maximum(z, 0) / 2)
+    return special.gammaincc(df / 2, clamp(z / 2, 0, np.inf))
 
 
 def logsf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:

@@ -7,17 +7,20 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.scipy import special
-from srcjax.runtime.scipy.stats._common import jnp, standardize
+from srcjax.runtime.scipy.stats._common import clamp, jnp, promote, standardize
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """(a - 1) log z - z - log Gamma(a) - log(scale) for z >= 0, -inf below."""
+    """(a - 1) log z - z - log Gamma(a) - log(scale) for x >= loc, -inf below (the support decided on x, not z, as
+    JAX: a negative scale does not flip it)."""
     np_ = jnp()
-    z, scale, a = standardize("gamma.logpdf", x, loc, scale, a)
+    x, a, loc, scale = promote("gamma.logpdf", x, a, loc, scale)
+    inside = x >= loc  # (NaN x: -inf, as JAX)
+    z = np_.where(inside, (x - loc) / scale, 1)
     log_density = special.xlogy(a - 1, z) - z - special.gammaln(a) - np_.log(scale)
-    return np_.where(z >= 0, log_density, -np.inf)  # (NaN x too: -inf, as JAX)
+    return np_.where(inside, log_density, -np.inf)
 
 
 def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -25,9 +28,9 @@ def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """P(a, max(z, 0)), the regularized lower incomplete gamma function."""
+    """P(a, z), the regularized lower incomplete gamma function, with z clamped to [0, inf]."""
     z, _, a = standardize("gamma.cdf", x, loc, scale, a)
-    return special.gammainc(a, jnp().maximum(z, 0))
+    return special.gammainc(a, clamp(z, 0, np.inf))
 
 
 def logcdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:

@@ -39,7 +39,11 @@ def sf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return jnp().log(sf(x, loc, scale))
+    """log(1 - exp(-e^-z)), as log1mexp(e^-z): log(sf) would round 1 - 2e-9 to 1 (0 at z = -3 in float32)."""
+    from srcjax.runtime import nn
+
+    z, scale = standardize("gumbel_r.logsf", x, loc, scale)
+    return jnp().where(scale > 0, nn.log1mexp(jnp().exp(-z)), np.nan)
 
 
 def ppf(p: Any, loc: Any = 0, scale: Any = 1) -> Any:

@@ -22,8 +22,10 @@ def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """e^z / 2 below 0, 1 - e^-z / 2 above."""
+    """e^z / 2 up to 0, 1 - e^-z / 2 above: each side its own formula (as JAX), so the slope at z = 0 is the
+    density 1/2 (through |z|, whose slope at 0 is 1, it came out -1/2); each side evaluated at a safe point on the
+    other, so that its unused exponential cannot overflow into the gradient."""
     np_ = jnp()
     z, _ = standardize("laplace.cdf", x, loc, scale)
-    half_tail = 0.5 * np_.exp(-np_.abs(z))
-    return np_.where(z <= 0, half_tail, 1 - half_tail)
+    left = z <= 0
+    return np_.where(left, 0.5 * np_.exp(np_.where(left, z, 0)), 1 - 0.5 * np_.exp(-np_.where(left, 0, z)))

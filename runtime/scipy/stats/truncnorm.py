@@ -10,7 +10,7 @@ import numpy as np
 
 from srcjax.runtime.scipy import special
 from srcjax.runtime.scipy.stats import norm
-from srcjax.runtime.scipy.stats._common import jnp, standardize
+from srcjax.runtime.scipy.stats._common import jnp, promote, standardize
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -31,10 +31,12 @@ def _log_mass(a: Any, b: Any) -> Any:
 
 
 def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """log phi(z) - log Z(a, b) - log(scale) on [a, b], -inf outside."""
+    """log phi(z) - log Z(a, b) - log|scale| on [a, b], -inf outside (norm's density, so a negative scale acts as
+    its absolute value, as in JAX)."""
     np_ = jnp()
-    z, scale, a, b = standardize("truncnorm.logpdf", x, loc, scale, a, b)
-    log_density = norm.logpdf(z) - _log_mass(a, b) - np_.log(scale)
+    x, a, b, loc, scale = promote("truncnorm.logpdf", x, a, b, loc, scale)
+    z = (x - loc) / scale
+    log_density = norm.logpdf(x, loc, scale) - _log_mass(a, b)
     return np_.where(a >= b, np.nan, np_.where((z < a) | (z > b), -np.inf, log_density))
 
 
@@ -43,13 +45,19 @@ def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """log Z(a, z) - log Z(a, b): -inf below a, 0 above b."""
+    """log Z(a, z) - log Z(a, b): -inf below a, 0 above b; log1p(-sf) where that is above -0.1, so that the
+    right tail keeps its digits (log(1 - 1e-23) is not 0), as SciPy and JAX do."""
     np_ = jnp()
     z, _, a, b = standardize("truncnorm.logcdf", x, loc, scale, a, b)
     inside = (z > a) & (z < b)
-    value = _log_mass(a, np_.where(inside, z, b)) - _log_mass(a, b)
-    value = np_.where(z <= a, -np.inf, np_.where(z >= b, 0, value))
-    return np_.where(a >= b, np.nan, value).astype(z.dtype)
+    inner = np_.where(inside, z, b)
+    log_mass = _log_mass(a, b)
+    value = _log_mass(a, inner) - log_mass
+    complement = _log_mass(np_.where(inside, z, a), b) - log_mass  # log sf
+    # (JAX's select: a NaN z, in none of its cases, gives 0)
+    value = np_.select([(z >= b) | np_.isnan(z), z <= a, value > -0.1, z > a],
+                       [np_.zeros_like(z), np_.full_like(z, -np.inf), np_.log1p(-np_.exp(complement)), value])
+    return np_.where(a >= b, np.nan, value)
 
 
 def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -57,13 +65,10 @@ def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """log Z(z, b) - log Z(a, b): 0 below a, -inf above b."""
+    """The mirror image: logcdf(-x) of the distribution on [-b, -a] about -loc (JAX's definition)."""
     np_ = jnp()
-    z, _, a, b = standardize("truncnorm.logsf", x, loc, scale, a, b)
-    inside = (z > a) & (z < b)
-    value = _log_mass(np_.where(inside, z, a), b) - _log_mass(a, b)
-    value = np_.where(z <= a, 0, np_.where(z >= b, -np.inf, value))
-    return np_.where(a >= b, np.nan, value).astype(z.dtype)
+    x, a, b, loc, scale = promote("truncnorm.logsf", x, a, b, loc, scale)
+    return logcdf(-x, -b, -a, -loc, scale)
 
 
 def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:

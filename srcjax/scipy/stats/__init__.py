@@ -5,3 +5,4 @@ from srcjax.scipy.stats import (  # noqa: F401
     gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
     truncnorm, uniform, vonmises, wrapcauchy,
 )
+from srcjax.runtime.scipy.stats._core import ModeResult, mode, rankdata, sem  # noqa: F401, E402
