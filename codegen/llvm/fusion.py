@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from srcjax.codegen.llvm.table import Row
 
 EXPENSIVE = 20  # the cost of a transcendental function: a value costing this much is not computed twice
+MAX_DEPTH = 48  # an expression nested deeper is materialised: planning and emitting walk expressions recursively
 
 
 def _live_ops(fn: Function) -> list[Op]:
@@ -56,6 +57,7 @@ class Planner:
         self.current = 0  # index of the op being visited
         self.pending_outputs: dict[int, tuple[Nest, Buffer]] = {}  # result id -> the nest storing it
         self.users: dict[int, list[Op]] = {}  # value id -> the live ops that read it
+        self.depths: dict[int, int] = {}  # value id -> how deeply its expression nests (0: materialised)
 
     # -- sources ----------------------------------------------------------------------------------------
     def source(self, v: Value) -> Source:
@@ -146,6 +148,23 @@ class Planner:
         if row.accepts is not None and not row.accepts(op):
             raise Unsupported(f"'{op.name}': {row.reason}")
         row.plan(self, op, row)
+        for r in op.results:  # (a long chain of elementwise ops, a Python loop unrolled, is cut into nests)
+            if self._depth(r) > MAX_DEPTH:
+                self.materialise(r)
+                self.depths[id(r)] = 0
+
+    def _depth(self, v: Value) -> int:
+        """How many expressions deep ``v`` is (each op's result is measured when it is planned, so only the few
+        values the planner made itself are walked here)."""
+        if id(v) in self.depths:
+            return self.depths[id(v)]
+        src = self.sources.get(id(v))
+        if not isinstance(src, Expr):
+            return 0
+        operands = getattr(src.op, "operands", []) if src.op is not None else [src.operand]
+        depth = 1 + max((self._depth(u) for u in operands if isinstance(u, Value)), default=0)
+        self.depths[id(v)] = depth
+        return depth
 
     def view_op(self, op: Op, result: Value) -> Source:
         (x,) = op.operands[:1]

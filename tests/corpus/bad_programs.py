@@ -141,9 +141,10 @@ def assign_global_in_symbolic_if(x):
     return x
 
 
-@bad("f32[]", match=r"cannot change 'SETTINGS.scale'", anchor="SETTINGS.scale")
+@bad("f32[]", match=r"'SETTINGS.scale' cannot change inside an `if` on a traced value", anchor="SETTINGS.scale")
 def mutate_global_object(x):
-    SETTINGS.scale = x  # <- mutate_global_object
+    if x > 0:  # (outside such an `if` the module's object changes while the function is read, as under JAX)
+        SETTINGS.scale = 2.0  # <- mutate_global_object
     return x
 
 

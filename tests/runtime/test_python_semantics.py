@@ -6,6 +6,7 @@ plain Python, and JAX 0.10.2 where JAX is involved."""
 
 import functools
 import types
+import warnings
 import importlib
 import sys
 
@@ -80,6 +81,24 @@ def test_a_reloaded_module_is_read_again(tmp_path, monkeypatch):
         assert float(srcjax.jit(module.f)(3.0)) == 15.0 and float(srcjax.jit(module.f)(-3.0)) == 3.0
     finally:
         sys.modules.pop("srcjax_reloaded_module", None)
+
+
+def test_the_same_function_in_two_files_is_read_from_its_own(tmp_path, monkeypatch):
+    """Code objects compare equal whatever their file: two copies of a module (one with a BOM) each report an error
+    at their own file's line."""
+    text = "import srcjax.numpy as jnp\n\ndef f(x):\n    return x + jnp.ones(4)\n"
+    (tmp_path / "srcjax_copy_a.py").write_text(text)
+    (tmp_path / "srcjax_copy_b.py").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        for name in ("srcjax_copy_a", "srcjax_copy_b"):
+            module = importlib.import_module(name)
+            with pytest.raises(TranspileError, match="incompatible shapes") as info:
+                srcjax.jit(module.f)(jnp.ones(3))
+            assert (info.value.loc.file, info.value.line) == (str(tmp_path / f"{name}.py"), 4)
+    finally:
+        sys.modules.pop("srcjax_copy_a", None)
+        sys.modules.pop("srcjax_copy_b", None)
 
 
 def test_round_of_an_array_is_an_int_array():
@@ -552,3 +571,115 @@ def test_eval_and_locals_see_the_functions_variables():
     assert float(srcjax.jit(evaluated)(1.0)) == 2.0 and float(srcjax.grad(evaluated)(1.0)) == 2.0
     assert float(srcjax.jit(from_locals)(1.0)) == 2.0
     assert float(srcjax.jit(closed_over)(2.0)) == 7.0
+
+
+STEPS = [1.0 + (i % 7 - 3) / 1000 for i in range(600)]
+
+
+def test_a_long_unrolled_python_loop_compiles():
+    """A Python loop over a list runs unrolled, as under JAX's tracing: 600 multiply-adds in one chain of
+    elementwise ops compile (no recursion as deep as the chain) and give NumPy's float64 numbers within float32's."""
+    def f(x):
+        for w in STEPS:
+            x = x * w - 0.25
+        return x
+
+    x = np.array([0.5, -1.25, 2.0], np.float32)
+    want = x.astype(np.float64)
+    for w in STEPS:
+        want = want * w - 0.25
+    np.testing.assert_allclose(srcjax.jit(f)(x), want, rtol=1e-4)
+    np.testing.assert_allclose(srcjax.jit(srcjax.grad(lambda x: f(x).sum()))(x), np.full(3, np.prod(STEPS)), rtol=1e-4)
+
+
+@(
+    srcjax.jit
+)
+def _decorated_over_lines(x):
+    if x.sum() > 0:  # (read from the source: a traced condition)
+        return x * 2.0
+    return -x
+
+
+def test_a_decorator_whose_expression_starts_below_its_at_sign():
+    """Python starts the function's code at the decorator's expression (the line after ``@(``): its source is found
+    there, so Python control flow on traced values works in it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(_decorated_over_lines(jnp.ones(2)), [2.0, 2.0])
+        np.testing.assert_array_equal(_decorated_over_lines(-jnp.ones(2)), [1.0, 1.0])
+
+
+def test_a_long_loop_whose_body_needs_its_index_says_why():
+    """A loop over a range longer than the unrolling limit is compiled with a traced index: where its body needs
+    the index as a Python int (a shape), the error points at the use and says so at the loop."""
+    def f(x):
+        acc = 0.0
+        for i in range(300):
+            acc = acc + jnp.sum(jnp.ones(i % 4 + 1)) * x
+        return acc
+
+    with pytest.raises(TranspileError, match="each dimension of the shape must be static") as info:
+        srcjax.jit(f)(1.0)
+    start = f.__code__.co_firstlineno
+    assert info.value.line == start + 3
+    assert f"{__file__}:{start + 2}:9: note: this loop makes 300 trips, so it is compiled as a loop" in str(info.value)
+
+
+def test_the_loop_variable_of_a_loop_over_rows_is_its_last_row_after_it():
+    """Python leaves ``for row in x`` bound to the last row, as it leaves a range's variable at the last index
+    (JAX runs the loop unrolled; NumPy gives the same numbers)."""
+    def f(x):
+        for r in x:
+            x = x * 1.1
+        for a, b in x[:, :2]:
+            x = x + a
+        return x * r + b
+
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2) - 2.0
+    want = f(x.astype(np.float64))
+    np.testing.assert_allclose(srcjax.jit(f)(x), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(srcjax.vmap(f)(np.stack([x, -x]))[1], f(-x.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(srcjax.grad(lambda x: f(x).sum())(x), _numeric_grad(lambda x: f(x).sum(), x), rtol=1e-4)
+
+
+def _numeric_grad(f, x, eps=1e-6):
+    x = x.astype(np.float64)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        out[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+def test_a_name_first_bound_in_a_static_loop_is_bound_after_it():
+    """A loop over a static range (or an array's rows) runs at least once, so what its body binds is bound after
+    it, as in the Python JAX runs: an array, the loop's last Python int, a function made in the body (NumPy's
+    float64 numbers; JAX 0.10.2 accepts each)."""
+    def arrays(x):
+        for i in range(40):
+            h = jnp.sin(x) + i * 0.01
+            x = h * 1.01
+        for r in x.reshape(3, 1):
+            last = r * 2.0
+        return x + h + last
+
+    def ints_and_functions(x):
+        for i in range(40):
+            k = i * 2
+            g = lambda y: y + i * 0.01  # noqa: E731, B023 - what is tested: the last trip's function after the loop
+            x = g(x) * 0.99
+        return g(x) * k
+
+    def reference(f, x):
+        np_f = types.FunctionType(f.__code__, {**f.__globals__, "jnp": np}, closure=f.__closure__)
+        return np_f(x.astype(np.float64))
+
+    x = np.array([0.5, -1.25, 2.0], np.float32)
+    for f in (arrays, ints_and_functions):
+        np.testing.assert_allclose(srcjax.jit(f)(x), reference(f, x), rtol=1e-5)
+        np.testing.assert_allclose(srcjax.vmap(f)(np.stack([x, -x]))[1], reference(f, -x), rtol=1e-5)
+        np.testing.assert_allclose(srcjax.grad(lambda v: f(v).sum())(x),
+                                   _numeric_grad(lambda v: reference(f, v).sum(), x), rtol=1e-4, atol=1e-6)
+    assert "for" in str(srcjax.make_jaxpr(arrays)(x))  # (still a loop: the first trip unrolled, the rest carried)

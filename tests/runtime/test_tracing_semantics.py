@@ -387,6 +387,57 @@ def test_global_assignment_on_a_traced_condition_is_refused_at_the_assignment():
     assert f"{__file__}:{start + 1}:9: note: 'RESULT' is declared global here" in str(info.value)
 
 
+class _Stats:
+    calls = 0
+
+
+STATS = _Stats()
+SEEN: list = []
+
+
+def test_an_object_of_the_module_changes_while_tracing():
+    """Setting an attribute of a module-level object runs while the function is read, as JAX's tracing runs it:
+    once per trace (JAX 0.10.2: 2 after two calls with one type and one with another; the grad's trace adds 1)."""
+    def f(x):
+        STATS.calls += 1
+        return jnp.sin(x) * STATS.calls
+
+    STATS.calls = 0
+    g = jax.jit(f)
+    np.testing.assert_allclose(g(jnp.ones(3)), np.sin(1.0), rtol=1e-6)
+    g(jnp.ones(3))
+    np.testing.assert_allclose(g(jnp.ones(2)), 2 * np.sin(1.0), rtol=1e-6)
+    assert STATS.calls == 2
+    np.testing.assert_allclose(jax.grad(f)(1.0), 3 * np.cos(1.0), rtol=1e-6)
+    assert STATS.calls == 3
+
+
+def test_a_module_level_object_cannot_change_on_a_traced_condition():
+    """Both branches of an ``if`` on a traced value are read, so a change to a list or object of the module (or of
+    a closure) there would happen whatever the data: refused, as for the function's own objects."""
+    def appends(x):
+        if x.sum() > 100.0:
+            SEEN.append(1)
+        return x
+
+    def sets(x):
+        if x.sum() > 100.0:
+            STATS.calls = 10
+        return x
+
+    cell = []
+
+    def closed(x):
+        if x.sum() > 100.0:
+            cell.append(x)
+        return x
+
+    for fn, what in ((appends, "a list"), (sets, "'STATS.calls'"), (closed, "a list")):
+        with pytest.raises(TranspileError, match=f"{what}.* cannot change inside an `if` on a traced value"):
+            jax.jit(fn)(jnp.ones(3))
+    assert SEEN == [] and cell == [] and STATS.calls != 10
+
+
 # -- 5. closures made in comprehensions -----------------------------------------------------------------------------
 def test_lambdas_made_in_a_comprehension_see_its_variable():
     def f(x):
@@ -506,3 +557,41 @@ def test_jacobian_is_jacrev():
     np.testing.assert_allclose(jac, np.diag(np.cos([1.0, 2.0])), rtol=1e-6)
     assert aux == 7
     assert float(jax.jacobian(iterpower)(1.1, 3)) == pytest.approx(3.63)
+
+
+# -- 8. Python's scopes ---------------------------------------------------------------------------------------------
+OFFSET = 2.0
+
+
+def test_a_local_read_before_it_is_bound_is_an_unbound_local_error():
+    """A name the function binds anywhere is local throughout it: read before it is bound it is an
+    ``UnboundLocalError`` (JAX 0.10.2 raises it while tracing), not the module's variable of that name."""
+    def assigned_later(x):
+        y = x * OFFSET
+        OFFSET = 3.0  # noqa: F841 - what makes OFFSET local
+        return y
+
+    def deleted(x):
+        OFFSET = 5.0
+        del OFFSET
+        return x * OFFSET
+
+    def nested(x):
+        def inner():
+            z = x * OFFSET
+            for OFFSET in range(2):  # noqa: B007 - a loop variable is local too
+                pass
+            return z
+        return inner()
+
+    for f in (assigned_later, deleted, nested):
+        with pytest.raises(UnboundLocalError, match="cannot access local variable 'OFFSET'"):
+            jax.jit(f)(1.0)
+        with pytest.raises(UnboundLocalError):
+            jax.grad(f)(1.0)
+
+    def fine(x):
+        total = sum(x * OFFSET for OFFSET in (1.0, 2.0))  # (a comprehension's variable is its own)
+        return total + [OFFSET for _ in range(1)][0]
+
+    assert float(jax.jit(fine)(1.0)) == 5.0

@@ -95,3 +95,53 @@ def test_named_call_named_scope_and_environment_info():
     assert float(srcjax.named_scope("outer")(lambda v: v + 1)(1.0)) == 2.0
     info = srcjax.print_environment_info(return_string=True)
     assert "srcjax:" in info and "numpy:" in info and "devices:" in info
+
+
+class Counting:
+    def __init__(self):
+        self.entered = self.exited = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.exited += 1
+        return False
+
+
+def test_the_programs_own_manager_in_a_loop_enters_on_every_trip():
+    """JAX runs a Python loop's body once per trip, and with it a ``with`` statement's ``__enter__``/``__exit__``: a
+    loop over a static range whose body enters the program's own manager runs unrolled (JAX 0.10.2: 40 entries of
+    each, 80 log lines); srcjax's own managers, and side-effect-free ones, leave it compiled as a loop."""
+    counter = Counting()
+
+    def counted(x):
+        for _ in range(40):
+            with counter:
+                x = x * 1.01
+        return x
+
+    def generated(x):
+        for i in range(40):
+            with logged(f"t{i % 2}"):
+                x = jnp.sin(x)
+        return x
+
+    def quiet(x):
+        for _ in range(40):
+            with srcjax.named_scope("step"), contextlib.suppress(KeyError):
+                x = x * 1.01
+        return x
+
+    np.testing.assert_allclose(srcjax.jit(counted)(np.float32(0.5)), 0.5 * 1.01 ** 40, rtol=1e-5)
+    assert (counter.entered, counter.exited) == (40, 40)
+    LOG.clear()
+    want = np.float32(0.5)
+    for _ in range(40):
+        want = np.sin(want)
+    np.testing.assert_allclose(srcjax.jit(generated)(np.float32(0.5)), want, rtol=1e-5)
+    assert len(LOG) == 80 and LOG[:2] == ["enter t0", "exit t0"] and LOG[-1] == "exit t1"
+    assert str(srcjax.make_jaxpr(quiet)(np.float32(0.5))).count("mul") == 1  # (one loop body, not 40 trips)
+    assert str(srcjax.make_jaxpr(counted)(np.float32(0.5))).count("mul") == 40
+    np.testing.assert_allclose(srcjax.jit(quiet)(np.float32(0.5)), 0.5 * 1.01 ** 40, rtol=1e-5)

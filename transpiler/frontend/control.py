@@ -688,8 +688,13 @@ def _counted_loop(frame: Frame, stmt: cst.For, body: Sequence[cst.CSTNode], rng:
             _counted_loop(frame, stmt, body, rng[1:], rows) if len(rng) > 2 else _unrolled(
                 frame, stmt, body, items(rng[1:]))
     except TranspileError as e:  # (what only Python can run: a concrete value needed, an outer object changed)
-        if not (getattr(e, "concretization", False) or getattr(e, "outer_write", False)) or \
-                len(rng) > UNROLL_FALLBACK_LIMIT:
+        if not (getattr(e, "concretization", False) or getattr(e, "outer_write", False)):
+            raise
+        if len(rng) > UNROLL_FALLBACK_LIMIT:
+            e.notes.append(frame.note(stmt, f"this loop makes {len(rng)} trips, so it is compiled as a loop whose "
+                                            f"variable is traced (one of at most {UNROLL_FALLBACK_LIMIT} trips runs "
+                                            "unrolled where its body needs a Python value)"))
+            e.args = (e.render(),)
             raise
         frame.env = base
         _unrolled(frame, stmt, body, items(rng))
@@ -836,6 +841,8 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
                 if retest:
                     _next_test(frame, stmt, retest)
             frame.env[CONT] = False
+            if static_end and peelable and _bound_inside_and_read_outside(frame, stmt, scan, base):
+                raise _Peel()  # (the first trip, unrolled, binds them: the rest of the loop carries them)
             # compare what the body leaves with what it was given
             changed = False
             outputs = []
@@ -936,8 +943,9 @@ def _symbolic_loop(frame: Frame, stmt: cst.While | cst.For, body: Sequence[cst.C
     for name in (BRK, CONT, retest):
         frame.env.pop(name, None)
     frame.env[BRK], frame.env[CONT] = broke, False
-    if counted and static_end and rows is None and len(rng) and isinstance(stmt.target, cst.Name):
-        frame.env[stmt.target.value] = rng[-1]  # (Python leaves the loop variable at its last value)
+    if counted and static_end and len(rng) and (rows is not None or isinstance(stmt.target, cst.Name)):
+        # (Python leaves the loop variable at its last value: the last index, or the array's last row)
+        frame.assign(stmt.target, rng[-1] if rows is None else rows[rng[-1]])
     elif counted:
         frame.env[_target_name(stmt)] = Undefined(_target_name(stmt), "the loop variable of a compiled loop is "
                                                                       "not available after the loop")
@@ -985,6 +993,33 @@ def _bind_templates(frame: Frame, templates: dict[str, tuple[Any, list]], values
             else:
                 leaves.append(x)
         frame.env[name] = tree_unflatten(treedef, leaves)
+
+
+def _bound_inside_and_read_outside(frame: Frame, stmt: cst.For, scan: _Names, before: dict[str, Any]) -> bool:
+    """Whether the loop's body binds a name that has no value before the loop and that the function reads outside
+    the body: a loop over a static range runs at least once, so Python has it bound after the loop (names only
+    the body reads, its temporaries, need no value carried)."""
+    fresh = {n for n in scan.names if not n.startswith("$") and (n not in before or isinstance(before[n], Undefined))
+             and n in frame.env and not isinstance(frame.env[n], Undefined)}
+    if not fresh:
+        return False
+    outside = _NamesOutside(stmt.body)
+    frame.source.node.visit(outside)
+    return bool(fresh & outside.names)
+
+
+class _NamesOutside(cst.CSTVisitor):
+    """The names a function mentions outside one block of it."""
+
+    def __init__(self, skipped: cst.CSTNode):
+        self.skipped, self.names = skipped, set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.skipped:
+            return False
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        return True
 
 
 class _Peel(Exception):

@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import linecache
 import operator
+import threading
 from collections.abc import ItemsView, KeysView, Mapping, Sequence as AbcSequence, Set as AbcSet
 from typing import Any, Callable, Iterator, Sequence
 
@@ -22,7 +23,7 @@ import libcst as cst
 
 from srcjax.transpiler.frontend import concrete, values
 from srcjax.transpiler.frontend.errors import Note, TranspileError, user_frames
-from srcjax.transpiler.frontend.source import FunctionSource
+from srcjax.transpiler.frontend.source import FunctionSource, local_names
 from srcjax.transpiler.ir import ConcretizationError, SourceLoc, Value
 from srcjax.transpiler.trees import tree_flatten, tree_unflatten
 
@@ -197,6 +198,7 @@ class Frame:
         self.scopes: list[tuple[dict[str, Any], frozenset[str]]] = []  # the comprehensions being run
         self.outside: list[dict[str, Any]] = []  # the variables around each of them (the function's first)
         self.handling: list[TranspileError] = []  # the exceptions the ``except`` clauses being run caught
+        self._made_outside: set[int] | None = None  # (``made_outside``, found at the first write it is asked about)
         code = getattr(fn, "__code__", None)
         cells = getattr(fn, "__closure__", None) or ()
         self.closure = dict(zip(code.co_freevars, cells)) if code is not None else {}
@@ -234,6 +236,9 @@ class Frame:
             raise _tag(located_error(NameError(f"name '{name}' is not defined"), self.loc(node), len(name)))
         if name in self.env:
             value = self.env[name]
+        elif name in local_names(self.source.node) and not any(name in env for env, _ in self.scopes):
+            raise _tag(located_error(UnboundLocalError(f"cannot access local variable '{name}' where it is not "
+                                                       "associated with a value"), self.loc(node), len(name)))
         elif self.outer is not None and name in self.outer:
             value = self.outer[name]
         elif name in self.closure:
@@ -578,6 +583,8 @@ class Frame:
                 except AttributeError:
                     raise self.error(item.item, f"'{type(manager).__name__}' object does not support the context "
                                                 "manager protocol") from None
+                if _program_manager(manager):  # (its enter and exit run once per trip under JAX)
+                    self.unroll_loop(item.item, "the program's own context manager")
                 value = enter(manager)
                 exits.append((manager, leave))
                 if item.asname is not None:
@@ -714,7 +721,8 @@ class Frame:
         """Refuse a change to ``obj`` (``what``) inside a region of control flow on traced values when it was made
         before the region (``control.outer_objects``). The error is marked ``outer_write``: a short loop over a
         static range then runs unrolled instead, as JAX runs it."""
-        if any(id(obj) in ids for ids in self.trace.context.outer_objects):
+        regions = self.trace.context.outer_objects
+        if regions and (any(id(obj) in ids for ids in regions) or id(obj) in self.made_outside()):
             error = self.error(node, f"{what} cannot change inside an `if` on a traced value or a compiled loop, "
                                      "as the object was made before it",
                                note="srcjax reads both branches of such an `if` (and a loop's body once) while it "
@@ -722,6 +730,21 @@ class Frame:
                                     "value in a local variable (v = ...) and select with jnp.where, or use lax.scan")
             error.outer_write = True
             raise error
+
+    def made_outside(self) -> set[int]:
+        """The ids of the mutable objects this function reaches through its module's globals and its closure: all
+        made before any region of control flow on traced values it runs in (``check_outer_write``)."""
+        if self._made_outside is None:
+            from srcjax.transpiler.frontend.control import outer_objects
+
+            reached = {f"g{i}": v for i, v in enumerate(self.globals.values())}
+            for name, cell in self.closure.items():
+                try:
+                    reached[name] = cell.cell_contents
+                except ValueError:  # (an empty cell)
+                    pass
+            self._made_outside = outer_objects(reached)
+        return self._made_outside
 
     # -- assignment targets ---------------------------------------------------------------------------------
     def assign(self, target: cst.BaseExpression, value: Any) -> None:
@@ -732,10 +755,7 @@ class Frame:
         elif isinstance(target, cst.Subscript):
             self.assign_item(target, value)
         elif isinstance(target, cst.Attribute):
-            obj = self.eval(target.value)
-            if isinstance(target.value, cst.Name) and target.value.value not in self.env:
-                raise self.error(target, f"a compiled function cannot change '{_dotted(target)}', which it does "
-                                         "not own", note="return the new value instead, and assign it outside")
+            obj = self.eval(target.value)  # (an object of the module's, or a closure's, too: as JAX's tracing does)
             self.check_outer_write(target, obj, f"'{_dotted(target)}'")
             setattr(obj, target.attr.value, value)
         elif isinstance(target, cst.StarredElement):
@@ -1228,6 +1248,20 @@ def _user_exception(error: BaseException) -> BaseException | None:
     if cause is not None and not isinstance(cause, (TranspileError, Exit)):
         return cause
     return error if type(error) is not TranspileError else None
+
+
+_QUIET_MANAGERS = (contextlib.suppress, contextlib.nullcontext, type(threading.Lock()), type(threading.RLock()))
+
+
+def _program_manager(manager: Any) -> bool:
+    """Whether a context manager is the program's own, whose ``__enter__`` and ``__exit__`` may do what each trip of
+    a loop must show (record, count), rather than srcjax's (an option, a named scope) or one without effects."""
+    if isinstance(manager, _QUIET_MANAGERS):
+        return False
+    owner = type(manager)
+    if owner.__module__ == "contextlib":  # (a @contextmanager generator: whose function it runs)
+        owner = getattr(manager, "func", owner)
+    return not (getattr(owner, "__module__", None) or "").startswith("srcjax")
 
 
 def _dotted(node: cst.BaseExpression) -> str:

@@ -102,8 +102,10 @@ class _Index(cst.CSTVisitor):
         return pos.start.line if pos else -1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        # (a decorated function's code starts at its first decorator's expression, which may be a line below the
+        # `@`: ``@(`` then ``jax.jit`` on the next line; every line from the first `@` to the `def` holds only it)
         first = min([self._start(d) for d in node.decorators] + [self._start(node)])
-        for line in {first, self._start(node)}:
+        for line in range(first, self._start(node) + 1):
             self.functions.setdefault(line, []).append(node)
         return True
 
@@ -177,8 +179,9 @@ def _holds(file: ParsedFile, node: cst.CSTNode, code: types.CodeType) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _find(code: Any) -> FunctionSource:
-    path = code.co_filename
+def _find(code: Any, path: str) -> FunctionSource:
+    # (``path`` is part of the key: code objects compare equal without their file, and two files may hold the same
+    # function at the same place)
     try:
         file = parse_file(path)
         _check_current(code, file)
@@ -207,6 +210,117 @@ def _find(code: Any) -> FunctionSource:
     raise SourceNotFound(f"cannot find the source of {code.co_name} at {path}:{code.co_firstlineno}")
 
 
+@functools.lru_cache(maxsize=1024)
+def local_names(node: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
+    """The names local to a function, as Python's compiler finds them: its parameters and every name its own body
+    binds (assigned, annotated, a loop's or ``with``'s or ``except``'s target, imported, defined, deleted, matched,
+    bound by a walrus, in a comprehension too), less those it declares ``global`` or ``nonlocal``. Reading one
+    before it is bound is an ``UnboundLocalError``, whatever the module holds under that name."""
+    finder = _LocalNames()
+    p = node.params
+    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+        finder.names.add(param.name.value)
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            finder.names.add(star.name.value)
+    node.body.visit(finder)
+    return frozenset(finder.names - finder.declared)
+
+
+class _LocalNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.declared: set[str] = set()  # (global and nonlocal)
+
+    def _bind(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind(node.name.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind(node.target)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name)
+        elif isinstance(node.name, cst.Name):
+            self.names.add(node.name.value)
+        else:  # (``import a.b`` binds ``a``)
+            first = node.name
+            while isinstance(first, cst.Attribute):
+                first = first.value
+            if isinstance(first, cst.Name):
+                self.names.add(first.value)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.names.add(node.name.value)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self.names.add(node.name.value)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self.names.add(node.rest.value)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.declared.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.declared.update(item.name.value for item in node.names)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        for decorator in node.decorators:  # (its decorators and defaults are read here; its body is its own scope)
+            decorator.visit(self)
+        node.params.visit(self)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        node.params.visit(self)
+        return False
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:  # (its targets are the comprehension's own)
+        node.iter.visit(self)
+        for condition in node.ifs:
+            condition.visit(self)
+        if node.inner_for_in is not None:
+            node.inner_for_in.visit(self)
+        return False
+
+
 def _lambda_params(node: cst.Lambda) -> list[str]:
     p = node.params
     return [a.name.value for a in [*p.posonly_params, *p.params, *p.kwonly_params]]
@@ -223,7 +337,7 @@ def function_source(fn: Callable[..., Any]) -> FunctionSource:
     code = getattr(running_function(fn), "__code__", None)
     if code is None:
         raise SourceNotFound(f"{fn!r} is not a Python function")
-    return _find(code)
+    return _find(code, code.co_filename)
 
 
 def clear_caches() -> None:
