@@ -107,6 +107,10 @@ class Array(ArrayMethods):
 
     global_shards = addressable_shards
 
+    def addressable_data(self, index: int) -> Array:
+        """The data of the ``index``-th addressable shard."""
+        return self.addressable_shards[index].data
+
     @property
     def is_fully_addressable(self) -> bool:
         return True
@@ -162,6 +166,40 @@ class Array(ArrayMethods):
     def copy(self) -> Array:
         return Array(self._value.copy(), self.weak_type, self._device)
 
+    clone = copy
+
+    def copy_to_host_async(self) -> None:
+        """Nothing to start: the data is in host memory (waiting for a pending result is ``block_until_ready``)."""
+
+    def on_device_size_in_bytes(self) -> int:
+        return self.nbytes
+
+    def platform(self) -> str:
+        return next(iter(self.devices())).platform
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
+        """The array on ``device`` (the array API's name for ``jax.device_put``)."""
+        from srcjax.runtime.devices import device_put
+
+        return device_put(self, device)
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the first element of the host buffer (valid while the array lives)."""
+        return self._value.__array_interface__["data"][0]
+
+    @property
+    def flat(self):
+        raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider arr.flatten() "
+                                  "instead.")
+
+    @property
+    def device_buffer(self):
+        raise AttributeError("arr.device_buffer has been deprecated. Use arr.addressable_data(0)")
+
+    @property
+    def device_buffers(self):
+        raise AttributeError("arr.device_buffers has been deprecated. Use [x.data for x in arr.addressable_shards]")
+
     def __copy__(self) -> Array:
         return self
 
@@ -191,10 +229,10 @@ class Array(ArrayMethods):
         return bool(self._value)
 
     def __int__(self) -> int:
-        return int(self._scalar("int"))
+        return int(self._scalar("int").item())  # (a complex one is Python's TypeError, as JAX's: not its real part)
 
     def __float__(self) -> float:
-        return float(self._scalar("float"))
+        return float(self._scalar("float").item())
 
     def __complex__(self) -> complex:
         return complex(self._scalar("complex"))

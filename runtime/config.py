@@ -106,6 +106,8 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "jax_enable_checks": (False, _bool),
     "jax_default_matmul_precision": (None, _one_of("jax_default_matmul_precision", MATMUL_PRECISIONS, True)),
     "jax_numpy_rank_promotion": ("allow", _one_of("jax_numpy_rank_promotion", ("allow", "warn", "raise"))),
+    # "strict": only Python scalars (weak types) promote implicitly; other mixes raise TypePromotionError
+    "jax_numpy_dtype_promotion": ("standard", _one_of("jax_numpy_dtype_promotion", ("standard", "strict"))),
     "jax_random_seed_offset": (0, int),
     "jax_high_dynamic_range_gumbel": (False, _bool),  # gumbel's mode when none is given: 'high' if set
     "jax_default_prng_impl": ("threefry2x32", _prng_impl),
@@ -140,8 +142,8 @@ _FLAGS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
 
 # the options a trace reads (dtypes, the random bits' program, rank promotion's errors, ...): compiled code and
 # traces are kept per value of them, as JAX keys its caches on them
-TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_threefry_partitionable", "jax_default_prng_impl",
-               "jax_default_matmul_precision", "jax_high_dynamic_range_gumbel")
+TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion", "jax_threefry_partitionable",
+               "jax_default_prng_impl", "jax_default_matmul_precision", "jax_high_dynamic_range_gumbel")
 
 
 class Config:
@@ -246,6 +248,7 @@ debug_infs = State("jax_debug_infs", True)
 enable_checks = State("jax_enable_checks", True)
 threefry_partitionable = State("jax_threefry_partitionable", True)
 numpy_rank_promotion = State("jax_numpy_rank_promotion")
+numpy_dtype_promotion = State("jax_numpy_dtype_promotion")
 default_matmul_precision = State("jax_default_matmul_precision")
 default_prng_impl = State("jax_default_prng_impl")
 default_device = State("jax_default_device")

@@ -134,7 +134,7 @@ def fast_path(fn=None, *, chain: bool = False):
         if (kwargs and not chain) or core.current_interpreter() is not _EAGER or _flags["jax_debug_nans"] \
                 or _flags["jax_debug_infs"] or _flags["jax_numpy_rank_promotion"] != "allow":
             return fn(*args, **kwargs)
-        key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"]]
+        key = [_flags["jax_enable_x64"], _flags["jax_default_matmul_precision"], _flags["jax_numpy_dtype_promotion"]]
         if kwargs:
             options = _options_key(kwargs)
             if options is None:

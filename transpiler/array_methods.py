@@ -121,7 +121,6 @@ class ArrayMethods:
     astype = _forward("astype")
     choose = _forward("choose")
     clip = _forward("clip")
-    compress = _forward("compress")
     conj = _forward("conj")
     conjugate = _forward("conjugate")
     cumprod = _forward("cumprod")
@@ -147,6 +146,26 @@ class ArrayMethods:
     trace = _forward("trace")
     var = _forward("var")
 
+    def byteswap(self):
+        """The bytes of each element in reverse order (JAX's ``Array.byteswap``, which takes no arguments)."""
+        return numpy_api().manipulation.byteswap(self)
+
+    def compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+        """``jnp.compress(condition, self, axis)``: the array is the function's second operand, as in JAX."""
+        return numpy_api().compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
+
+    def __contains__(self, other):
+        """``other in x``: whether the 1-d ``x`` holds the scalar ``other`` (JAX's rule, narrower than NumPy's)."""
+        if other is None or isinstance(other, str):
+            raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+        jnp = numpy_api()
+        query = jnp.asarray(other)
+        if self.ndim != 1:
+            raise ValueError(f"Array.__contains__: search array must be one-dimensional, got arr.shape={self.shape}.")
+        if query.ndim != 0:
+            raise ValueError(f"Array.__contains__: query value must be a scalar, got query.shape={query.shape}")
+        return jnp.any(self == query)
+
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
             shape = shape[0]
@@ -163,6 +182,6 @@ class ArrayMethods:
     def view(self, dtype=None):
         if dtype is None:
             return self
-        return numpy_api().view(self, dtype)
+        return numpy_api().manipulation.view(self, dtype)
 
 

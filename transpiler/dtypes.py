@@ -18,11 +18,12 @@ import numpy as np
 
 from srcjax.transpiler.types import TensorType
 
-_flags: dict[str, Any] = {"jax_enable_x64": False}  # the runtime's configuration, once it is loaded
+_flags: dict[str, Any] = {"jax_enable_x64": False, "jax_numpy_dtype_promotion": "standard"}  # until the runtime's
 
 
 def use_flags(values: dict[str, Any]) -> None:
-    """Read ``jax_enable_x64`` (whether 64-bit types are canonical) from ``values`` from now on."""
+    """Read ``jax_enable_x64`` (whether 64-bit types are canonical) and ``jax_numpy_dtype_promotion`` (which
+    lattice promotes) from ``values`` from now on."""
     global _flags
     _flags = values
 
@@ -69,26 +70,53 @@ if bfloat16 is not None:
     _LATTICE[bfloat16] = [float32]
 
 
-def _upper_bounds(node: Any) -> frozenset:
+def _upper_bounds(lattice: dict[Any, list[Any]], node: Any) -> frozenset:
     seen, todo = {node}, [node]
     while todo:
-        for up in _LATTICE[todo.pop()]:
+        for up in lattice[todo.pop()]:
             if up not in seen:
                 seen.add(up)
                 todo.append(up)
     return frozenset(seen)
 
 
-_UPPER = {node: _upper_bounds(node) for node in _LATTICE}
+# Under jax_numpy_dtype_promotion="strict" only the weak kinds promote: a Python scalar (or a value derived only
+# from them) joins any type of its kind or above, and two different strong types have no common type.
+_STRICT_LATTICE: dict[Any, list[Any]] = {node: [] for node in _LATTICE}
+_STRICT_LATTICE[WEAK_INT] = [WEAK_FLOAT] + [t for t in _LATTICE if isinstance(t, np.dtype) and t.kind in "iu"]
+_STRICT_LATTICE[WEAK_FLOAT] = [WEAK_COMPLEX] + [t for t in _LATTICE if isinstance(t, np.dtype) and t.kind == "f"
+                                                or t is bfloat16]
+_STRICT_LATTICE[WEAK_COMPLEX] = [complex64, complex128]
+
+_UPPER = {"standard": {node: _upper_bounds(_LATTICE, node) for node in _LATTICE},
+          "strict": {node: _upper_bounds(_STRICT_LATTICE, node) for node in _STRICT_LATTICE}}
+
+
+class TypePromotionError(ValueError):
+    """Raised when JAX type promotion fails (``jax.dtypes.TypePromotionError``)."""
+
+
+def _node_name(node: Any) -> str:
+    """How JAX names a lattice node in its messages (a weak kind is its Python type)."""
+    return str({WEAK_INT: int, WEAK_FLOAT: float, WEAK_COMPLEX: complex}.get(node, node))
 
 
 @functools.lru_cache(maxsize=None)
-def _least_upper_bound(nodes: frozenset) -> Any:
-    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
+def _least_upper_bound(nodes: tuple, promotion: str = "standard") -> Any:
+    upper = _UPPER[promotion]
+    common = frozenset.intersection(*(upper[n] for n in nodes))
     for candidate in common:
-        if common <= _UPPER[candidate]:
+        if common <= upper[candidate]:
             return candidate
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # cannot happen: c128 tops all
+    # only the strict lattice has types with no common one (complex128 tops the standard one)
+    raise TypePromotionError(
+        f"Input dtypes {tuple(_node_name(n) for n in nodes)} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output type, or set "
+        "jax_numpy_dtype_promotion=standard.")
+
+
+def _promotion() -> str:
+    return _flags.get("jax_numpy_dtype_promotion", "standard")
 
 
 # -- canonical dtypes ----------------------------------------------------------------------------------
@@ -184,7 +212,8 @@ def promote_types_and_weak(*pairs: tuple[np.dtype, bool]) -> tuple[np.dtype, boo
     dtypes = {d for d, _ in pairs}
     if len(dtypes) == 1 and not all(w for _, w in pairs):
         return next(iter(dtypes)), False
-    node = _least_upper_bound(frozenset(_node(d, w) for d, w in pairs))
+    # nodes in first-seen order, so that an error names the operands as they came
+    node = _least_upper_bound(tuple(dict.fromkeys(_node(d, w) for d, w in pairs)), _promotion())
     if isinstance(node, str):
         return _weak_node_dtype(node), True
     return canonicalize_dtype(node), all(w for _, w in pairs) and node != bool_
@@ -207,10 +236,10 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     dtype; and with x64 off, uint32 meets a signed type of at most 32 bits in int32."""
     # look up by identity: np.dtype('float64') == float holds, but the dtype is not the Python type
     nodes = [_PY_TYPE_NODES[x] if any(x is t for t in _PY_TYPE_NODES) else np.dtype(to_dtype(x)) for x in (a, b)]
-    node = _least_upper_bound(frozenset(nodes))
+    node = _least_upper_bound(tuple(dict.fromkeys(nodes)), _promotion())
     if isinstance(node, str):
         return {WEAK_INT: int64, WEAK_FLOAT: float64, WEAK_COMPLEX: complex128}[node]
-    if node == int64 and not _flags["jax_enable_x64"] and uint32 in nodes and all(
+    if node == int64 and _promotion() == "standard" and not _flags["jax_enable_x64"] and uint32 in nodes and all(
             isinstance(n, np.dtype) and n.itemsize <= 4 for n in nodes):
         return int32
     return np.dtype(node)

@@ -10,6 +10,7 @@ lax does: 0-d operands go anywhere, other operands need equal ranks and sizes th
 from __future__ import annotations
 
 import enum
+import warnings
 from typing import Any
 
 import numpy as np
@@ -435,8 +436,11 @@ def conj(x: Any) -> Any:
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     """``operand`` as ``new_dtype`` (canonicalised: float64 is float32 unless x64 is on); never weak."""
     _check_operands("convert_element_type", (operand,))
-    want = dtypes.canonicalize_dtype(dtypes.to_dtype(new_dtype))
+    want = dtypes.check_user_dtype(new_dtype, "convert_element_type")
     typ = aval(operand)
+    if typ.dtype.kind == "c" and want.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                      stacklevel=2)
     if typ.dtype == want and not typ.weak_type and not _is_python_scalar(operand):
         return _unchanged(operand)
     if _is_python_scalar(operand):  # through its own weak dtype, so a float keeps XLA's conversion rules

@@ -19,7 +19,7 @@ from srcjax.runtime.lax._checks import ints as _ints
 from srcjax.runtime.lax._checks import operand as _operand
 from srcjax.runtime.lax._checks import unchanged as _unchanged
 from srcjax.runtime import dtypes
-from srcjax.runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
+from srcjax.runtime.numpy._core import TypeOrValueError, aval, broadcast_to, convert, is_arraylike
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives.indexing import (
     GatherDimensionNumbers,
@@ -98,13 +98,16 @@ def _start_indices(name: str, starts: Any, shape: tuple[int, ...], allow_negativ
                                  new_sizes=(), dimensions=None) for i in range(typ.shape[0])]
     starts = list(starts)
     if len(starts) != len(shape):
-        raise TypeError(f"lax.{name}: needs one start index per operand axis ({len(shape)}), got {len(starts)}")
+        raise TypeOrValueError(f"lax.{name}: needs one start index per operand axis ({len(shape)}), got "
+                               f"{len(starts)}")  # (JAX: a ValueError)
     for i, s in enumerate(starts):
         if not is_arraylike(s) or aval(s).shape != () or aval(s).dtype.kind not in "iu":
             raise TypeError(f"lax.{name}: start index {i} must be an integer scalar, got {s!r}")
     wrap = [allow_negative] * len(shape) if isinstance(allow_negative, bool) else list(allow_negative)
     arrays = [s for s in starts if not isinstance(s, (int, np.integer))]
     dtype = dtypes.result_type(*arrays) if arrays else dtypes.default_int_dtype()
+    if max(shape, default=0) > np.iinfo(dtype).max:  # an int8 start into 300 rows: s + n needs a wider type
+        dtype = np.promote_types(dtype, dtypes.default_int_dtype())
     out = []
     for s, n, w in zip(starts, shape, wrap):
         if isinstance(s, (int, np.integer)):

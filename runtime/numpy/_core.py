@@ -37,7 +37,7 @@ newaxis = None
 pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
 number, inexact, floating, complexfloating = np.number, np.inexact, np.floating, np.complexfloating
 integer, signedinteger, unsignedinteger, generic = np.integer, np.signedinteger, np.unsignedinteger, np.generic
-result_type = dtypes.result_type
+result_type = dtypes.jax_result_type
 
 
 class iinfo(np.iinfo):  # noqa: N801 - NumPy's name
@@ -189,7 +189,7 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None) -> Any:
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"asarray: order={order!r} is not supported (srcjax arrays are C-ordered)")
-    want = None if dtype is None else dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
+    want = None if dtype is None else dtypes.check_user_dtype(dtype, "asarray")
     if not is_concrete(a):
         return a if want is None else convert(a, want)
     if isinstance(a, Array):  # (a dtype asked for makes a weakly typed array strong, as JAX's does)

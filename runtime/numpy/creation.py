@@ -57,11 +57,12 @@ def canonicalize_shape(shape: Any, name: str) -> tuple[int, ...]:
     return out
 
 
-def canonical_dtype(dtype: Any, default: np.dtype | None = None) -> np.dtype | None:
-    """The dtype a user asked for, as JAX stores it (64-bit types narrow unless x64 is enabled)."""
+def canonical_dtype(dtype: Any, default: np.dtype | None = None, name: str = "") -> np.dtype | None:
+    """The dtype a user asked for, as JAX stores it (64-bit types narrow, with JAX's warning, unless x64 is
+    enabled); ``default`` when none was."""
     if dtype is None:
         return default
-    return dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
+    return dtypes.check_user_dtype(dtype, name)
 
 
 # -- filled arrays --------------------------------------------------------------------------------------------
@@ -179,18 +180,22 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     num = static_int(num, "linspace", "num")
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
-    compute = _inexact_dtype(start, stop)
-    want = canonical_dtype(dtype, compute)
+    want = canonical_dtype(dtype, _inexact_dtype(start, stop))
+    compute = dtypes.to_inexact_dtype(want)  # the requested dtype's float, as in JAX (float16 computes in float16)
     shape = jnp.broadcast_shapes(aval(start).shape, aval(stop).shape)
     start, stop = (broadcast_to(convert(v, compute), shape) for v in (start, stop))
     batch = len(shape)
     intervals = num - 1 if endpoint else num
     first = lax.broadcast_in_dim(start, (*shape, 1), tuple(range(batch)))
-    if intervals > 0:  # sample i is start + i * step; with an endpoint, the last one is exactly stop
+    if intervals > 0:
+        # sample i is start (1 - t) + stop t with t = i / intervals, JAX's formula (to its last bits); with an
+        # endpoint, the last one is exactly stop
         step = jnp.true_divide(jnp.subtract(stop, start), convert(intervals, compute))
-        body = num - 1 if endpoint else num
-        counter = lax.broadcasted_iota(compute, (*shape, body), batch)
-        out = jnp.add(first, jnp.multiply(counter, lax.broadcast_in_dim(step, (*shape, 1), tuple(range(batch)))))
+        real = np.finfo(compute).dtype
+        t = convert(jnp.true_divide(lax.broadcasted_iota(real, (*shape, intervals), batch), convert(intervals, real)),
+                    compute)
+        last = lax.broadcast_in_dim(stop, (*shape, 1), tuple(range(batch)))
+        out = jnp.add(jnp.multiply(first, jnp.subtract(convert(1, compute), t)), jnp.multiply(last, t))
         if endpoint:
             out = jnp.concatenate([out, lax.broadcast_in_dim(stop, (*shape, 1), tuple(range(batch)))], axis=batch)
     else:  # no interval (num is 0, or 1 with the endpoint): NumPy and JAX report a NaN step
@@ -261,7 +266,8 @@ def tri(N: int, M: int | None = None, k: Any = 0, dtype: Any = None) -> Any:
     n = static_int(N, "tri", "N")
     m = n if M is None else static_int(M, "tri", "M")
     check_arraylike("tri", k)
-    return convert(jnp.less_equal(_diagonal_offsets(n, m), k), canonical_dtype(dtype, dtypes.default_float_dtype()))
+    # float32 by default, also with x64 on (JAX's default here, not the default float)
+    return convert(jnp.less_equal(_diagonal_offsets(n, m), k), canonical_dtype(dtype, dtypes.float32))
 
 
 def _triangle(name: str, m: Any, keep: Callable[[Any], Any]) -> Any:

@@ -92,6 +92,9 @@ def _wrap_negative(i: Any, n: int) -> Any:
     typ = aval(i)
     if typ.dtype.kind == "u":
         return i
+    if n > np.iinfo(typ.dtype).max:  # i + n needs a wider type (an int8 index of 300 elements)
+        i = convert(i, np.promote_types(typ.dtype, _index_dtype()))
+        typ = aval(i)
     if isinstance(i, np.ndarray):
         return np.where(i < 0, i + n, i).astype(i.dtype)
     zero, size = _const(0, typ.dtype), _const(n, typ.dtype)
@@ -99,6 +102,19 @@ def _wrap_negative(i: Any, n: int) -> Any:
     if shape:
         zero, size = np.broadcast_to(zero, shape), np.broadcast_to(size, shape)
     return _where(ew.lt_p.bind(i, zero), ew.add_p.bind(i, size), i)
+
+
+def _to_index_dtype(i: Any, dtype: Any) -> Any:
+    """``i`` as the signed integer ``dtype``; unsigned values it cannot hold become its largest, so that they stay
+    out of bounds (uint32 4294967295 would otherwise become -1, the last element)."""
+    typ, dtype = aval(i), np.dtype(dtype)
+    if typ.dtype == dtype:
+        return i
+    if typ.dtype.kind == "u" and dtype.kind == "i" and np.iinfo(typ.dtype).max > np.iinfo(dtype).max:
+        limit = np.iinfo(dtype).max
+        i = np.minimum(i, limit) if isinstance(i, np.ndarray) else ew.min_p.bind(
+            i, np.broadcast_to(np.asarray(limit, typ.dtype), typ.shape))
+    return i.astype(dtype) if isinstance(i, np.ndarray) else convert(i, dtype)
 
 
 def _clip(i: Any, lo: int, hi: int) -> Any:
@@ -132,8 +148,9 @@ def _leaves(x: Any) -> list:
     return [x]
 
 
-def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False,
-                    error: type[Exception] = TypeError) -> np.ndarray:
+def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False, error: type[Exception] = TypeError,
+                    why: str = "the result's shape would depend on its data. Pass size=... or use jnp.where instead",
+                    ) -> np.ndarray:
     """The data of a concrete array; a symbolic one is an ``error`` (the result's shape would depend on it).
     With ``structure`` (the data decides only which elements are taken), a traced value the trace knows from
     its inputs (under grad outside jit, as JAX's tracer there holds its primal) is used too."""
@@ -141,8 +158,7 @@ def _concrete_value(x: Any, name: str, what: str, *, structure: bool = False,
         known = Value.known_value(x, False) if structure and isinstance(x, Value) and Value.known_value else None
         if known is None:
             raise error(f"{name}: {what} must be concrete, but it is a value computed inside a compiled "
-                        "function; the result's shape would depend on its data. Pass size=... or use "
-                        "jnp.where instead.")
+                        f"function; {why}.")
         return np.asarray(known)
     return np.asarray(x)
 
@@ -167,7 +183,7 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
     if isinstance(item, (bool, np.bool_)):
         return "bool0", bool(item)
     if isinstance(item, (int, np.integer)):
-        return "int", int(item)
+        return "int", _numpy_int(item) if isinstance(item, np.integer) else int(item)
     if isinstance(item, str):
         raise TypeError(f"srcjax does not support string indexing; got index {item!r}")
     if isinstance(item, (list, tuple)):
@@ -175,7 +191,7 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
             return "array", np.zeros((0,), _index_dtype())
         item = np.asarray(item) if all(is_concrete(v) for v in _leaves(item)) else asarray(item)
     if isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.ndim == 0:
-        return "int", int(item)
+        return "int", _numpy_int(item)
     if not is_arraylike(item) or isinstance(item, (float, complex)):
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                         f"{type(item).__name__} at position {position}, indexer value {item!r}")
@@ -191,20 +207,38 @@ def _classify(item: Any, position: int) -> tuple[str, Any]:
     return "array", item
 
 
-def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_Entry]:
+def _numpy_int(item: Any) -> int:
+    """A NumPy integer index as an int the index dtype holds: JAX reads it as an array of its own dtype, so a value
+    beyond the index dtype (``np.uint32(2**32 - 1)``) is out of bounds, not an overflow as a Python int is."""
+    info = np.iinfo(_index_dtype())
+    return min(max(int(item), info.min), info.max)
+
+
+def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool,
+            wrap_negative: bool = True) -> tuple[list[_Entry], tuple[int, ...]]:
     """One entry per operand axis and per new axis; masks become integer arrays, '...' becomes slices.
-    Negative static ints count from the end once; ``clamp_ints`` then clamps them into the axis (reads),
-    else one still out of bounds stays so (updates drop it)."""
+    Negative static ints count from the end once (unless not ``wrap_negative``); ``clamp_ints`` then clamps
+    them into the axis (reads), else one still out of bounds stays so (updates drop it).
+
+    Also returns where unit axes are to be inserted into the operand (``_with_units``): a scalar bool beside
+    another advanced index is one of them, as in NumPy and JAX, the index array ``arange(1)`` (True) or
+    ``arange(0)`` (False) on a unit axis inserted where it stands (``x[True, i]`` is ``x[i]``)."""
     items = list(index) if isinstance(index, tuple) else [index]
     classified = [_classify(item, i) for i, item in enumerate(items)]
     if sum(kind == "ellipsis" for kind, _ in classified) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 if kind in ("int", "slice", "array") else aval(v).ndim if kind == "mask" else 0
+    if (any(kind == "bool0" for kind, _ in classified)
+            and sum(kind in ("int", "array", "mask", "bool0") for kind, _ in classified) > 1):
+        classified = [("unit", v) if kind == "bool0" else (kind, v) for kind, v in classified]
+    units: list[int] = []
+    used = sum(1 if kind in ("int", "slice", "array", "unit") else aval(v).ndim if kind == "mask" else 0
                for kind, v in classified)
-    if used > len(shape):
+    rank = len(shape) + sum(kind == "unit" for kind, _ in classified)
+    if used > rank:
         raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {used} were indexed")
     if not any(kind == "ellipsis" for kind, _ in classified):
         classified.append(("ellipsis", None))
+    shape = list(shape)
     entries: list[_Entry] = []
     dim = position = 0  # positions order the entries; an ellipsis takes one even when it expands to nothing
 
@@ -216,18 +250,25 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
 
     for kind, value in classified:
         if kind == "ellipsis":
-            position += len(shape) == used
-            for _ in range(len(shape) - used):
+            position += rank == used
+            for _ in range(rank - used):
                 add(_slice_entry(dim, slice(None), shape[dim]))
                 dim += 1
         elif kind == "none":
             add(_Entry("none"))
         elif kind == "bool0":  # like a new axis of size 1 (True) or 0 (False)
             add(_Entry("none", value=value))
+        elif kind == "unit":
+            shape.insert(dim, 1)
+            units.append(dim)
+            add(_Entry("array", dim, np.arange(int(value), dtype=_index_dtype())))
+            dim += 1
         elif kind == "slice":
             add(_slice_entry(dim, value, shape[dim]))
             dim += 1
-        elif kind == "int" and clamp_ints and shape[dim] and not -shape[dim] <= value < shape[dim]:
+        elif shape[dim] == 0 and (kind == "int" or kind == "array" and aval(value).ndim == 0):
+            raise IndexError(f"index is out of bounds for axis {dim} with size 0")  # (XLA's refusal, as JAX's)
+        elif kind == "int" and clamp_ints and shape[dim] and not -shape[dim] * wrap_negative <= value < shape[dim]:
             # out of bounds: read as JAX reads it, with a dynamic_slice (which clamps it, and which checkify's
             # index_checks see)
             _clamped_int(value, dim, shape[dim])  # (its overflow check: the index dtype must hold the int)
@@ -236,14 +277,15 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
         elif kind == "int":
             n = shape[dim]
             # a read clamps, as JAX's gathers do: x[11] of 10 elements is x[9], x[-12] is x[0]
-            add(_Entry("int", dim, _clamped_int(value, dim, n) if clamp_ints else (value + n if value < 0 else value)))
+            add(_Entry("int", dim, _clamped_int(value, dim, n) if clamp_ints
+                       else value + n if value < 0 and wrap_negative else value))
             dim += 1
         elif kind == "array":
             add(_Entry("array", dim, value))
             dim += 1
         else:  # a boolean mask covers as many axes as it has, each becoming one integer array
             mask_shape = aval(value).shape
-            if mask_shape != shape[dim:dim + len(mask_shape)]:
+            if mask_shape != tuple(shape[dim:dim + len(mask_shape)]):
                 raise IndexError(f"boolean index did not match shape of indexed array in index {position}: got "
                                  f"{mask_shape}, expected {list(shape[dim:dim + len(mask_shape)])}")
             coords = np.nonzero(_concrete_value(value, "indexing", "a boolean mask index", structure=True,
@@ -251,7 +293,17 @@ def _expand(shape: tuple[int, ...], index: Any, *, clamp_ints: bool) -> list[_En
             for axis_coords in coords:
                 add(_Entry("array", dim, axis_coords.astype(_index_dtype())))
                 dim += 1
-    return entries
+    return entries, tuple(units)
+
+
+def _with_units(x: Any, units: tuple[int, ...]) -> Any:
+    """``x`` with unit axes inserted at ``units`` (positions in the result), for scalar bool indexes."""
+    if not units:
+        return x
+    shape = list(_shape(x))
+    for axis in units:
+        shape.insert(axis, 1)
+    return _reshape(x, shape)
 
 
 def _clamped_int(value: int, dim: int, n: int) -> int:
@@ -281,18 +333,19 @@ def _slice_entry(dim: int, s: slice, n: int) -> _Entry:
 
 
 # -- x[index] --------------------------------------------------------------------------------------------
-def getitem(x: Any, index: Any) -> Any:
-    """``x[index]`` with NumPy's indexing rules and JAX's out-of-bounds semantics."""
+def getitem(x: Any, index: Any, *, wrap_negative: bool = True) -> Any:
+    """``x[index]`` with NumPy's indexing rules and JAX's out-of-bounds semantics (negative indexes are out of
+    bounds, so clamped to 0, when not ``wrap_negative``)."""
     if not is_arraylike(x):
         raise TypeError(f"cannot index a value of type {type(x).__name__}")
-    shape = _shape(x)
-    entries = _expand(shape, index, clamp_ints=True)
+    entries, units = _expand(_shape(x), index, clamp_ints=True, wrap_negative=wrap_negative)
+    x = _with_units(x, units)
     arrays = [e for e in entries if e.kind == "array"]
     if not arrays:
         return _static_index(x, entries)
     if all(aval(e.value).ndim == 0 and not isinstance(e.value, np.ndarray) for e in arrays):
-        return _dynamic_index(x, entries)
-    return _gather(x, entries, GatherScatterMode.PROMISE_IN_BOUNDS, None)
+        return _dynamic_index(x, entries, wrap_negative)
+    return _gather(x, entries, GatherScatterMode.PROMISE_IN_BOUNDS, None, wrap_negative=wrap_negative)
 
 
 def _final_shape(x_shape: tuple[int, ...], entries: list[_Entry], kept: Callable[[_Entry], bool]) -> list[int]:
@@ -351,17 +404,20 @@ def _static_index(x: Any, entries: list[_Entry]) -> Any:
     return _finish(y, _final_shape(_shape(x), entries, lambda e: False), entries)
 
 
-def _dynamic_index(x: Any, entries: list[_Entry]) -> Any:
+def _dynamic_index(x: Any, entries: list[_Entry], wrap_negative: bool) -> Any:
     """Static slicing, then one ``dynamic_slice`` of size 1 on the axes indexed by 0-d arrays and static ints (as
     JAX's: checkify's index_checks name the whole operand's shape)."""
     y = _static_slicing(x, [e for e in entries if e.kind != "int"])
     shape = _shape(y)
     dtype = dtypes.result_type(*(e.value for e in entries if e.kind == "array"))
+    if max(shape, default=0) > np.iinfo(dtype).max:  # an int8 index of 300 rows: positions need a wider type
+        dtype = np.promote_types(dtype, _index_dtype())
     starts: list[Any] = [_const(0, dtype)] * len(shape)
     sizes = list(shape)
     for e in entries:
         if e.kind == "array":
-            starts[e.dim] = _wrap_negative(convert(e.value, dtype), shape[e.dim])
+            start = _to_index_dtype(e.value, dtype)
+            starts[e.dim] = _wrap_negative(start, shape[e.dim]) if wrap_negative else start
             sizes[e.dim] = 1
         elif e.kind == "int":
             starts[e.dim], sizes[e.dim] = _const(e.value, dtype), 1
@@ -379,7 +435,7 @@ class _Plan:
     final_shape: tuple[int, ...]  # with the new axes
 
 
-def _plan(shape: tuple[int, ...], entries: list[_Entry]) -> _Plan:
+def _plan(shape: tuple[int, ...], entries: list[_Entry], wrap_negative: bool = True) -> _Plan:
     """Gather dimension numbers and index vectors reading ``x[entries]`` in NumPy's output order.
 
     Output items, in order: a window per step-1 slice, a batch axis per strided slice (its positions come
@@ -437,8 +493,8 @@ def _plan(shape: tuple[int, ...], entries: list[_Entry]) -> _Plan:
             info = np.iinfo(dtype)
             columns.append(_column(_const(min(max(e.value, info.min), info.max), dtype), batch_shape, []))
         elif e.kind == "array":
-            value = convert(e.value, dtype) if not isinstance(e.value, np.ndarray) else e.value.astype(dtype)
-            value = _wrap_negative(value, shape[e.dim])
+            value = _to_index_dtype(e.value, dtype)
+            value = _wrap_negative(value, shape[e.dim]) if wrap_negative else value
             ndim = len(_shape(value))
             columns.append(_column(value, batch_shape, block_axes[len(block_axes) - ndim:]))
         else:
@@ -472,8 +528,10 @@ def _column(value: Any, batch_shape: list[int], axes: list[int]) -> Any:
 
 
 def _gather(x: Any, entries: list[_Entry], mode: GatherScatterMode, fill_value: Any, *,
-            indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
-    plan = _plan(_shape(x), entries)
+            indices_are_sorted: bool = False, unique_indices: bool = False, wrap_negative: bool = True) -> Any:
+    plan = _plan(_shape(x), entries, wrap_negative)
+    if 0 in plan.final_shape:  # nothing to read: no gather, as JAX (``zeros((0, 3))[empty]`` has no row to take)
+        return _full(plan.final_shape, 0, aval(x).dtype)
     if mode == GatherScatterMode.FILL_OR_DROP:
         fill_value = default_fill_value(aval(x).dtype) if fill_value is None else _scalar_param(fill_value)
     else:
@@ -493,7 +551,10 @@ def _scalar_param(value: Any) -> Any:
     if is_arraylike(value) and not isinstance(value, (bool, int, float, complex)):
         if _shape(value) != ():
             raise ValueError(f"fill_value must be a scalar, got shape {_shape(value)}")
-        return np.asarray(_concrete_value(value, "fill_value", "fill_value", error=ConcretizationError)).item()
+        return np.asarray(_concrete_value(value, "fill_value", "fill_value", error=ConcretizationError,
+                                          why="it is a parameter of the gather, fixed when it compiles. Pass a "
+                                              "Python number, or read with mode='clip' and jnp.where the "
+                                              "out-of-bounds positions")).item()
     return value
 
 
@@ -527,74 +588,86 @@ class _IndexUpdateRef:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
-            fill_value: Any = None, out_sharding: Any = None) -> Any:
-        if mode is None and fill_value is None:
-            return getitem(self.array, self.index)
+            fill_value: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        if mode is None:  # (a fill_value alone is checked, then ignored: JAX's default mode promises in bounds)
+            if fill_value is not None:
+                _scalar_param(fill_value)
+            return getitem(self.array, self.index, wrap_negative=wrap_negative_indices)
         parsed = GatherScatterMode.from_any(mode)
-        entries = _expand(_shape(self.array), self.index, clamp_ints=False)
-        return _gather(self.array, entries, parsed, fill_value, indices_are_sorted=indices_are_sorted,
-                       unique_indices=unique_indices)
+        entries, units = _expand(_shape(self.array), self.index, clamp_ints=False,
+                                 wrap_negative=wrap_negative_indices)
+        return _gather(_with_units(self.array, units), entries, parsed, fill_value,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       wrap_negative=wrap_negative_indices)
 
-    def _scatter(self, prim: Any, values: Any, mode: Any, indices_are_sorted: bool, unique_indices: bool) -> Any:
-        return _scatter_update(self.array, self.index, values, prim, mode, indices_are_sorted, unique_indices)
+    def _scatter(self, prim: Any, values: Any, options: dict[str, Any], array: Any = None) -> Any:
+        return _scatter_update(self.array if array is None else array, self.index, values, prim, **options)
 
     def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Any:
-        return self._scatter(scatter_p, values, mode, indices_are_sorted, unique_indices)
+            mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(scatter_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                         wrap_negative_indices))
 
     def add(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Any:
-        return self._scatter(scatter_add_p, values, mode, indices_are_sorted, unique_indices)
+            mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(scatter_add_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                             wrap_negative_indices))
 
     def subtract(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                 mode: Any = None) -> Any:
+                 mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        """Adds ``-values``, negated in the dtype the scatter computes in (``x``'s promoted with theirs)."""
         values = asarray(values) if not is_arraylike(values) else values
-        values = convert(values, aval(self.array).dtype, aval(self.array).weak_type)
-        return self._scatter(scatter_add_p, ew.neg_p.bind(values), mode, indices_are_sorted, unique_indices)
+        dtype, weak = dtypes.result_type(self.array, values, return_weak_type=True)
+        return self._scatter(scatter_add_p, ew.neg_p.bind(convert(values, dtype, weak)),
+                             _options(mode, indices_are_sorted, unique_indices, wrap_negative_indices))
 
     def multiply(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-                 mode: Any = None) -> Any:
-        return self._scatter(scatter_mul_p, values, mode, indices_are_sorted, unique_indices)
+                 mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(scatter_mul_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                             wrap_negative_indices))
 
     mul = multiply
 
     def divide(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-               mode: Any = None) -> Any:
+               mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
         """``x / d`` where ``d`` is 1 except at the indexed elements, which multiply in each value."""
         from srcjax.runtime.numpy import ufuncs
 
         ones = _full(_shape(self.array), 1, aval(self.array).dtype)
-        divisor = _scatter_update(ones, self.index, values, scatter_mul_p, mode, indices_are_sorted, unique_indices)
+        divisor = self._scatter(scatter_mul_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                                wrap_negative_indices), ones)
         return ufuncs.true_divide(self.array, divisor)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-              mode: Any = None) -> Any:
+              mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
         """``x ** e`` where ``e`` is 1 except at the indexed elements (repeats multiply the exponents)."""
         from srcjax.runtime.numpy import ufuncs
 
         ones = _full(_shape(self.array), 1, aval(self.array).dtype)
-        exponent = _scatter_update(ones, self.index, values, scatter_mul_p, mode, indices_are_sorted,
-                                   unique_indices)
+        exponent = self._scatter(scatter_mul_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                                 wrap_negative_indices), ones)
         return ufuncs.power(self.array, exponent)
 
     def min(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Any:
-        return self._scatter(scatter_min_p, values, mode, indices_are_sorted, unique_indices)
+            mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(scatter_min_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                             wrap_negative_indices))
 
     def max(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Any:
-        return self._scatter(scatter_max_p, values, mode, indices_are_sorted, unique_indices)
+            mode: Any = None, out_sharding: Any = None, wrap_negative_indices: bool = True) -> Any:
+        return self._scatter(scatter_max_p, values, _options(mode, indices_are_sorted, unique_indices,
+                                                             wrap_negative_indices))
 
     def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False, unique_indices: bool = False,
-              mode: Any = None) -> Any:
+              mode: Any = None, wrap_negative_indices: bool = True) -> Any:
         """``func`` (elementwise) applied to the indexed elements, once per time each is indexed (JAX's
         scatter_apply applies it again at a repeated index: ``x.at[[1, 1]].apply(f)[1]`` is ``f(f(x[1]))``)."""
         from srcjax.runtime.lax.control import fori_loop
 
         x = self.array
         typ = aval(x)
-        counts = _scatter_update(np.zeros(typ.shape, np.int32), self.index, 1, scatter_add_p, mode,
-                                 indices_are_sorted, unique_indices)
+        counts = self._scatter(scatter_add_p, 1, _options(mode, indices_are_sorted, unique_indices,
+                                                          wrap_negative_indices), np.zeros(typ.shape, np.int32))
 
         def apply_beyond(k: Any, y: Any) -> Any:  # func once more where an element is indexed more than k times
             applied = func(y)
@@ -610,16 +683,31 @@ class _IndexUpdateRef:
         return fori_loop(np.int32(1), rp.reduce_max_p.bind(counts, axes=tuple(range(typ.ndim))), apply_beyond, once)
 
 
-def _scatter_update(x: Any, index: Any, values: Any, prim: Any, mode: Any, indices_are_sorted: bool,
-                    unique_indices: bool) -> Any:
-    """One scatter writing ``values`` (converted to ``x``'s dtype, broadcast to ``x[index]``'s shape)."""
+def _options(mode: Any, indices_are_sorted: bool, unique_indices: bool, wrap_negative: bool) -> dict[str, Any]:
+    return dict(mode=mode, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                wrap_negative=wrap_negative)
+
+
+def _scatter_update(x: Any, index: Any, values: Any, prim: Any, *, mode: Any, indices_are_sorted: bool,
+                    unique_indices: bool, wrap_negative: bool = True) -> Any:
+    """One scatter writing ``values`` (broadcast to ``x[index]``'s shape). As JAX's, it computes in the dtype
+    ``x`` and ``values`` promote to, then converts back to ``x``'s: an int32 ``x.at[i].add(0.5)`` adds 0.5 to
+    the float32 ``x[i]`` and truncates the sum (converting 0.5 to int32 first would add 0)."""
     check_arraylike("scatter", x)
     typ = aval(x)
-    entries = _expand(typ.shape, index, clamp_ints=False)
-    plan = _plan(typ.shape, entries)
+    entries, units = _expand(typ.shape, index, clamp_ints=False, wrap_negative=wrap_negative)
+    operand = _with_units(x, units)
+    plan = _plan(_shape(operand), entries, wrap_negative)
     values = asarray(values) if not is_arraylike(values) else values
-    if aval(values).dtype != typ.dtype or isinstance(values, (bool, int, float, complex, np.ndarray, np.generic)):
-        values = convert(values, typ.dtype, typ.weak_type)
+    dtype, weak = typ.dtype, typ.weak_type
+    if aval(values).dtype.kind == "c" and typ.dtype.kind != "c" and prim in (scatter_min_p, scatter_max_p):
+        # JAX orders complex numbers by real part, then imaginary: the real part of min(x + 0j, v) is min(x, v.real)
+        values = ew.real_p.bind(values)
+    if aval(values).dtype != typ.dtype:
+        dtype, weak = dtypes.result_type(x, values, return_weak_type=True)
+        operand = convert(operand, dtype, weak)
+    if aval(values).dtype != dtype or isinstance(values, (bool, int, float, complex, np.ndarray, np.generic)):
+        values = convert(values, dtype, weak)
     values = broadcast_to(values, plan.final_shape)
     if 0 in plan.final_shape and 0 not in plan.gather_shape:  # a False index: nothing is updated
         return x
@@ -631,8 +719,9 @@ def _scatter_update(x: Any, index: Any, values: Any, prim: Any, mode: Any, indic
     items = index if isinstance(index, tuple) else (index,)
     static = all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
                  for i in items)
-    return prim.bind(x, plan.indices, values, dimension_numbers=dnums, mode=GatherScatterMode.from_any(mode),
-                     indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices) or static)
+    out = prim.bind(operand, plan.indices, values, dimension_numbers=dnums, mode=GatherScatterMode.from_any(mode),
+                    indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices) or static)
+    return convert(_reshape(out, typ.shape), typ.dtype, typ.weak_type)
 
 
 # -- take, take_along_axis, put, put_along_axis ----------------------------------------------------------
@@ -650,7 +739,7 @@ def _flat(x: Any) -> Any:
 def _prepare_indices(name: str, indices: Any, n: int, mode: str, wrap_negative: bool) -> tuple[Any, Any]:
     """Indices as the default int dtype, and the gather/scatter mode, for NumPy-style ``mode`` names."""
     indices = _as_index_array(name, indices)
-    indices = convert(indices, _index_dtype()) if aval(indices).dtype != _index_dtype() else indices
+    indices = _to_index_dtype(indices, _index_dtype())
     if isinstance(indices, np.ndarray):
         indices = asarray(indices)
     if mode == "raise":
@@ -754,9 +843,9 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
     """A copy of ``arr`` with ``values`` written at ``indices`` along ``axis`` (``inplace=False`` required)."""
     if inplace:
         raise _inplace_error("put_along_axis")
-    original_shape = _shape(asarray(arr))
+    original_shape, original_axis = _shape(asarray(arr)), axis
     arr, indices, axis = _along_axis("put_along_axis", arr, indices, axis)
-    if _shape(arr) != original_shape and axis is not None:
+    if _shape(arr) != original_shape and original_axis is not None:
         raise ValueError(f"put_along_axis: indices of shape {_shape(indices)} do not broadcast into arr of shape "
                          f"{original_shape}")
     shape = _shape(arr)
@@ -769,13 +858,14 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
                                     scatter_indices_batching_dims=batch)
     out = scatter_p.bind(arr, _reshape(indices, _shape(indices) + (1,)), values, dimension_numbers=dnums,
                          mode=parsed, indices_are_sorted=False, unique_indices=False)
-    return _reshape(out, original_shape) if len(original_shape) == len(shape) else out
+    return _reshape(out, original_shape)
 
 
 def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = True) -> Any:
     """A copy of ``a`` with ``a.flat[ind] = v`` (``v`` repeated as needed; ``inplace=False`` required).
 
-    ``mode=None`` clamps out-of-bounds indices, as JAX does; 'wrap' takes them modulo the size.
+    ``mode=None`` counts negative indices from the end once and clamps the rest, as JAX's (its
+    ``unravel_index`` does); 'clip' clamps (negative ones to 0); 'wrap' takes them modulo the size.
     """
     if inplace:
         raise _inplace_error("put")
@@ -786,14 +876,12 @@ def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = Tr
     ind = _flat(_as_index_array("put", ind))
     count = _shape(ind)[0]
     v = _flat(convert(v if is_arraylike(v) else asarray(v), aval(a).dtype, aval(a).weak_type))
-    if _shape(v)[0] == 0:
-        if count:
-            raise ValueError("put: cannot put an empty array of values at non-empty indices")
+    if _shape(v)[0] == 0 or count == 0 or n == 0:  # nothing to write (JAX returns ``a`` as it is)
         return a
     if _shape(v)[0] != count:  # repeat v cyclically
         picks = (np.arange(count) % _shape(v)[0]).astype(_index_dtype())
         v = take(v, picks, mode="clip")
-    ind, parsed = _prepare_indices("put", ind, n, "clip" if mode is None else mode, wrap_negative=False)
+    ind, parsed = _prepare_indices("put", ind, n, "clip" if mode is None else mode, wrap_negative=mode is None)
     dnums = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
     out = scatter_p.bind(flat, _reshape(ind, (count, 1)), v, dimension_numbers=dnums, mode=parsed,
                          indices_are_sorted=False, unique_indices=False)
@@ -933,6 +1021,8 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     choices = list(choices)
     if not choices:
         raise ValueError("choose: choices must not be empty")
+    if aval(a).dtype.kind not in "iu":
+        raise ValueError("`a` array must be integer typed")
     a = _as_index_array("choose", a)
     a = asarray(a) if isinstance(a, np.ndarray) else a
     n = len(choices)

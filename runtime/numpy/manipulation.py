@@ -964,3 +964,53 @@ class _AxisConcatenator:
 
 r_ = _AxisConcatenator("r_", axis=0, ndmin=1, trans1d=-1)
 c_ = _AxisConcatenator("c_", axis=-1, ndmin=2, trans1d=0)
+
+
+# -- reinterpreting bytes ------------------------------------------------------------------------------------
+def view(a: Any, dtype: Any = None) -> Any:
+    """``Array.view(dtype)``: the bytes of ``a`` read as ``dtype``; the last axis grows or shrinks by the ratio of
+    the itemsizes (a 0-d array keeps its itemsize). Bools go through uint8 and complex numbers through their
+    (real, imaginary) float pairs, as in JAX."""
+    a = _array("view", a)
+    if dtype is None:
+        return a
+    want, have = canonical_dtype(dtype), aval(a).dtype
+    shape = _shape(a)
+    if not shape:
+        if want.itemsize != have.itemsize:
+            raise ValueError("view() of a 0d array is only supported if the itemsize is unchanged.")
+        return reshape(view(reshape(a, (1,)), want), ())
+    if shape[-1] * have.itemsize % want.itemsize:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the total size in bytes of "
+                         "the last axis of the array.")
+    if want == have:
+        return a
+    if have == np.bool_:
+        return view(convert(a, np.dtype(np.uint8)), want)
+    if have.kind == "c":
+        pairs = stack([jnp.real(a), jnp.imag(a)], axis=-1)
+        return view(reshape(pairs, (*shape[:-1], 2 * shape[-1])), want)
+    if want == np.bool_:
+        return convert(view(a, np.dtype(np.uint8)), want)
+    if want.kind == "c":
+        parts = view(a, np.dtype(f"f{want.itemsize // 2}"))
+        pairs = reshape(parts, (*shape[:-1], _shape(parts)[-1] // 2, 2))
+        return lax.complex(pairs[..., 0], pairs[..., 1])
+    if have.itemsize == want.itemsize:
+        return lax.bitcast_convert_type(a, want)
+    if have.itemsize > want.itemsize:  # each item splits into a new last axis, which joins the old one
+        return reshape(lax.bitcast_convert_type(a, want), (*shape[:-1], shape[-1] * have.itemsize // want.itemsize))
+    ratio = want.itemsize // have.itemsize
+    return lax.bitcast_convert_type(reshape(a, (*shape[:-1], shape[-1] // ratio, ratio)), want)
+
+
+def byteswap(a: Any) -> Any:
+    """``Array.byteswap()``: the bytes of each element in reverse order (a complex number's parts each)."""
+    a = _array("byteswap", a)
+    dtype = aval(a).dtype
+    if dtype.kind == "c":
+        return lax.complex(byteswap(jnp.real(a)), byteswap(jnp.imag(a)))
+    if dtype.itemsize == 1:
+        return a
+    as_bytes = lax.bitcast_convert_type(a, np.dtype(np.uint8))
+    return lax.bitcast_convert_type(lax.rev(as_bytes, (len(_shape(a)),)), dtype)

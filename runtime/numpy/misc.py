@@ -92,6 +92,9 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     """Differences of the flattened array, with ``to_begin``/``to_end`` (cast to its dtype) around them."""
     ary = jnp.ravel(_array("ediff1d", ary))
     typ = aval(ary)
+    if typ.dtype == np.bool_:  # (JAX subtracts, which booleans refuse; jnp.diff compares them instead)
+        raise TypeError("jnp.ediff1d does not accept bool arrays (booleans cannot be subtracted); use jnp.diff, "
+                        "which gives their changes as jnp.not_equal")
     out = diff(ary) if typ.shape[0] else ary
     parts = [jnp.ravel(convert(_array("ediff1d", x), typ.dtype, typ.weak_type)) if x is not None else None
              for x in (to_begin, to_end)]

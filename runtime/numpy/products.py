@@ -338,7 +338,8 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
     parts = [zero if p is None else p for p in parts]
     parts = [_reshape(broadcast_in_dim_p.bind(p, shape=batch, broadcast_dimensions=tuple(
         range(len(batch) - len(_shape(p)), len(batch)))) if _shape(p) != batch else p, batch + (1,)) for p in parts]
-    out = concatenate_p.bind(*parts, dimension=len(batch))
+    # strongly typed, as JAX's (it stacks the three components with jnp.array); two 2-vectors' z keeps the weak type
+    out = convert(concatenate_p.bind(*parts, dimension=len(batch)), aval(a).dtype)
     ic = _axis(axisc, len(batch) + 1, "cross")
     perm = list(range(len(batch)))
     perm.insert(ic, len(batch))

@@ -127,7 +127,7 @@ def _ravel(x: Any) -> Any:
 
 
 def _dtype(dtype: Any) -> np.dtype:
-    return dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
+    return dtypes.check_user_dtype(dtype)
 
 
 def _inexact(dtype: np.dtype) -> np.dtype:
@@ -159,7 +159,8 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...], where: Any, dtype: np.
 
 
 # -- reductions over axes -------------------------------------------------------------------------------------
-_COMBINE = {"sum": ew.add_p, "prod": ew.mul_p, "max": ew.max_p, "min": ew.min_p, "and": ew.and_p, "or": ew.or_p}
+_COMBINE = {"sum": ew.add_p, "prod": ew.mul_p, "max": ew.max_p, "min": ew.min_p, "and": ew.and_p, "or": ew.or_p,
+            "xor": ew.xor_p}
 
 
 def _reduce(name: str, prim, op: str, a: Any, axes: tuple[int, ...], keepdims: bool, initial: Any = None,
@@ -425,11 +426,70 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
     return _nanarg("nanargmin", argmin, "min", a, axis, keepdims)
 
 
+# -- the reductions of built-in ufuncs' ``reduce`` (``jnp.maximum.reduce``, ``jnp.bitwise_and.reduce``, ...) --------
+def _require_integer(name: str, a: Any) -> Any:
+    if aval(a).dtype.kind not in "biu":
+        raise ValueError(f"integer argument required; got dtype={aval(a).dtype}")
+    return a
+
+
+def _ufunc_reduction(name: str, prim, op: str, preproc=None, has_identity: bool = True, takes_dtype: bool = True):
+    """A ``reduce`` of ``prim`` as JAX's ``_reduction`` makes it: ``preproc`` checks or converts the operand,
+    which is then converted to ``dtype`` (if given) before it is reduced."""
+
+    def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        if dtype is not None and not takes_dtype:  # (JAX compiles jnp.maximum's with dtype an array argument)
+            raise TypeError(f"jnp.maximum.reduce takes no dtype (JAX cannot read {dtype!r} as an array argument)")
+        _no_out(name, out)
+        a = _array(name, a)
+        a = a if preproc is None else preproc(name, a)
+        a = convert(a, aval(a).dtype if dtype is None else _dtype(dtype))  # (never weakly typed)
+        return _reduce(name, prim, op, a, _axes(name, axis, a.ndim), keepdims, initial, where, has_identity)
+
+    reduce.__name__ = reduce.__qualname__ = f"_reduce_{name}"
+    return reduce
+
+
+_reduce_max = _ufunc_reduction("max", rp.reduce_max_p, "max", has_identity=False, takes_dtype=False)
+_reduce_min = _ufunc_reduction("min", rp.reduce_min_p, "min", has_identity=False)
+_reduce_bitwise_and = _ufunc_reduction("reduce_bitwise_and", rp.reduce_and_p, "and", _require_integer)
+_reduce_bitwise_or = _ufunc_reduction("reduce_bitwise_or", rp.reduce_or_p, "or", _require_integer)
+_reduce_bitwise_xor = _ufunc_reduction("reduce_bitwise_xor", rp.reduce_xor_p, "xor", _require_integer)
+
+
+def _logical_reduction(name: str, prim, op: str):
+    """A ``reduce`` of the operand's truth values (a complex number's is its real part's, as JAX reads it). With
+    an integer ``dtype`` JAX reduces the 0s and 1s bitwise, from the converted ``True``/``False``: the same as
+    converting the boolean result; ``initial`` then joins bitwise in ``dtype``."""
+
+    def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        _no_out(name, out)
+        a = _array(name, a)
+        a = _truth(ew.real_p.bind(a) if aval(a).dtype.kind == "c" else a)
+        axes = _axes(name, axis, a.ndim)
+        dtype = dtypes.bool_ if dtype is None else _dtype(dtype)
+        if dtype.kind not in "biu":
+            raise TypeError(f"{op} does not accept dtype {dtype} at position 0. Accepted dtypes at position 0 are "
+                            "subtypes of integer, bool.")
+        result = convert(_reduce(name, prim, op, a, axes, False, where=where), dtype)
+        if initial is not None:
+            result = _apply(_COMBINE[op], result, convert(asarray(initial), dtype))
+        return _keepdims(result, axes, a.ndim) if keepdims else result
+
+    reduce.__name__ = reduce.__qualname__ = f"_{name}"
+    return reduce
+
+
+_reduce_logical_and = _logical_reduction("reduce_logical_and", rp.reduce_and_p, "and")
+_reduce_logical_or = _logical_reduction("reduce_logical_or", rp.reduce_or_p, "or")
+_reduce_logical_xor = _logical_reduction("reduce_logical_xor", rp.reduce_xor_p, "xor")
+
+
 # -- cumulative sums and products -----------------------------------------------------------------------------
 def _cumulative(name: str, prim, a, axis, dtype, promote: bool) -> Any:
     a = _array(name, a)
-    if axis is None:
-        a, axis = _ravel(a), 0
+    if axis is None or (a.ndim == 0 and aval(a).weak_type):  # (a Python scalar is a vector of one, as in JAX)
+        a, axis = _ravel(a), 0 if axis is None else axis
     axis = _one_axis(name, axis, a.ndim)
     if dtype is None:
         dtype = _sum_dtype(aval(a).dtype, promote_integers=promote)

@@ -99,6 +99,9 @@ def _descending_order(x: Any, axis: int, dtype: Any) -> Any:
 
 
 def _check_sort_args(name: str, kind: Any, order: Any) -> None:
+    if kind is not None:
+        raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or stable=False to specify sort "
+                        "stability.")
     if order is not None:
         raise TypeError(f"jnp.{name}: the 'order' argument is not supported")
 

@@ -17,7 +17,16 @@ import numpy as np
 
 import srcjax.runtime.numpy as jnp  # the package namespace, resolved at call time
 from srcjax.runtime import lax
-from srcjax.runtime.numpy._core import asarray, aval, broadcast_shapes, broadcast_to, check_arraylike, convert
+from srcjax.runtime.eager import fast_path
+from srcjax.runtime.numpy._core import (
+    asarray,
+    aval,
+    broadcast_shapes,
+    broadcast_to,
+    check_arraylike,
+    convert,
+    is_arraylike,
+)
 from srcjax.runtime.numpy.manipulation import normalize_axis
 
 __all__ = ["frompyfunc", "ufunc"]
@@ -32,8 +41,31 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 
 def _one(x: Any) -> Any:
-    """A strongly typed 1 of ``x``'s dtype: what the result dtype of the function is probed with (JAX's)."""
-    return np.ones((), aval(x).dtype)
+    """A 1 of ``x``'s dtype, weakly typed as ``x`` is: what the result dtype of the function is probed with
+    (JAX's ``lax._one``; a Python scalar argument is a weakly typed one)."""
+    typ = aval(x)
+    return convert(np.ones((), typ.dtype), typ.dtype, weak_type=typ.weak_type)
+
+
+def _static(method: str, **options: Any) -> None:
+    """JAX compiles the methods with these options static, so each must be hashable (jit's error otherwise)."""
+    for name, value in options.items():
+        try:
+            hash(value)
+        except TypeError:
+            raise ValueError(f"Non-hashable static arguments are not supported: {method} got {name}={value!r} "
+                             f"of type {type(value).__name__}") from None
+
+
+def _check_indices(method: str, indices: Any) -> None:
+    """JAX compiles ``at`` with the indices as array arguments: a list of them, or a slice, is refused."""
+    if isinstance(indices, list):
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; use "
+                        "`arr[array(seq)]` instead of `arr[seq]`.")
+    for index in indices if isinstance(indices, tuple) else (indices,):
+        if index is not None and not isinstance(index, (list, tuple)) and not is_arraylike(index):
+            raise TypeError(f"{method}: an index must be an array or an integer (JAX compiles the indices as "
+                            f"array arguments), got {type(index).__name__}")
 
 
 class ufunc:
@@ -50,7 +82,8 @@ class ufunc:
         self.nin, self.nout = operator.index(nin), operator.index(nout)
         self.nargs = operator.index(nargs or nin)
         self.identity = identity
-        self._methods = {"call": call, "reduce": reduce, "accumulate": accumulate, "at": at, "reduceat": reduceat}
+        self._methods = {"reduce": reduce, "accumulate": accumulate, "at": at, "reduceat": reduceat}
+        self._call = _checked_call(self.__name__, repr(self), self._vectorized if call is None else call)
 
     def _key(self) -> tuple:
         return self._func, self.__name__, self.identity, self.nin, self.nout, self.nargs
@@ -72,21 +105,14 @@ class ufunc:
 
     # -- calling ----------------------------------------------------------------------------------------------
     def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
-        check_arraylike(self.__name__, *args)
-        if out is not None:
-            raise NotImplementedError(f"out argument of {self}")
-        if where is not None:
-            raise NotImplementedError(f"where argument of {self}")
-        if self._methods["call"] is not None:
-            return self._methods["call"](*args)
-        if len(args) != self.nin:
-            raise TypeError(f"{self.__name__} expected {self.nin} arguments, got {len(args)}")
-        return self._vectorized(*args)
+        return self._call(*args, out=out, where=where)
 
     def _vectorized(self, *args: Any) -> Any:
         """``func`` of the elements of the broadcast arguments: one ``vmap`` over them, flattened."""
         from srcjax.runtime.vmap import vmap
 
+        if len(args) != self.nin:
+            raise TypeError(f"{self.__name__} expected {self.nin} arguments, got {len(args)}")
         arrays = [asarray(a) for a in args]
         shape = broadcast_shapes(*(_shape(a) for a in arrays))
         if not shape:
@@ -114,6 +140,7 @@ class ufunc:
     def reduce(self, a: Any, axis: int | None = 0, dtype: Any = None, out: None = None, keepdims: bool = False,
                initial: Any = None, where: Any = None) -> Any:
         """``func`` folded along ``axis`` (all axes for ``None``), from ``initial`` or the first element."""
+        _static(f"{self.__name__}.reduce", axis=axis, dtype=dtype, out=out, keepdims=keepdims)
         check_arraylike(f"{self.__name__}.reduce", a)
         self._binary_only("reduce")
         if out is not None:
@@ -164,12 +191,13 @@ class ufunc:
             return combined if where is None else jnp.where(where[i], combined, value)
 
         start, first = (1, arr[0]) if initial is None else (0, initial)
-        first = broadcast_to(convert(asarray(first), dtype), _shape(arr)[1:])
+        first = broadcast_to(jnp.astype(asarray(first), dtype), _shape(arr)[1:])
         result = lax.fori_loop(start, n, step, first)
         return jnp.reshape(result, final_shape) if keepdims else result
 
     def accumulate(self, a: Any, axis: int = 0, dtype: Any = None, out: None = None) -> Any:
         """The running ``func`` along ``axis``: element i combines elements 0..i, first to last."""
+        _static(f"{self.__name__}.accumulate", axis=axis, dtype=dtype)
         self._binary_only("accumulate")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
@@ -186,18 +214,22 @@ class ufunc:
         arr = jnp.moveaxis(arr, axis, 0)
         first = arr[0].astype(dtype)
 
-        def step(carry: Any, x: Any) -> tuple[Any, Any]:
-            y = self(carry, x.astype(dtype))
-            return y, y
+        def step(carry: tuple[Any, Any], _: Any) -> tuple[Any, Any]:
+            # (JAX's loop, its where promoting the result to dtype's join with func's: a dtype func's results
+            # do not keep is the scan's type error, as in JAX)
+            i, x = carry
+            y = jnp.where(i == 0, first, self(x.astype(dtype), arr[i].astype(dtype)))
+            return (i + 1, y), y
 
-        _, rest = lax.scan(step, first, arr[1:])
-        return jnp.moveaxis(jnp.concatenate([first[None], rest]), 0, axis)
+        _, result = lax.scan(step, (0, first), None, length=_shape(arr)[0])
+        return jnp.moveaxis(result, 0, axis)
 
     def at(self, a: Any, indices: Any, b: Any = None, /, *, inplace: bool = True) -> Any:
         """A copy of ``a`` with ``func`` applied at ``indices`` (with ``b``'s values for a binary one), one index
         after another, so repeated indices apply it repeatedly."""
         if inplace:
             raise NotImplementedError(_AT_INPLACE)
+        _check_indices(f"{self.__name__}.at", indices)
         if self._methods["at"] is not None:
             return self._methods["at"](a, indices) if b is None else self._methods["at"](a, indices, b)
         return self._at_by_loop(a, indices, *(() if b is None else (b,)))
@@ -205,8 +237,8 @@ class ufunc:
     def _at_by_loop(self, a: Any, indices: Any, *args: Any) -> Any:
         check_arraylike(f"{self.__name__}.at", a, *args)
         dtype = self._result_dtype(a, *args)
-        a = convert(asarray(a), dtype)
-        args = tuple(convert(asarray(arg), dtype) for arg in args)
+        a = jnp.astype(asarray(a), dtype)  # (jnp's astype, as JAX's: a complex to bool is x != 0)
+        args = tuple(jnp.astype(asarray(arg), dtype) for arg in args)
         indices = indices if isinstance(indices, tuple) else (indices,)
         for index in indices:  # JAX's at is compiled with the indices as array arguments
             check_arraylike(f"{self.__name__}.at indices", index)
@@ -231,6 +263,7 @@ class ufunc:
     def reduceat(self, a: Any, indices: Any, axis: int = 0, dtype: Any = None, out: None = None) -> Any:
         """``reduce`` over the segments of ``axis`` that start at ``indices`` (each runs to the next start; a
         start not below the next gives just its own element)."""
+        _static(f"{self.__name__}.reduceat", axis=axis, dtype=dtype)
         self._binary_only("reduceat")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduceat()")
@@ -257,6 +290,35 @@ class ufunc:
             return jnp.where(inside, self(value, jnp.take(a, jnp.reshape(i, (1,)), axis=axis)), value)
 
         return lax.fori_loop(0, _shape(a)[axis], step, result)
+
+
+def _checked_call(name: str, shown: str, call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` with the checks and options of every ufunc's call (JAX's ``ufunc.__call__``)."""
+
+    def checked(*args: Any, out: None = None, where: None = None) -> Any:
+        check_arraylike(name, *args)
+        if out is not None:
+            raise NotImplementedError(f"out argument of {shown}")
+        if where is not None:
+            raise NotImplementedError(f"where argument of {shown}")
+        return call(*args)
+
+    checked.__name__ = checked.__qualname__ = name
+    checked.__doc__, checked.__wrapped__ = call.__doc__, call  # (its signature is call's: make_jaxpr's names)
+    return checked
+
+
+def builtin_ufunc(func: Callable[..., Any], nin: int, *, identity: Any = None, **methods: Callable) -> ufunc:
+    """The ``jnp`` function ``func`` as a ``jnp.ufunc``, as JAX's built-in ones are; ``methods`` (``reduce``,
+    ``accumulate``, ``at``, ``reduceat``) replace the generic loops with the matching library functions.
+
+    Calling it calls ``func`` through the eager fast path with no Python frame in between: the ufunc is the one
+    instance of a subclass whose ``__call__`` is that function itself (an eager ``jnp.add`` of small arrays
+    costs a few microseconds, and a method forwarding the call would add a tenth of one)."""
+    kind = type(f"{func.__name__}_ufunc", (ufunc,), {"__module__": __name__})
+    u = kind(func, nin, 1, identity=identity, call=func, **methods)
+    kind.__call__ = staticmethod(fast_path(u._call))
+    return u
 
 
 def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: Any = None) -> ufunc:

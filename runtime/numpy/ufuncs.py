@@ -18,6 +18,7 @@ import numpy as np
 from srcjax.runtime import dtypes
 from srcjax.runtime.array import Array
 from srcjax.runtime.eager import fast_path
+from srcjax.runtime.numpy import reductions
 from srcjax.runtime.numpy._core import (
     asarray,
     aval,
@@ -30,6 +31,7 @@ from srcjax.runtime.numpy._core import (
     promote_args_inexact,
     promote_shapes,
 )
+from srcjax.runtime.numpy.ufunc_objects import builtin_ufunc
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives.custom import stop_gradient_p
 
@@ -219,7 +221,9 @@ def _power(x1: Any, x2: Any, /) -> Any:
     base, exponent = _array("power", x1), _array("power", x2)
     if _kind(base) in "fc" and _kind(exponent) in "iu":
         # a float base to an integer array keeps the integer exponent unpromoted (as JAX does): pow's
-        # derivative in the base is then 0 where the exponent is 0, also at base 0, instead of 0 * 0^-1
+        # derivative in the base is then 0 where the exponent is 0, also at base 0, instead of 0 * 0^-1;
+        # the two still promote first, as in JAX, so that jax_numpy_dtype_promotion="strict" refuses them
+        dtypes.result_type(base, exponent)
         return ew.pow_p.bind(*promote_shapes(base, exponent, name="power"))
     x1, x2 = _bool_to_int(*promote_args("power", x1, x2))
     if _kind(x1) not in "iu":
@@ -335,9 +339,14 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
 
 
 def _logaddexp_complex(x1: Any, x2: Any) -> Any:
+    """The complex log's value with its imaginary part in [-pi, pi), the branch JAX's takes."""
     first = ew.ge_p.bind(ew.real_p.bind(x1), ew.real_p.bind(x2))
     big, small = _where(first, x1, x2), _where(first, x2, x1)
-    return ew.add_p.bind(big, ew.log1p_p.bind(ew.exp_p.bind(ew.sub_p.bind(small, big))))
+    out = ew.add_p.bind(big, ew.log1p_p.bind(ew.exp_p.bind(ew.sub_p.bind(small, big))))
+    angle = ew.imag_p.bind(out)
+    turn = ew.rem_p.bind(ew.add_p.bind(angle, _const(angle, math.pi)), _const(angle, 2 * math.pi))
+    turn = _where(ew.lt_p.bind(turn, _const(turn, 0)), ew.add_p.bind(turn, _const(turn, 2 * math.pi)), turn)
+    return ew.complex_p.bind(ew.real_p.bind(out), ew.sub_p.bind(turn, _const(turn, math.pi)))
 
 
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
@@ -554,6 +563,7 @@ def logical_not(x: Any, /) -> Any:
 def _logical(name: str, prim):
     def fn(x1: Any, x2: Any, /) -> Any:
         check_arraylike(name, x1, x2)
+        dtypes.result_type(x1, x2)  # (JAX promotes first: jax_numpy_dtype_promotion="strict" refuses mixed types)
         x1, x2 = promote_shapes(_to_bool(_array(name, x1)), _to_bool(_array(name, x2)), name=name)
         return prim.bind(x1, x2)
 
@@ -815,8 +825,8 @@ def angle(z: Any, deg: bool = False) -> Any:
     z = _array("angle", z)
     if _kind(z) == "c":
         out = ew.atan2_p.bind(ew.imag_p.bind(z), ew.real_p.bind(z))
-    else:  # integers become the default float here, not by promote_args_inexact's width rule (as in JAX)
-        z = z if _kind(z) == "f" else convert(z, dtypes.default_float_dtype())
+    else:  # integers, and 0-d floats of any width, become the default float here (JAX's rule, not its usual one)
+        z = z if _kind(z) == "f" and aval(z).shape else convert(z, dtypes.default_float_dtype())
         out = ew.atan2_p.bind(_const(z, 0, weak=False), z)
     return ew.mul_p.bind(out, _const(out, 180 / np.pi)) if deg else out
 
@@ -869,5 +879,76 @@ def clip(arr: Any = None, /, min: Any = None, max: Any = None) -> Any:  # noqa: 
 def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
     """x converted to ``dtype`` (canonicalised: float64 means float32 unless x64 is on); never weak."""
     x = _array("astype", x)
-    want = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtypes.to_dtype(dtype))
+    want = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "astype")
+    if _kind(x) == "c" and want == np.bool_:  # (x != 0, as JAX's: a conversion would read only the real part)
+        return ew.ne_p.bind(x, _const(x, 0, weak=False))
     return convert(x, want)
+
+
+# -- the built-in ufuncs: the names JAX makes ``jnp.ufunc`` objects, with its methods --------------------------
+def _add_at(a: Any, indices: Any, b: Any) -> Any:
+    a = _array("add.at", a)
+    if _kind(a) == "b":  # (True + True is True: the count of additions is what matters)
+        added = a.astype(np.int32).at[indices].add(convert(_array("add.at", b), np.bool_).astype(np.int32))
+        return added.astype(np.bool_)
+    return a.at[indices].add(b)
+
+
+def _multiply_at(a: Any, indices: Any, b: Any) -> Any:
+    a = _array("multiply.at", a)
+    if _kind(a) == "b":
+        product = a.astype(np.int32).at[indices].multiply(convert(_array("multiply.at", b), np.bool_).astype(np.int32))
+        return product.astype(np.bool_)
+    return a.at[indices].multiply(b)
+
+
+def _subtract_at(a: Any, indices: Any, b: Any) -> Any:
+    return _array("subtract.at", a).at[indices].subtract(b)
+
+
+def _logsumexp(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
+               initial: Any = None, where: Any = None) -> Any:
+    """log(sum(exp(a))) over ``axis``, shifted by the maximum so that it neither overflows nor underflows;
+    ``dtype`` is checked and not used (JAX's)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.logaddexp.reduce is not supported.")
+    if dtype is not None:
+        dtypes.to_dtype(dtype)
+    (a,) = promote_args_inexact("logsumexp", a)
+    axes = reductions._axes("logsumexp", axis, aval(a).ndim)
+    top = reductions.max(real(a), axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    top = stop_gradient_p.bind(_where(isfinite(top), top, _const(top, 0)))
+    shift = top if keepdims else reductions._keepdims(top, axes, aval(a).ndim)
+    total = reductions.sum(exp(subtract(a, convert(shift, aval(a).dtype))), axis=axes, keepdims=keepdims, where=where)
+    result = add(log(total), convert(top, aval(total).dtype))
+    return result if initial is None else logaddexp(initial, result)
+
+
+def _logsumexp2(a: Any, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False,
+                initial: Any = None, where: Any = None) -> Any:
+    """log2(sum(2 ** a)) = logsumexp(a ln 2) / ln 2."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.logaddexp2.reduce is not supported.")
+    check_arraylike("logsumexp2", a)
+    ln2 = math.log(2)
+    initial = None if initial is None else multiply(initial, ln2)
+    result = _logsumexp(multiply(a, ln2), axis, dtype, keepdims=keepdims, initial=initial, where=where)
+    return true_divide(result, ln2)
+
+
+# (the fast-path functions above are what these call, by their ``__wrapped__`` functions)
+add = builtin_ufunc(add.__wrapped__, 2, identity=0, reduce=reductions.sum, accumulate=reductions.cumsum, at=_add_at)
+multiply = builtin_ufunc(multiply.__wrapped__, 2, identity=1, reduce=reductions.prod,
+                         accumulate=reductions.cumprod, at=_multiply_at)
+subtract = builtin_ufunc(subtract.__wrapped__, 2, at=_subtract_at)
+negative = builtin_ufunc(negative.__wrapped__, 1)
+maximum = builtin_ufunc(maximum.__wrapped__, 2, reduce=reductions._reduce_max)
+minimum = builtin_ufunc(minimum.__wrapped__, 2, reduce=reductions._reduce_min)
+bitwise_and = builtin_ufunc(bitwise_and.__wrapped__, 2, identity=-1, reduce=reductions._reduce_bitwise_and)
+bitwise_or = builtin_ufunc(bitwise_or.__wrapped__, 2, identity=0, reduce=reductions._reduce_bitwise_or)
+bitwise_xor = builtin_ufunc(bitwise_xor.__wrapped__, 2, identity=0, reduce=reductions._reduce_bitwise_xor)
+logical_and = builtin_ufunc(logical_and.__wrapped__, 2, identity=True, reduce=reductions._reduce_logical_and)
+logical_or = builtin_ufunc(logical_or.__wrapped__, 2, identity=False, reduce=reductions._reduce_logical_or)
+logical_xor = builtin_ufunc(logical_xor.__wrapped__, 2, identity=False, reduce=reductions._reduce_logical_xor)
+logaddexp = builtin_ufunc(logaddexp, 2, identity=-np.inf, reduce=_logsumexp)
+logaddexp2 = builtin_ufunc(logaddexp2, 2, identity=-np.inf, reduce=_logsumexp2)

@@ -30,6 +30,9 @@ INDEXES = [
     (MASK0, A([0, 2])), True, False, (slice(None), True), (slice(None), False), [0, 1], [[0, 1]], [True, False],
     A([], np.int32), (slice(None), [], slice(None)), (np.int64(1), np.int32(-1)), A(1), ([0, 1], [2, 0], 1, [3, 4]),
     (slice(None), None, A([0, 1]), None), (Ellipsis,), (),
+    # a scalar bool beside another advanced index is one of them (an index array on a new unit axis)
+    (True, A([0, 1])), (A([0, 1]), True), (True, slice(None), A([0, 1])), (1, slice(None), True), (True, True),
+    (True, False), (Ellipsis, True, A([0, 1])), (None, True, A([0, 1])), (False, slice(None), 0),
 ]
 
 
@@ -90,6 +93,7 @@ UPDATE_INDEXES = [
     A([[0, 1], [1, 0]]), (slice(None), A([2, 0, 2])), (A([0, 1]), A([1, 2])), (A([0, 1]), slice(None), A([1, 2])),
     (0, slice(None), A([0, 1])), (slice(None), 0, A([0, 0, 1])), (None, 1), A([-1, -2]), MASK0, (slice(None), MASK2),
     (slice(3, 0, -2), A([1, 1])), (slice(None), slice(None), slice(None), [4, 0, 4]),
+    (True, A([0, 1])), (1, slice(None), True), (True, True),
 ]
 UFUNCS = {"add": np.add, "multiply": np.multiply, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
@@ -428,3 +432,132 @@ def test_fill_values_outside_the_dtype_compile_as_they_run_eagerly():
                    lambda x, fill=fill: jnp.take(x, idx, mode="fill", fill_value=fill)):
             assert np.asarray(fn(x)).tolist() == want
             assert np.asarray(srcjax.jit(fn)(x)).tolist() == want
+
+
+def test_a_scalar_index_of_an_empty_axis_is_refused_as_jax():
+    # (JAX 0.10.2 raises this IndexError for reads and updates alike, a static or a 0-d array index; a slice or
+    # a 1-d index array of an empty axis is no such error)
+    import srcjax
+
+    z = jnp.zeros((0, 3))
+    for index in (0, -1, np.int32(0), jnp.asarray(np.int32(0))):
+        with pytest.raises(IndexError, match="index is out of bounds for axis 0 with size 0"):
+            z[index]
+        with pytest.raises(IndexError, match="axis 0 with size 0"):
+            z.at[index].set(1.0)
+    with pytest.raises(IndexError, match="axis 0 with size 0"):
+        srcjax.jit(lambda z, i: z.at[i].add(1.0))(z, 0)
+    assert z[:, 0].shape == (0,) and z.at[jnp.asarray([0])].set(1.0).shape == (0, 3)
+
+
+def test_at_computes_in_the_promoted_dtype_recorded_from_jax():
+    # JAX promotes the array and the values together, scatters, then converts back (with a FutureWarning):
+    # an int32 array plus 0.5 truncates the sum, not the 0.5; float16 plus float32 rounds once
+    import srcjax
+
+    cases = [
+        (lambda: jnp.asarray([-5, 5]).at[jnp.asarray([0, 1, 1])].add(0.5), [-4, 6]),
+        (lambda: jnp.asarray([-5, 5]).at[0].add(1.5), [-3, 5]),
+        (lambda: jnp.asarray([-5, 5]).at[0].subtract(1.5), [-6, 5]),
+        (lambda: jnp.asarray([-5, 5]).at[0].multiply(0.5), [-2, 5]),
+        (lambda: jnp.asarray([3, 5], np.uint8).at[0].subtract(5), [254, 5]),
+        (lambda: jnp.asarray([16777217, 3]).at[1].set(0.5), [16777216, 0]),  # (float32 holds no 2**24 + 1)
+        (lambda: jnp.asarray([1.0, 2048.0], np.float16).at[jnp.asarray([1, 1])].add(jnp.ones(2, np.float32)),
+         [1.0, 2050.0]),
+        # (min and max of complex values order them by real part, then imaginary part)
+        (lambda: jnp.asarray(np.int8([1, 0, 1])).at[jnp.asarray([0, 2])].min(jnp.asarray(np.complex64([1 + 2j, -3j]))),
+         [1, 0, 0]),
+        (lambda: jnp.asarray([False, False]).at[0].min(-2), [True, False]),  # (bool(min(0, -2)))
+    ]
+    for make, want in cases:
+        got = make()
+        assert got.tolist() == want
+        assert srcjax.jit(make)().tolist() == want
+    assert jnp.asarray([1, 2]).at[0].add(0.5).dtype == np.int32
+
+
+def test_at_wrap_negative_indices_recorded_from_jax():
+    # wrap_negative_indices=False: a negative index is out of bounds (reads clamp it to 0 or fill, updates drop it)
+    import srcjax
+
+    x = jnp.arange(5.0)
+    i = jnp.asarray([-1, 1, -7])
+    assert x.at[i].get(wrap_negative_indices=False).tolist() == [0, 1, 0]
+    assert x.at[i].get(mode="fill", fill_value=9, wrap_negative_indices=False).tolist() == [9, 1, 9]
+    assert float(x.at[-1].get(wrap_negative_indices=False)) == 0.0
+    assert float(x.at[-1].get(wrap_negative_indices=False, mode="fill", fill_value=9)) == 9.0
+    assert float(x.at[jnp.asarray(-1)].get(wrap_negative_indices=False)) == 0.0
+    assert x.at[-3:].get(wrap_negative_indices=False).tolist() == [2, 3, 4]  # slices are not indexes
+    assert x.at[i].set(9.0, wrap_negative_indices=False).tolist() == [0, 9, 2, 3, 4]
+    assert x.at[-1].set(9.0, wrap_negative_indices=False).tolist() == [0, 1, 2, 3, 4]
+    assert x.at[jnp.asarray(-1)].set(9.0, wrap_negative_indices=False).tolist() == [0, 1, 2, 3, 4]
+    assert x.at[i].add(9.0, wrap_negative_indices=False, mode="clip").tolist() == [18, 10, 2, 3, 4]
+    assert x.at[i].multiply(3.0, wrap_negative_indices=False).tolist() == [0, 3, 2, 3, 4]
+    assert srcjax.jit(lambda x, i: x.at[i].set(9.0, wrap_negative_indices=False))(x, i).tolist() == [0, 9, 2, 3, 4]
+    assert srcjax.jit(lambda x, i: x.at[i[0]].get(wrap_negative_indices=False))(x, i).tolist() == 0.0
+    # a fill_value without a mode is ignored: JAX's default mode (promise_in_bounds) clamps
+    assert x.at[jnp.asarray([9, 1])].get(fill_value=5.0).tolist() == [4, 1]
+
+
+def test_put_negative_and_empty_and_put_along_no_axis_recorded_from_jax():
+    # put's default mode counts a negative index from the end once, then clamps (JAX's unravel_index)
+    got = jnp.put(jnp.zeros(4), jnp.asarray([-3, -2, 2, -5]), jnp.asarray([1.0, 2, 3, 4]), inplace=False)
+    assert got.tolist() == [4, 1, 3, 0]
+    assert jnp.put(jnp.zeros(4), jnp.asarray([1]), jnp.zeros(0), inplace=False).tolist() == [0, 0, 0, 0]
+    got = jnp.put_along_axis(jnp.zeros((3, 4)), jnp.asarray([0, 5, -1]), jnp.asarray([1.0, 2, 3]), axis=None,
+                             inplace=False)
+    assert got.shape == (3, 4) and got.ravel().tolist() == [1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3]
+
+
+def test_an_empty_read_of_an_empty_axis_is_zeros_as_jax():
+    import srcjax
+
+    z = jnp.zeros((0, 3))
+    empty = jnp.zeros((0,), np.int32)
+    assert z[empty].shape == (0, 3) and srcjax.jit(lambda z, i: z[i])(z, empty).shape == (0, 3)
+    assert z.at[empty].get(mode="fill", fill_value=1.0).shape == (0, 3)
+
+
+def test_narrow_index_dtypes_count_from_the_end_of_long_axes():
+    # an int8 index -100 into 300 elements is element 200 (as NumPy's; the axis size does not fit int8, so the
+    # wrap is computed wider), on every path: 0-d and 1-d indexes, updates, lax's dynamic slices, take
+    import srcjax
+    from srcjax.runtime import lax
+
+    x = jnp.arange(300.0)
+    i8 = jnp.asarray(np.int8(-100))
+    assert float(x[i8]) == 200.0 and float(srcjax.jit(lambda x, i: x[i])(x, i8)) == 200.0
+    assert x[jnp.asarray(np.array([-100, 5], np.int8))].tolist() == [200, 5]
+    assert x.at[i8].set(-1.0)[200].tolist() == -1.0
+    assert lax.dynamic_slice(x, (i8,), (2,)).tolist() == [200, 201]
+    assert lax.dynamic_update_slice(x, jnp.zeros(2), (i8,))[199:203].tolist() == [199, 0, 0, 202]
+    assert jnp.take(x, jnp.asarray(np.array([-100], np.int8))).tolist() == [200]
+    assert float(jnp.arange(70000.0)[jnp.asarray(np.int16(-1))]) == 69999.0
+    assert float(jnp.arange(600.0).reshape(2, 300)[jnp.asarray(np.int8(1)), 290]) == 590.0
+
+
+def test_unsigned_indexes_beyond_the_index_dtype_stay_out_of_bounds():
+    # uint32 4294967295 (0 - 1 in uint32) is out of bounds: recorded from JAX, updates drop it, take fills or
+    # clamps it to the last element; it must not become int32 -1 and count from the end
+    import srcjax
+
+    x = jnp.arange(5.0)
+    big = jnp.asarray(np.array([2**32 - 1, 1], np.uint32))
+    assert x.at[big].set(9.0).tolist() == [0, 9, 2, 3, 4]
+    assert x.at[big[0]].add(9.0).tolist() == [0, 1, 2, 3, 4]
+    assert srcjax.jit(lambda x, i: x.at[i].set(9.0))(x, big).tolist() == [0, 9, 2, 3, 4]
+    np.testing.assert_array_equal(np.asarray(jnp.take(x, big)), [np.nan, 1])
+    assert jnp.take(x, big, mode="clip").tolist() == [4, 1]
+    assert float(x[np.uint32(2**32 - 1)]) == 4.0 and float(x[big[0]]) == 4.0  # (a NumPy scalar: no overflow)
+    assert x.at[np.uint32(2**32 - 1)].set(9.0).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_lax_index_errors_are_value_errors_as_jax():
+    from srcjax.runtime import lax
+
+    x = jnp.zeros((3, 4))
+    with pytest.raises(ValueError, match="one start index per operand axis"):
+        lax.dynamic_slice(x, (0,), (1, 1))
+    with pytest.raises(ValueError, match="indices must be integers"):
+        lax.gather(x, jnp.asarray([[0.0]]), lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                                                        start_index_map=(0,)), (1, 4))

@@ -242,3 +242,198 @@ def test_integers_become_float32_where_a_function_needs_a_float(fn, want, x64):
     (its to_inexact_dtype table), not in the default float."""
     got = [fn(jnp.asarray(np.array([1, 2], dt))).dtype.name for dt in ("int8", "int32", "uint32", "bool", "int64")]
     assert got == want.split()
+
+
+# jax_numpy_dtype_promotion="strict": jnp.add of each pair, recorded from JAX 0.10.2 ("-": TypePromotionError)
+STRICT_KINDS_32 = KINDS_32
+STRICT_X64_OFF = {
+    "bool": "bool - - - - - - - - - - - -",
+    "u8": "- u8 - - - - - - - - u8 - -",
+    "u16": "- - u16 - - - - - - - u16 - -",
+    "u32": "- - - u32 - - - - - - u32 - -",
+    "i8": "- - - - i8 - - - - - i8 - -",
+    "i16": "- - - - - i16 - - - - i16 - -",
+    "i32": "- - - - - - i32 - - - i32 - -",
+    "f16": "- - - - - - - f16 - - f16 f16 -",
+    "f32": "- - - - - - - - f32 - f32 f32 -",
+    "c64": "- - - - - - - - - c64 c64 c64 c64",
+    "i*": "- u8 u16 u32 i8 i16 i32 f16 f32 c64 i32* f32* c64*",
+    "f*": "- - - - - - - f16 f32 c64 f32* f32* c64*",
+    "c*": "- - - - - - - - - c64 c64* c64* c64*",
+}
+STRICT_KINDS_64 = ["bool", "u8", "u32", "u64", "i8", "i64", "f16", "f32", "f64", "c64", "c128", "i*", "f*", "c*"]
+STRICT_X64_ON = {
+    "bool": "bool - - - - - - - - - - - - -",
+    "u8": "- u8 - - - - - - - - - u8 - -",
+    "u32": "- - u32 - - - - - - - - u32 - -",
+    "u64": "- - - u64 - - - - - - - u64 - -",
+    "i8": "- - - - i8 - - - - - - i8 - -",
+    "i64": "- - - - - i64 - - - - - i64 - -",
+    "f16": "- - - - - - f16 - - - - f16 f16 -",
+    "f32": "- - - - - - - f32 - - - f32 f32 -",
+    "f64": "- - - - - - - - f64 - - f64 f64 -",
+    "c64": "- - - - - - - - - c64 - c64 c64 c64",
+    "c128": "- - - - - - - - - - c128 c128 c128 c128",
+    "i*": "- u8 u32 u64 i8 i64 f16 f32 f64 c64 c128 i64* f64* c128*",
+    "f*": "- - - - - - f16 f32 f64 c64 c128 f64* f64* c128*",
+    "c*": "- - - - - - - - - c64 c128 c128* c128* c128*",
+}
+
+
+def _strict_outcome(fn, *args):
+    import srcjax
+
+    try:
+        out = fn(*args)
+    except srcjax.dtypes.TypePromotionError:
+        return "-"
+    return f"{jnp.zeros(0, out.dtype).dtype.name}{'*' if out.weak_type else ''}"
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
+def test_strict_dtype_promotion_table(x64):
+    """Under jax_numpy_dtype_promotion='strict' only Python scalars (weak types) promote, each into its own kind
+    or above; any two different strong dtypes (bool and a Python int included) raise TypePromotionError, eagerly
+    and under jit, and jnp.result_type agrees."""
+    import srcjax
+
+    kinds, rows = (STRICT_KINDS_64, STRICT_X64_ON) if x64 else (STRICT_KINDS_32, STRICT_X64_OFF)
+    names = {np.dtype(t).name: k for k, t in DTYPES.items()}
+    config.update("jax_enable_x64", x64)
+    try:
+        with srcjax.numpy_dtype_promotion("strict"):
+            assert config.jax_numpy_dtype_promotion == "strict"
+            got = {a: [_strict_outcome(jnp.add, value(a), value(b)) for b in kinds] for a in kinds}
+            typed = {a: [_strict_outcome(lambda p, q: jnp.zeros((), jnp.result_type(p, q)), value(a), value(b))
+                         for b in kinds] for a in kinds}
+            traced = [_strict_outcome(srcjax.jit(jnp.add), value(a), value(b)) for a, b in
+                      [("i8", "i16"), ("f32", "i32"), ("f16", "f*"), ("i*", "u8"), ("bool", "i*")]]
+    finally:
+        config.update("jax_enable_x64", False)
+    short = {a: " ".join(names.get(r.rstrip("*"), r.rstrip("*")) + ("*" if r.endswith("*") else "")
+                         for r in row) for a, row in got.items()}
+    assert short == rows
+    for a in kinds:  # result_type names the dtype; a weak result there is the kind's default dtype
+        assert [r.rstrip("*") for r in typed[a]] == [r.rstrip("*") for r in got[a]]
+    assert traced == ["-", "-", "float16", "uint8", "-"]
+    assert config.jax_numpy_dtype_promotion == "standard"
+
+
+def test_strict_dtype_promotion_errors_and_what_stays_allowed():
+    """JAX 0.10.2's behaviour under the strict option: the error is a ValueError named
+    jax.dtypes.TypePromotionError, raised by operators, jnp functions, promote_types and a float base to an
+    integer power; Python scalars and functions that cast explicitly (mean, sqrt of integers) still work. The
+    option is part of jit's cache key: a function compiled under 'standard' is traced again under 'strict'."""
+    import srcjax
+
+    x, i = jnp.arange(3.0), jnp.arange(3)
+    double = srcjax.jit(lambda a, b: a * b)
+    np.testing.assert_array_equal(double(x, i), [0.0, 1.0, 4.0])  # compiled under 'standard'
+    srcjax.config.update("jax_numpy_dtype_promotion", "strict")
+    try:
+        for fn in (lambda: x * i, lambda: double(x, i), lambda: x ** i, lambda: 2.0 ** i,
+                   lambda: jnp.concatenate([x, i]), lambda: jnp.logical_and(i > 0, i), lambda: jnp.logical_or(x, i),
+                   lambda: jnp.promote_types("int8", "int16"),
+                   lambda: jnp.promote_types("uint32", "int32"), lambda: jnp.promote_types(bool, int)):
+            with pytest.raises(srcjax.dtypes.TypePromotionError, match="no available implicit dtype promotion path "
+                                                                      "when jax_numpy_dtype_promotion=strict"):
+                fn()
+        assert issubclass(srcjax.dtypes.TypePromotionError, ValueError)
+        np.testing.assert_array_equal(x ** 2, [0.0, 1.0, 4.0])
+        np.testing.assert_array_equal(jnp.where(i > 0, x, 1), [1.0, 1.0, 2.0])
+        np.testing.assert_array_equal(x.astype(jnp.int32) + i, [0, 2, 4])
+        assert jnp.mean(i).dtype == np.float32 and jnp.sqrt(i).dtype == np.float32
+        assert jnp.promote_types(int, "int8") == np.int8 and jnp.promote_types(float, int) == np.float64
+        assert jnp.result_type(np.int8, np.int8) == np.int8
+    finally:
+        srcjax.config.update("jax_numpy_dtype_promotion", "standard")
+    np.testing.assert_array_equal(double(x, i), [0.0, 1.0, 4.0])
+    with pytest.raises(ValueError, match="must be one of"):
+        srcjax.config.update("jax_numpy_dtype_promotion", "loose")
+
+
+def test_dtypes_result_type_takes_jax_keyword_and_none():
+    """jax.dtypes.result_type(..., return_weak_type_flag=True) gives (dtype, weak), and None stands for the
+    default float dtype (JAX 0.10.2's answers)."""
+    import srcjax
+
+    assert srcjax.dtypes.result_type(np.int8, 2.0, return_weak_type_flag=True) == (np.dtype("float32"), True)
+    assert srcjax.dtypes.result_type(3, return_weak_type_flag=True) == (np.dtype("int32"), True)
+    assert srcjax.dtypes.result_type(np.int8, return_weak_type_flag=False) == np.int8
+    assert srcjax.dtypes.result_type(None, np.int8) == np.float32
+    assert jnp.result_type(None) == np.float32
+
+
+def test_explicit_64_bit_dtypes_warn_with_x64_off():
+    """With x64 off, asking for a 64-bit dtype by name gives its 32-bit form with JAX's UserWarning ("Explicitly
+    requested dtype float64 requested in asarray is not available, and will be truncated to dtype float32");
+    the Python types int and float name the default dtypes and do not warn. lax.convert_element_type from complex
+    to real warns as JAX's does (ComplexWarning); jnp's astype does not."""
+    import warnings
+
+    import srcjax
+
+    asked = [lambda: jnp.asarray([1.0], dtype=np.float64), lambda: jnp.zeros(2, np.float64),
+             lambda: jnp.ones(2, "int64"), lambda: jnp.arange(3, dtype=np.uint64), lambda: jnp.float64(1.5),
+             lambda: jnp.ones(2).astype(np.complex128), lambda: jnp.sum(jnp.ones(2), dtype=np.float64),
+             lambda: srcjax.lax.convert_element_type(jnp.ones(2), np.float64), lambda: jnp.eye(2, dtype=np.int64)]
+    for make in asked:
+        with pytest.warns(UserWarning, match=r"Explicitly requested dtype \w+ (requested in \w+ )?is not available, "
+                                             r"and will be truncated to dtype \w+\."):
+            assert make().dtype in (np.float32, np.int32, np.uint32, np.complex64)
+    with pytest.warns(np.exceptions.ComplexWarning, match="Casting complex values to real discards the imaginary"):
+        srcjax.lax.convert_element_type(jnp.asarray([1 + 2j]), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jnp.asarray([1 + 2j]).astype(np.float32).dtype == np.float32  # (jnp's astype does not warn)
+        assert jnp.zeros(2, float).dtype == np.float32 and jnp.zeros(2, int).dtype == np.int32
+        assert jnp.asarray(np.ones(2)).dtype == np.float32  # an array's own float64 narrows quietly
+        config.update("jax_enable_x64", True)
+        try:
+            assert jnp.zeros(2, np.float64).dtype == np.float64
+        finally:
+            config.update("jax_enable_x64", False)
+
+
+def test_tri_defaults_to_float32_and_angle_of_a_0d_float_is_the_default_float(x64):
+    """jnp.tri's default dtype is float32 even with x64 on, and jnp.angle of a 0-d float array of any width is
+    the default float dtype (an array of float16 stays float16): JAX 0.10.2's rules, recorded with x64 on."""
+    assert jnp.tri(2).dtype == np.float32 and jnp.tri(2, dtype=np.float64).dtype == np.float64
+    assert jnp.angle(jnp.asarray(np.float16(-1))).dtype == np.float64
+    assert jnp.angle(jnp.asarray(np.array([-1], np.float16))).dtype == np.float16
+    np.testing.assert_allclose(jnp.angle(jnp.asarray(np.float16(-1))), np.pi)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_array_view_reinterprets_bytes_as_numpy_does(jitted):
+    """Array.view(dtype) reads the bytes as NumPy's view does: the last axis grows or shrinks by the ratio of the
+    itemsizes; bools and complex numbers go through uint8 and (real, imag) pairs; a 0-d array keeps its size."""
+    import srcjax
+
+    call = (lambda f, a: srcjax.jit(f)(a)) if jitted else (lambda f, a: f(a))
+    raw = np.arange(16, dtype=np.uint8).reshape(2, 8)
+    for src, dst in [("uint8", "int32"), ("float32", "uint8"), ("float32", "int32"), ("int16", "float16"),
+                     ("uint8", "bool"), ("complex64", "float32"), ("float32", "complex64"), ("int32", "uint16")]:
+        base = raw % 2 == 1 if src == "bool" else raw.view(src)
+        got = call(lambda a, dst=dst: a.view(dst), jnp.asarray(base))
+        want = base.view(dst)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want)
+    scalar = call(lambda a: a.view(np.int32), jnp.asarray(np.float32(1.0)))
+    assert scalar.shape == () and int(scalar) == 1065353216
+    with pytest.raises(ValueError, match="0d array"):
+        jnp.asarray(np.float32(1.0)).view(np.int8)
+
+
+def test_cross_of_3_vectors_is_strongly_typed_and_ediff1d_refuses_bools():
+    """JAX's cross stacks its three components with jnp.array, so the result is strongly typed even of weakly
+    typed operands (then int8 meets it as an int32 array), while two 2-vectors' z component keeps the weak type;
+    ediff1d subtracts, which booleans refuse (JAX 0.10.2)."""
+    weak3, weak2 = jnp.broadcast_to(2.0, (3,)), jnp.broadcast_to(2.0, (2,))
+    assert not jnp.cross(jnp.asarray(np.array([1, 2, 3], np.int8)), weak3).weak_type
+    assert not jnp.cross(jnp.broadcast_to(2, (2, 3)), jnp.broadcast_to(1, (2, 3))).weak_type
+    assert jnp.cross(weak2, weak2).weak_type
+    assert (jnp.cross(jnp.broadcast_to(2, (3,)), jnp.broadcast_to(1, (3,))) + np.int8(1)).dtype == np.int32
+    with pytest.raises(TypeError, match="bool"):
+        jnp.ediff1d(jnp.asarray([True, False, True]))
+    np.testing.assert_array_equal(jnp.ediff1d(jnp.asarray(np.array([1, 4, 2], np.int8))), [3, -2])

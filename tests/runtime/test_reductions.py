@@ -178,6 +178,9 @@ CASES = [
     ("cumprod bool", lambda: jnp.cumprod(a([True, False], bool)), [1, 0], I32),
     ("cumsum dtype", lambda: jnp.cumsum(a([1, 2, 3], np.int8), dtype=jnp.float32), [1.0, 3, 6], F32),
     ("cumsum 0-d", lambda: jnp.cumsum(a(3.0)), [3.0], F32),
+    # (JAX 0.10.2: a Python scalar is a vector of one whatever the axis, as its _isscalar reads it)
+    ("cumsum scalar axis", lambda: jnp.cumsum(3, axis=0), [3], I32),
+    ("cumprod scalar axis", lambda: jnp.cumprod(2.5, axis=-1), [2.5], F32),
     ("cumsum weak", lambda: jnp.cumsum(lax.broadcast(2.0, (3,))), [2.0, 4, 6], F32),
     ("cumulative_sum int8", lambda: jnp.cumulative_sum(a([1, 2, 3], np.int8)), [1, 3, 6], I32),
     ("cumulative_sum bool", lambda: jnp.cumulative_sum(a([True, True], bool)), [1, 2], I32),

@@ -664,3 +664,164 @@ def test_lax_selection_rounding_and_conversion():
     same(lax.square(a([3], "int32")), [9], "int32")
     np.testing.assert_allclose(lax.erf_inv(a([0.5])), [0.47693628], rtol=1e-7)
     assert math.isinf(float(lax.lgamma(0.0)))
+
+
+# -- built-in ufunc objects: jnp.add.reduce and the rest, as JAX's jnp.ufunc ------------------------------------------
+# (name, identity, nin), recorded from JAX 0.10.2: exactly these names are jnp.ufunc instances there
+BUILTIN_UFUNCS = [("add", 0, 2), ("bitwise_and", -1, 2), ("bitwise_or", 0, 2), ("bitwise_xor", 0, 2),
+                  ("logaddexp", -np.inf, 2), ("logaddexp2", -np.inf, 2), ("logical_and", True, 2),
+                  ("logical_or", False, 2), ("logical_xor", False, 2), ("maximum", None, 2), ("minimum", None, 2),
+                  ("multiply", 1, 2), ("negative", None, 1), ("subtract", None, 2)]
+M = np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]])
+IM = np.array([[1, -2, 3], [5, 4, -1], [6, 7, 3]])
+
+
+def test_builtin_ufuncs_are_ufunc_objects():
+    names = [n for n in dir(jnp) if isinstance(getattr(jnp, n), jnp.ufunc)]
+    assert names == [name for name, _, _ in BUILTIN_UFUNCS]
+    for name, identity, nin in BUILTIN_UFUNCS:
+        u = getattr(jnp, name)
+        assert (u.__name__, u.nin, u.nout, u.nargs, repr(u)) == (name, nin, 1, nin, f"<jnp.ufunc '{name}'>")
+        assert u.identity == identity and type(u.identity) is type(identity)
+        for method in ("outer", "reduce", "accumulate", "at", "reduceat"):
+            assert callable(getattr(u, method))
+    assert not isinstance(jnp.divmod, jnp.ufunc) and not isinstance(jnp.true_divide, jnp.ufunc)
+    x = jnp.asarray(M.astype(np.float32))
+    assert jnp.add(x, x, out=None, where=None).dtype == np.float32
+    with pytest.raises(NotImplementedError, match="out argument of <jnp.ufunc 'add'>"):
+        jnp.add(x, x, out=x)
+    with pytest.raises(NotImplementedError, match="where argument"):
+        jnp.multiply(x, x, where=True)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "minimum", "subtract", "logaddexp", "logaddexp2"])
+def test_reduce_and_accumulate_match_numpy(name):
+    u, oracle = getattr(jnp, name), getattr(np, name)
+    x = jnp.asarray(M.astype(np.float32))
+    cases = [dict(), dict(axis=1), dict(axis=-1), dict(keepdims=True), dict(axis=-2, keepdims=True)]
+    if name != "subtract":  # (a tuple of axes, or all of them, needs a reorderable function: JAX's refusal below)
+        cases += [dict(axis=None), dict(axis=(0, 1)), dict(axis=(1,)), dict(axis=None, keepdims=True)]
+    for kw in cases:
+        got = u.reduce(x, **kw)
+        want = oracle.reduce(M, **{"axis": 0, **kw}) if kw.get("axis", 0) is not None else oracle.reduce(M.ravel())
+        want = np.reshape(want, (1, 1)) if kw.get("axis", 0) is None and kw.get("keepdims") else want
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name}.reduce {kw}")
+        assert got.dtype == np.float32 and not got.weak_type
+    for axis in (0, 1, -1):
+        np.testing.assert_allclose(u.accumulate(x, axis=axis), oracle.accumulate(M, axis=axis), rtol=1e-6)
+    np.testing.assert_allclose(u.outer(x, x[0]), oracle.outer(M, M[0]), rtol=1e-6)
+    if name != "subtract":
+        with pytest.raises((TypeError, ValueError)):
+            u.reduce(x, axis=[0, 1])  # (JAX: a list is no hashable static argument)
+
+
+def test_reduce_options_as_jax():
+    x = jnp.asarray(M.astype(np.float32))
+    mask = np.array([True, False, True])
+    np.testing.assert_allclose(jnp.add.reduce(x, initial=2), M.sum(0) + 2)
+    np.testing.assert_allclose(jnp.add.reduce(x, where=mask), np.add.reduce(M, where=mask))
+    np.testing.assert_allclose(jnp.maximum.reduce(x, where=mask, initial=0.0), [1.5, 0.0, 3.0])
+    np.testing.assert_allclose(jnp.logaddexp.reduce(x, where=mask), np.logaddexp.reduce(M, where=mask, initial=-np.inf))
+    i = jnp.asarray(IM.astype(np.int32))
+    assert jnp.bitwise_and.reduce(i).tolist() == np.bitwise_and.reduce(IM).tolist()
+    assert jnp.bitwise_xor.reduce(i, axis=1, initial=8).tolist() == (np.bitwise_xor.reduce(IM, axis=1) ^ 8).tolist()
+    assert jnp.add.reduce(jnp.asarray(IM.astype(np.uint8))).dtype == np.uint32  # (JAX's sum widens it)
+    assert jnp.add.reduce(x, dtype=jnp.int8).tolist() == [1, 2, 2]  # (converted first, then summed: JAX's)
+    # values recorded from JAX 0.10.2: logical reductions in an integer dtype reduce 0s and 1s from 1 (and) or 0
+    empty = jnp.zeros((0, 3))
+    assert jnp.logical_and.reduce(empty, dtype=jnp.int8).tolist() == [1, 1, 1]
+    assert jnp.logical_or.reduce(empty, dtype=jnp.int8).tolist() == [0, 0, 0]
+    assert jnp.logical_and.reduce(jnp.asarray([[4j, 0j, 1]]), dtype=jnp.int8).tolist() == [0, 0, 1]  # (real parts)
+    assert jnp.logical_xor.reduce(i, axis=1).tolist() == [True, True, True]
+    assert jnp.bitwise_or.reduce(3, axis=None).weak_type is False
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x: jnp.subtract.reduce(x, axis=(0, 1)), NotImplementedError, "tuple of axes"),
+    (lambda x: jnp.negative.reduce(x), ValueError, "only supported for binary ufuncs"),
+    (lambda x: jnp.negative.outer(x, x), ValueError, "only supported for binary ufuncs"),
+    (lambda x: jnp.add.reduce(x, out=x), ValueError, "Non-hashable static arguments"),
+    (lambda x: jnp.add.accumulate(x, out=3), NotImplementedError, "out argument of add.accumulate"),
+    (lambda x: jnp.maximum.reduce(x, where=np.array([True, False, True])), ValueError, "does not have an identity"),
+    (lambda x: jnp.add.reduce(x, where=np.array([1, 0, 1]), initial=1), ValueError, "where argument must have"),
+    (lambda x: jnp.bitwise_and.reduce(x), ValueError, "integer argument required"),
+    (lambda x: jnp.maximum.reduce(x, dtype=jnp.float32), TypeError, "takes no dtype"),
+    (lambda x: jnp.logical_and.reduce(x, dtype=jnp.float32), TypeError, "does not accept dtype float32"),
+    (lambda x: jnp.subtract.accumulate(x, axis=None), ValueError, "accumulate does not allow multiple axes"),
+    (lambda x: jnp.add.at(x, 0, 1.0), NotImplementedError, "cannot operate inplace"),
+    (lambda x: jnp.add.at(x, [0, 1], 1.0, inplace=False), TypeError, "non-tuple sequence"),
+    (lambda x: jnp.add.at(x, slice(None), 1.0, inplace=False), TypeError, "an index must be an array"),
+    (lambda x: jnp.add.at(x, 0, inplace=False), TypeError, "missing 1 required positional argument"),
+    (lambda x: jnp.add.at(jnp.zeros((0, 3)), 0, 1.0, inplace=False), IndexError, "axis 0 with size 0"),
+    (lambda x: jnp.add.reduceat(x, jnp.array([0, 1]), axis=None), ValueError, "single integer axis"),
+    (lambda x: jnp.add.reduceat(x, 0), ValueError, "indices must be one-dimensional"),
+])
+def test_ufunc_methods_refuse_as_jax(call, error, message):
+    with pytest.raises(error, match=message):
+        call(jnp.asarray(M.astype(np.float32)))
+
+
+def test_at_outer_reduceat_accumulate_match_numpy():
+    x = jnp.asarray(M.astype(np.float32))
+    index, values = np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])
+    for name in ("add", "subtract", "multiply", "maximum", "minimum", "logaddexp"):
+        want = M.copy()
+        getattr(np, name).at(want, index, values[:, None])
+        got = getattr(jnp, name).at(x, jnp.asarray(index), jnp.asarray(values[:, None]), inplace=False)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+    want = M.copy()
+    np.add.at(want, (index, np.array([2, 2, 0])), values)
+    np.testing.assert_allclose(jnp.add.at(x, (jnp.asarray(index), jnp.array([2, 2, 0])), values, inplace=False), want)
+    np.testing.assert_allclose(jnp.negative.at(x, 1, inplace=False), [M[0], -M[1]])
+    # values recorded from JAX 0.10.2: add.at of bools counts, the generic at keeps a weak scalar's operand's dtype
+    assert jnp.add.at(jnp.array([True, False]), jnp.array([1, 1]), True, inplace=False).tolist() == [True, True]
+    assert jnp.bitwise_and.at(jnp.array([True, False]), 0, 1, inplace=False).dtype == np.int32
+    assert jnp.bitwise_or.at(jnp.asarray(np.array([1, 2], np.uint8)), 0, 2, inplace=False).dtype == np.uint8
+    assert jnp.logical_and.at(jnp.asarray([4j, 1]), 0, 1, inplace=False).tolist() == [True, True]
+    # outer of non-1-d operands: A.shape + B.shape; Python scalars are 0-d
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((4, 1))
+    out = jnp.multiply.outer(jnp.asarray(a), jnp.asarray(b))
+    assert out.shape == (2, 3, 4, 1)
+    np.testing.assert_allclose(out, np.multiply.outer(a, b), rtol=1e-6)
+    assert jnp.add.outer(3, 2.5).shape == () and jnp.add.outer(jnp.arange(2), 1).dtype == np.int32
+    for indices, axis in (([0, 2, 1], 1), ([1, 0], 0), ([0, 0, 2], -1)):
+        for name in ("add", "maximum", "subtract"):
+            got = getattr(jnp, name).reduceat(x, jnp.asarray(indices), axis=axis)
+            np.testing.assert_allclose(got, getattr(np, name).reduceat(M, indices, axis=axis), rtol=1e-6)
+    # accumulate: JAX's loop promotes func's result to dtype (logical_and's bools become float32 here)
+    np.testing.assert_allclose(jnp.logical_and.accumulate(x, dtype=jnp.float32), [[1.5, -2, 3], [1, 1, 1]])
+    assert jnp.add.accumulate(3).tolist() == [3]  # (a Python scalar is a vector of one, as in jnp.cumsum)
+
+
+def test_ufunc_methods_compile_batch_and_differentiate():
+    x = jnp.asarray(M.astype(np.float32))
+
+    def f(x, y):
+        return (jnp.add.outer(x, y), jnp.multiply.reduce(x, axis=None), jnp.add.accumulate(x, axis=1),
+                jnp.subtract.reduce(x, axis=1), jnp.maximum.reduce(x), jnp.add.at(x, (0, 1), 5.0, inplace=False),
+                jnp.minimum.accumulate(y), jnp.logaddexp.reduce(x, axis=-1), jnp.add.reduceat(y, jnp.array([0, 2])),
+                jnp.maximum.at(x, jnp.array([1, 1]), 10.0, inplace=False), jnp.logical_or.reduce(x > 1, axis=None))
+
+    y = jnp.asarray([0.5, -1.0, 2.0])
+    for got, want in zip(srcjax.jit(f)(x, y), f(x, y)):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    rows = srcjax.vmap(lambda r: (jnp.multiply.reduce(r), jnp.subtract.accumulate(r), jnp.add.outer(r, r)))(x)
+    for i in range(2):
+        np.testing.assert_allclose(rows[0][i], np.prod(M[i]), rtol=1e-6)
+        np.testing.assert_allclose(rows[1][i], np.subtract.accumulate(M[i]), rtol=1e-6)
+        np.testing.assert_allclose(rows[2][i], np.add.outer(M[i], M[i]), rtol=1e-6)
+    r = x[0]
+    np.testing.assert_allclose(srcjax.grad(jnp.multiply.reduce)(r), srcjax.grad(jnp.prod)(r))
+    np.testing.assert_allclose(srcjax.grad(lambda r: jnp.add.accumulate(r).sum())(r), [3, 2, 1])
+    np.testing.assert_allclose(srcjax.grad(jnp.logaddexp.reduce)(r), np.exp(M[0]) / np.exp(M[0]).sum(), rtol=1e-6)
+    np.testing.assert_allclose(srcjax.grad(lambda r: jnp.maximum.accumulate(r).sum())(r), [2, 0, 1])
+    np.testing.assert_allclose(srcjax.jit(srcjax.grad(lambda r: jnp.multiply.outer(r, r).sum()))(r), [5, 5, 5])
+
+
+def test_complex_logaddexp_and_astype_to_bool_as_jax():
+    c = jnp.asarray([4j, 1 + 3j, 0j])
+    # (recorded from JAX 0.10.2: the imaginary part in [-pi, pi); a complex is true where it is not 0)
+    np.testing.assert_allclose(jnp.logaddexp(c, c), [0.6931472 - 2.2831852j, 1.6931472 + 3j, 0.6931472],
+                               rtol=1e-6)
+    assert c.astype(bool).tolist() == [True, True, False]

@@ -348,7 +348,8 @@ def _check_index_map(name: str, operand: TensorType, indices: TensorType, index_
                      map_name: str, operand_batching: tuple[int, ...], indices_batching: tuple[int, ...],
                      indices_batching_name: str) -> None:
     """The checks on indices, the index map and batching dims that gather and scatter share."""
-    check(indices.dtype.kind in "iu", name, f"indices must be integers, got {indices}")
+    # (a ValueError as JAX's, and a TypeError as the dtype error it also is)
+    check(indices.dtype.kind in "iu", name, f"indices must be integers, got {indices}", kind="value")
     check(indices.ndim >= 1, name, f"indices must have an index-vector axis (the last); got {indices}", kind="value")
     check(indices.shape[-1] == len(index_map), name,
           f"the index vector (last axis of indices {indices}) has {indices.shape[-1]} entries but {map_name} "
@@ -676,11 +677,8 @@ def _scatter_impl(combine: Callable | None):
         out = np.array(x, copy=True, order="C")  # C order: reshape(-1) must be a view (x may be a broadcast)
         if combine is None:
             out.reshape(-1)[flat] = updates
-        elif combine == np.add.at and out.dtype.kind == "f" and out.dtype.itemsize <= 8 and flat.size:
-            # a histogram of the updates sums them several times faster than ``np.add.at`` (in float64)
-            sums = np.bincount(flat.reshape(-1), weights=np.reshape(updates, -1), minlength=out.size)
-            out.reshape(-1)[...] += sums.astype(out.dtype)
-        else:
+        else:  # in order, in x's dtype, as XLA's and the compiled scatters combine (a sum of float updates in
+            # float64 first, as np.bincount's, rounds differently where an index repeats)
             combine(out.reshape(-1), flat, updates)
         return out
 
