@@ -239,7 +239,8 @@ class PoolEmitter:
 
     def emit_wait_for_task(self) -> ir.Function:
         """``wait_for_task(seen)``: the generation after ``seen``, once published; polls IDLE_SPIN_NS (while the
-        machine is crowded, CROWDED_IDLE_SPIN_NS), then sleeps on the futex (counted in ``sleepers``, so that a caller wakes only when someone sleeps)."""
+        machine is crowded, CROWDED_IDLE_SPIN_NS), then sleeps on the futex (counted in ``sleepers``, so that a
+        caller wakes only when someone sleeps)."""
         fn, b = self.function("srcjax.pool.wait_for_task", I32, [I32])
         (seen,) = fn.args
         restart, spin, check, clock, sleep, got = (

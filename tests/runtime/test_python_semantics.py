@@ -630,9 +630,9 @@ def test_the_loop_variable_of_a_loop_over_rows_is_its_last_row_after_it():
     """Python leaves ``for row in x`` bound to the last row, as it leaves a range's variable at the last index
     (JAX runs the loop unrolled; NumPy gives the same numbers)."""
     def f(x):
-        for r in x:
+        for r in x:  # noqa: B007 - the variable is read after the loop
             x = x * 1.1
-        for a, b in x[:, :2]:
+        for a, b in x[:, :2]:  # noqa: B007
             x = x + a
         return x * r + b
 
@@ -680,6 +680,6 @@ def test_a_name_first_bound_in_a_static_loop_is_bound_after_it():
     for f in (arrays, ints_and_functions):
         np.testing.assert_allclose(srcjax.jit(f)(x), reference(f, x), rtol=1e-5)
         np.testing.assert_allclose(srcjax.vmap(f)(np.stack([x, -x]))[1], reference(f, -x), rtol=1e-5)
-        np.testing.assert_allclose(srcjax.grad(lambda v: f(v).sum())(x),
-                                   _numeric_grad(lambda v: reference(f, v).sum(), x), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(srcjax.grad(lambda v, f=f: f(v).sum())(x),
+                                   _numeric_grad(lambda v, f=f: reference(f, v).sum(), x), rtol=1e-4, atol=1e-6)
     assert "for" in str(srcjax.make_jaxpr(arrays)(x))  # (still a loop: the first trip unrolled, the rest carried)

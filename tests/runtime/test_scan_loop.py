@@ -309,7 +309,8 @@ def test_map_batch_size_zero_is_one_full_batch():
     x = np.arange(5.0, dtype=np.float32)
     for batch_size in (0, 2, None):
         np.testing.assert_array_equal(lax.map(lambda r: r * 2, x, batch_size=batch_size), x * 2)
-        np.testing.assert_array_equal(srcjax.jit(lambda v: lax.map(lambda r: r * 2, v, batch_size=batch_size))(x), x * 2)
+        mapped = srcjax.jit(lambda v, b=batch_size: lax.map(lambda r: r * 2, v, batch_size=b))
+        np.testing.assert_array_equal(mapped(x), x * 2)
 
 
 def test_unroll_is_accepted_and_ignored_when_compiled():

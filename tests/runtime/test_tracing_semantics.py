@@ -567,18 +567,18 @@ def test_a_local_read_before_it_is_bound_is_an_unbound_local_error():
     """A name the function binds anywhere is local throughout it: read before it is bound it is an
     ``UnboundLocalError`` (JAX 0.10.2 raises it while tracing), not the module's variable of that name."""
     def assigned_later(x):
-        y = x * OFFSET
+        y = x * OFFSET  # noqa: F823 - on purpose
         OFFSET = 3.0  # noqa: F841 - what makes OFFSET local
         return y
 
     def deleted(x):
         OFFSET = 5.0
         del OFFSET
-        return x * OFFSET
+        return x * OFFSET  # noqa: F821 - on purpose
 
     def nested(x):
         def inner():
-            z = x * OFFSET
+            z = x * OFFSET  # noqa: F823 - on purpose
             for OFFSET in range(2):  # noqa: B007 - a loop variable is local too
                 pass
             return z

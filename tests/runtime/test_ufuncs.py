@@ -430,6 +430,22 @@ def test_rounding_as_jax():
         jnp.round(a([True], "bool"))
 
 
+def test_rounding_past_the_dtype_range():
+    # more decimals than the dtype holds round nothing (JAX returns the input: float32 past 38, float16 past 4,
+    # so the derivative is 1); 10**decimals must not overflow to inf (then inf * 0 gave NaN)
+    x = a([1.5, -2.25, 0.0, 3e38])
+    for decimals in (39, 400):
+        same(jnp.round(x, decimals), np.asarray(x))
+        same(srcjax.jit(lambda x, d=decimals: jnp.round(x, d))(x), np.asarray(x))
+    same(srcjax.grad(lambda x: jnp.sum(jnp.round(x, 5)))(a([1.5, 0.25], "float16")), [1.0, 1.0], "float16")
+    assert np.isnan(np.asarray(jnp.round(x, -400))).all()  # x * 0 / 0, NaN as JAX's
+    # integers to a multiple of 10**-decimals: narrow types must not overflow on the way (NumPy's values)
+    i8 = np.arange(-128, 128).astype(np.int8)
+    for decimals in (-1, -2, -3):
+        same(jnp.round(a(i8, "int8"), decimals), np.round(i8, decimals), "int8")
+    same(jnp.round(a([7, -9], "int32"), -400), [0, 0], "int32")
+
+
 def test_floating_point_inspection_as_jax():
     mantissa, exponent = jnp.frexp(a([0.0, 1.0, -3.0, np.inf, np.nan, 0.75, -0.0, 1e-40]))
     same(mantissa, [0.0, 0.5, -0.75, np.inf, np.nan, 0.75, -0.0, np.float32(1e-40) / np.float32(2.0**-132)])

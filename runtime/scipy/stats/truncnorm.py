@@ -66,7 +66,6 @@ def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The mirror image: logcdf(-x) of the distribution on [-b, -a] about -loc (JAX's definition)."""
-    np_ = jnp()
     x, a, b, loc, scale = promote("truncnorm.logsf", x, a, b, loc, scale)
     return logcdf(-x, -b, -a, -loc, scale)
 
