@@ -188,14 +188,18 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     intervals = num - 1 if endpoint else num
     first = lax.broadcast_in_dim(start, (*shape, 1), tuple(range(batch)))
     if intervals > 0:
-        # sample i is start (1 - t) + stop t with t = i / intervals, JAX's formula (to its last bits); with an
-        # endpoint, the last one is exactly stop
+        # sample i is start (1 - i r) + i (stop r) with r = 1 / intervals: JAX's start (1 - t) + stop t, t = i /
+        # intervals, as XLA compiles it (a division by a constant becomes a product with its reciprocal). float16
+        # agrees with JAX to the last bit; float32 may differ in it where XLA's CPU code fuses a multiply-add.
+        # With an endpoint, the last sample is exactly stop
         step = jnp.true_divide(jnp.subtract(stop, start), convert(intervals, compute))
         real = np.finfo(compute).dtype
-        t = convert(jnp.true_divide(lax.broadcasted_iota(real, (*shape, intervals), batch), convert(intervals, real)),
-                    compute)
-        last = lax.broadcast_in_dim(stop, (*shape, 1), tuple(range(batch)))
-        out = jnp.add(jnp.multiply(first, jnp.subtract(convert(1, compute), t)), jnp.multiply(last, t))
+        counter = lax.broadcasted_iota(real, (*shape, intervals), batch)
+        reciprocal = convert(1 / np.asarray(intervals, real), real)
+        t = convert(jnp.multiply(counter, reciprocal), compute)
+        last = lax.broadcast_in_dim(jnp.multiply(stop, convert(reciprocal, compute)), (*shape, 1), tuple(range(batch)))
+        out = jnp.add(jnp.multiply(first, jnp.subtract(convert(1, compute), t)),
+                      jnp.multiply(convert(counter, compute), last))
         if endpoint:
             out = jnp.concatenate([out, lax.broadcast_in_dim(stop, (*shape, 1), tuple(range(batch)))], axis=batch)
     else:  # no interval (num is 0, or 1 with the endpoint): NumPy and JAX report a NaN step

@@ -420,7 +420,7 @@ def hsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
 
 
 def vsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
-    return _split_at_least("vsplit", ary, indices_or_sections, 2, 0)
+    return _split_at_least("vsplit", ary, indices_or_sections, 1, 0)  # a 1-d array splits too, as in JAX
 
 
 def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:

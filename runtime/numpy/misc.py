@@ -276,10 +276,13 @@ def _trim_leading_zeros(p: Any, name: str) -> Any:
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     """The product's coefficients: the full convolution of the two coefficient arrays."""
     a1, a2 = promote_dtypes_inexact(_poly1d("polymul", a1), _poly1d("polymul", a2))
-    if trim_leading_zeros:
-        a1, a2 = _trim_leading_zeros(a1, "polymul"), _trim_leading_zeros(a2, "polymul")
-    if not _shape(a1)[0] or not _shape(a2)[0]:
-        return jnp.zeros((0,), aval(a1).dtype)
+    if trim_leading_zeros and (_shape(a1)[0] > 1 or _shape(a2)[0] > 1):
+        if not (is_concrete(a1) and is_concrete(a2)):
+            raise TypeError("polymul: trim_leading_zeros=True needs concrete coefficients (the length depends on them)")
+        a1, a2 = jnp.trim_zeros(a1, "f"), jnp.trim_zeros(a2, "f")
+    # an empty polynomial is the zero polynomial, [0] (as in JAX)
+    a1 = a1 if _shape(a1)[0] else jnp.zeros((1,), aval(a1).dtype)
+    a2 = a2 if _shape(a2)[0] else jnp.zeros((1,), aval(a2).dtype)
     return jnp.convolve(a1, a2, mode="full")
 
 
@@ -344,13 +347,15 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
 
 def poly(seq_of_zeros: Any) -> Any:
     """The monic polynomial with the given roots (or with a square matrix's eigenvalues as roots)."""
-    roots = _array("poly", seq_of_zeros)
+    roots = jnp.atleast_1d(_array("poly", seq_of_zeros))  # a scalar is one root, as in JAX
     shape = _shape(roots)
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] > 0:
         roots = jnp.linalg.eigvals(roots)
     elif len(shape) != 1:
         raise ValueError(f"poly: input must be a 1-d array or a non-empty square 2-d array, got shape {shape}")
     (roots,) = promote_dtypes_inexact(roots)
+    if not _shape(roots)[0]:
+        return jnp.ones((), aval(roots).dtype)  # no roots: the constant 1, a 0-d array as in JAX
     coefficients = jnp.ones((1,), aval(roots).dtype)
     for root in jnp.unstack(roots) if _shape(roots)[0] else ():  # multiply by (x - root)
         coefficients = jnp.pad(coefficients, (0, 1)) - root * jnp.pad(coefficients, (1, 0))
@@ -361,16 +366,31 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     """The roots of a polynomial: the eigenvalues of its companion matrix (always complex, as in JAX)."""
     p = _poly1d("roots", p)
     (p,) = promote_dtypes_inexact(p)
-    if strip_zeros and _shape(p)[0]:
+    complex_dtype = dtypes.promote_types(aval(p).dtype, dtypes.complex64)
+    if _shape(p)[0] < 2:
+        return jnp.zeros((0,), complex_dtype)
+    if strip_zeros:
         if not is_concrete(p):
             raise TypeError("roots: strip_zeros=True needs concrete coefficients (the number of roots depends on "
                             "them); pass strip_zeros=False in a compiled function")
-        p = jnp.trim_zeros(p, "f")
+        return _companion_roots(jnp.trim_zeros(p, "f"), complex_dtype)
+    # Without stripping (as JAX does it): the leading zeros are rolled to the end (an all-zero p becomes ones),
+    # the zero roots they give are sorted last, and one root per leading zero is NaN.
     n = _shape(p)[0]
-    complex_dtype = dtypes.promote_types(aval(p).dtype, dtypes.complex64)
+    is_zero = p == 0
+    leading = jnp.where(jnp.all(is_zero), n, jnp.argmin(is_zero))
+    p = jnp.roll(jnp.where(leading == n, jnp.ones_like(p), p), -leading)
+    found = _companion_roots(p, complex_dtype)
+    found = lax.sort_key_val(found == 0, found)[1]
+    nan = jnp.asarray(complex(np.nan, np.nan), complex_dtype)
+    return jnp.where(jnp.arange(n - 1) < n - 1 - leading, found, nan)
+
+
+def _companion_roots(p: Any, complex_dtype: Any) -> Any:
+    """The eigenvalues of p's companion matrix: its first row holds -p[1:] / p[0], ones sit below the diagonal."""
+    n = _shape(p)[0]
     if n < 2:
         return jnp.zeros((0,), complex_dtype)
-    # The companion matrix: its first row holds -p[1:] / p[0], ones sit below the diagonal.
     first_row = jnp.expand_dims(-_slice(p, 1, n, 0) / jnp.take(p, 0), 0)
     companion = jnp.concatenate([first_row, jnp.eye(n - 2, n - 1, k=0, dtype=aval(p).dtype)], axis=0)
     return convert(jnp.linalg.eigvals(companion), complex_dtype)
@@ -574,6 +594,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None, de
 def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: Any = None,
                 density: bool | None = None) -> tuple[Any, list[Any]]:
     sample = _array("histogramdd", sample)
+    if weights is None:
+        (sample,) = promote_dtypes_inexact(sample)
+    else:  # the edges and a density take the dtype of both, as in JAX
+        sample, weights = promote_dtypes_inexact(sample, _array("histogramdd", weights))
     if len(_shape(sample)) == 1:
         sample = jnp.expand_dims(sample, 1)
     if len(_shape(sample)) != 2:
@@ -590,12 +614,11 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: Any = N
     flat = jnp.zeros((count,), dtypes.int32)
     for column, edge, size in zip(columns, edges, sizes, strict=True):
         flat = flat * size + _bin_index(column, edge)
-    if weights is not None:
-        (weights,) = promote_dtypes_inexact(_array("histogramdd", weights))
     counts = jnp.reshape(bincount(flat, weights, length=math.prod(sizes)), sizes)
     for axis, size in enumerate(sizes):
         counts = _slice(counts, 1, size - 1, axis)
     if density:
+        counts = convert(counts, aval(sample).dtype)
         counts = counts / jnp.sum(counts)
         for axis, edge in enumerate(edges):
             counts = counts / _along(jnp.diff(edge), axis, dims)
@@ -658,9 +681,12 @@ def _compact(name: str, values: Any, keep: Any, size: int | None, fill_value: An
     (where,) = jnp.nonzero(keep, size=size, fill_value=0)
     picked = jnp.take(values, where)
     count = jnp.sum(keep)
-    if fill_value is None:  # JAX's defaults: the smallest kept value (zero where none is kept), or zero
-        fill_value = jnp.where(count > 0, jnp.take(picked, 0), 0) if default_fill == "min" and size else 0
     valid = lax.iota(dtypes.int32, size) < count
+    if fill_value is None:  # JAX's defaults: the smallest kept value (zero where none is kept), or zero
+        fill_value = jnp.where(count > 0, jnp.take(picked, 0), 0) if default_fill in ("min", "nanmin") and size else 0
+        if default_fill == "nanmin" and size:  # NaN where a NaN is kept (JAX's setxor1d takes a min, not the first)
+            fill_value = jnp.where(jnp.any(jnp.logical_and(valid, jnp.isnan(picked))), np.nan, fill_value) \
+                if aval(values).dtype.kind in "fc" else fill_value
     return jnp.where(valid, picked, convert(fill_value, aval(values).dtype, aval(values).weak_type))
 
 
@@ -716,7 +742,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
         nan = jnp.isnan(ordered)
         kept = jnp.sum(jnp.array([jnp.any(jnp.isnan(ar1)), jnp.any(jnp.isnan(ar2))]), dtype=dtypes.int32)
         keep = jnp.where(nan, jnp.cumsum(nan, dtype=dtypes.int32) <= kept, keep)
-    return _compact("setxor1d", ordered, keep, size, fill_value, "min")
+    return _compact("setxor1d", ordered, keep, size, fill_value, "nanmin")
 
 
 # -- statistics of variables --------------------------------------------------------------------------------------
@@ -789,10 +815,12 @@ def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: Any, *args: Any
     shape = _shape(arr)
     axis = normalize_axis(axis, len(shape), "apply_along_axis")
     batch = shape[:axis] + shape[axis + 1:]
-    if 0 in batch:
-        raise ValueError("apply_along_axis: cannot apply a function when an iteration dimension has size 0")
     lines = jnp.reshape(jnp.moveaxis(arr, axis, -1), (math.prod(batch), shape[axis]))
-    results = jnp.stack([jnp.asarray(func1d(line, *args, **kwargs)) for line in jnp.unstack(lines)])
+    if 0 in batch:  # no lines: one call on zeros gives the result's shape and dtype (JAX's vmap gives it too)
+        probe = jnp.asarray(func1d(jnp.zeros((shape[axis],), aval(arr).dtype), *args, **kwargs))
+        results = jnp.zeros((0, *_shape(probe)), aval(probe).dtype)
+    else:
+        results = jnp.stack([jnp.asarray(func1d(line, *args, **kwargs)) for line in jnp.unstack(lines)])
     result_ndim = len(_shape(results)) - 1
     out = jnp.reshape(results, batch + _shape(results)[1:])
     # The result's own axes take the place of ``axis``.

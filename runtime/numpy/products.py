@@ -511,7 +511,8 @@ def _einsum_pair(x: Any, lx: list[str], y: Any, ly: list[str], keep: set[str], p
 
 
 def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "auto") -> tuple[list[Any], str]:
-    """The pairwise contraction order ``einsum`` uses (greedy), in NumPy's format, with a short report."""
+    """The pairwise contraction order ``einsum`` uses (greedy), in JAX's format (opt_einsum's: a list of index
+    tuples, without NumPy's leading 'einsum_path'), with a short report."""
     if not isinstance(subscripts, str):
         raise NotImplementedError("einsum_path: only the subscripts-string form is supported")
     shapes = [_shape(x) if hasattr(x, "shape") or not isinstance(x, tuple) else x for x in operands]
@@ -521,7 +522,14 @@ def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "auto") -> t
         for ch in spec:
             sizes.setdefault(ch, 1)
     terms = [(None, spec) for spec in labels]
-    path: list[Any] = ["einsum_path"]
+    report = f"  Complete contraction:  {subscripts}\n  Pairwise contractions: {max(len(terms) - 1, 0)}"
+    if len(terms) == 1:
+        return [(0,)], report
+    if optimize is False:  # left to right, as JAX reports it
+        return [(0, 1)] * (len(terms) - 1), report
+    if isinstance(optimize, (list, tuple)):  # a path given is the path taken
+        return [tuple(step) for step in optimize if step != "einsum_path"], report
+    path: list[Any] = []
     while len(terms) > 1:
         i, j = _einsum_pick(terms, output, sizes)
         rest = [t for k, t in enumerate(terms) if k not in (i, j)]
@@ -529,7 +537,7 @@ def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "auto") -> t
         merged = [ch for ch in dict.fromkeys(terms[i][1] + terms[j][1]) if ch in keep]
         path.append((i, j))
         terms = rest + [(None, merged)]
-    return path, f"  Complete contraction:  {subscripts}\n  Pairwise contractions: {len(path) - 1}"
+    return path, report
 
 
 # -- convolve and correlate ------------------------------------------------------------------------------

@@ -543,7 +543,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 
 
 # -- order statistics -----------------------------------------------------------------------------------------
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 def _take_last(x: Any, index: Any) -> Any:
@@ -561,15 +561,27 @@ def _take_last(x: Any, index: Any) -> Any:
 
 
 def _quantile(name: str, a, q, axis, method: str, keepdims: bool, ignore_nan: bool, weights=None) -> Any:
-    if weights is not None:
-        raise NotImplementedError(f"jnp.{name}: weights are not supported")
     if method not in _METHODS:
         raise ValueError(f"jnp.{name}: method can only be {', '.join(repr(m) for m in _METHODS)}; got {method!r}")
     check_arraylike(name, a, q)
     a = asarray(a)
+    if aval(a).dtype.kind == "c":
+        raise ValueError(f"jnp.{name}: complex input is not supported (the order of complex numbers is poorly "
+                         f"defined), as in JAX")
     dtype = _inexact(aval(a).dtype)  # q takes a's dtype; it does not promote it
+    if weights is not None:
+        check_arraylike(name, weights)
+        weights = asarray(weights)
+        if aval(weights).dtype.kind == "c":
+            raise ValueError(f"jnp.{name}: weights cannot be complex")
+        if method != "inverted_cdf":
+            raise NotImplementedError(f"jnp.{name}: method {method!r} does not support weights; only "
+                                      f"'inverted_cdf' does")
+        dtype = _inexact(dtypes.result_type(a, weights))
     a, q = convert(a, dtype), convert(asarray(q), dtype)
     ndim, axes = aval(a).ndim, _axes(name, axis, aval(a).ndim)
+    if weights is not None:
+        weights = _weights_like(name, convert(weights, dtype), aval(a).shape, axis, axes)
     # move the reduced axes last and merge them into one of size n
     kept = tuple(d for d in range(ndim) if d not in axes)
     shape = aval(a).shape
@@ -577,7 +589,15 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, ignore_nan: bo
     a = transpose_p.bind(a, permutation=kept + axes) if kept + axes != tuple(range(ndim)) else a
     a = reshape_p.bind(a, new_sizes=tuple(shape[d] for d in kept) + (n,), dimensions=None)
     if n == 0:
-        out = broadcast_to(np.asarray(np.nan, dtype), aval(q).shape + tuple(shape[d] for d in kept))
+        out = broadcast_to(asarray(np.asarray(np.nan, dtype)), aval(q).shape + tuple(shape[d] for d in kept))
+        return _quantile_keepdims(out, axes, ndim, aval(q).ndim, keepdims)
+    if method == "inverted_cdf":
+        if weights is None:
+            weights = broadcast_to(np.asarray(1, dtype), shape)
+        if kept + axes != tuple(range(ndim)):
+            weights = transpose_p.bind(weights, permutation=kept + axes)
+        weights = reshape_p.bind(weights, new_sizes=aval(a).shape, dimensions=None)
+        out = _inverted_cdf(a, weights, q, ignore_nan)
         return _quantile_keepdims(out, axes, ndim, aval(q).ndim, keepdims)
     last = aval(a).ndim - 1
     ordered = rp.sort_p.bind(a, dimension=last, is_stable=True, num_keys=1)[0]  # NaNs sort last
@@ -612,6 +632,53 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, ignore_nan: bo
     else:
         out = _where(broadcast_to(rp.reduce_or_p.bind(nan, axes=(last,)), aval(out).shape), np.nan, out)
     return _quantile_keepdims(out, axes, ndim, len(q_shape), keepdims)
+
+
+def _weights_like(name: str, weights: Any, shape: tuple[int, ...], axis: Any, axes: tuple[int, ...]) -> Any:
+    """Quantile weights of ``a``'s shape, or of the reduced axes' (then spread over the others), as in JAX."""
+    if aval(weights).shape == shape:
+        return weights
+    if axis is None:
+        raise ValueError(f"jnp.{name}: weights must have a's shape {shape} when axis is None, got "
+                         f"{aval(weights).shape}")
+    given = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    order = tuple(operator.index(d) % len(shape) for d in given)
+    if aval(weights).shape != tuple(shape[d] for d in order):
+        raise ValueError(f"jnp.{name}: weights shape {aval(weights).shape} must match the reduced axes "
+                         f"{tuple(shape[d] for d in order)}")
+    from srcjax.transpiler.primitives.shape import broadcast_in_dim_p
+
+    ranks = tuple(sorted(range(len(order)), key=lambda i: order[i]))  # the weights' axes in a's order
+    if ranks != tuple(range(len(order))):
+        weights = transpose_p.bind(weights, permutation=ranks)
+    return broadcast_in_dim_p.bind(weights, shape=shape, broadcast_dimensions=axes)
+
+
+def _inverted_cdf(a: Any, weights: Any, q: Any, ignore_nan: bool) -> Any:
+    """JAX's ``inverted_cdf`` over the last axis: the first sorted value whose cumulative weight reaches q times
+    the total; negative or NaN weights give NaN, as do NaN values (all of them, when ``ignore_nan``)."""
+    last = aval(a).ndim - 1
+    n = aval(a).shape[-1]
+    ordered, weights = rp.sort_p.bind(a, weights, dimension=last, is_stable=True, num_keys=1)  # NaNs sort last
+    nan = _isnan(ordered)
+    bad = ew.or_p.bind(_apply(ew.lt_p, weights, 0), _isnan(weights))
+    clean = _where(ew.or_p.bind(bad, nan), 0, weights)
+    cumulative = rp.cumsum_p.bind(clean, axis=last, reverse=False)
+    total = _take_last(cumulative, broadcast_to(np.asarray(n - 1, dtypes.default_int_dtype()), aval(a).shape[:-1]))
+    q_shape, rest = aval(q).shape, aval(ordered).shape[:-1]
+    target = _apply(ew.mul_p, reshape_p.bind(q, new_sizes=q_shape + (1,) * len(rest), dimensions=None), total)
+    below = _apply(ew.lt_p, cumulative, reshape_p.bind(target, new_sizes=aval(target).shape + (1,), dimensions=None))
+    index = rp.reduce_sum_p.bind(convert(below, dtypes.default_int_dtype()), axes=(len(q_shape) + last,))
+    valid = rp.reduce_sum_p.bind(convert(ew.not_p.bind(nan), dtypes.default_int_dtype()), axes=(last,)) \
+        if ignore_nan else np.asarray(n, dtypes.default_int_dtype())
+    index = _apply(ew.max_p, _apply(ew.min_p, index, _apply(ew.sub_p, valid, 1)), 0)
+    out = _take_last(ordered, index)
+    force = rp.reduce_or_p.bind(bad, axes=(last,))
+    if ignore_nan:
+        force = ew.or_p.bind(force, _apply(ew.eq_p, valid, 0))
+    else:
+        force = ew.or_p.bind(force, rp.reduce_or_p.bind(nan, axes=(last,)))
+    return _where(broadcast_to(force, aval(out).shape), np.nan, out)
 
 
 def _quantile_keepdims(out: Any, axes: tuple[int, ...], ndim: int, q_ndim: int, keepdims: bool) -> Any:

@@ -469,7 +469,13 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:  # noqa: A001 - N
     if _kind(a) == "b":
         raise ValueError("jnp.round: booleans cannot be rounded (convert to a number first)")
     if _kind(a) in "iu":
-        return a if decimals >= 0 else _round_int(a, 10 ** -decimals)
+        if decimals >= 0:
+            return a
+        if 10**-decimals > np.iinfo(aval(a).dtype).max:  # past the dtype's range every value rounds to 0
+            return ew.mul_p.bind(a, _const(a, 0))
+        return _round_int(a, 10**-decimals)
+    if decimals > np.log10(np.finfo(aval(a).dtype).max):
+        return a  # finer than the dtype holds: nothing to round (as in JAX; 10**decimals would overflow)
     if _kind(a) == "c":
         return _complex_parts(lambda part: _round_float(part, decimals), a)
     return _round_float(a, decimals)
@@ -484,7 +490,8 @@ def _round_float(x: Any, decimals: int) -> Any:
     dtype = aval(x).dtype
     work = convert(x, np.float32, aval(x).weak_type) if dtype == np.float16 else x  # float16 rounds in float32
     # (times 10**-decimals rather than over 10**decimals, as JAX: the last bit differs between the two)
-    out = ew.mul_p.bind(_round_even(ew.mul_p.bind(work, _const(work, 10.0**decimals))), _const(work, 10.0**-decimals))
+    scale = 10.0**-decimals if -decimals <= 308 else math.inf  # past float64's range: x 0 x inf, NaN as in JAX
+    out = ew.mul_p.bind(_round_even(ew.mul_p.bind(work, _const(work, 10.0**decimals))), _const(work, scale))
     return convert(out, dtype, aval(x).weak_type) if dtype == np.float16 else out
 
 
@@ -492,9 +499,9 @@ def _round_int(x: Any, factor: int) -> Any:
     """Integers to a multiple of ``factor``, halves to even, exactly in integer arithmetic."""
     f = _const(x, factor)
     q, r = floor_divide(x, f), remainder(x, f)
-    twice = ew.mul_p.bind(r, _const(r, 2))
+    rest = ew.sub_p.bind(f, r)  # r against f - r, not 2 r against f: 2 r can overflow a narrow integer
     odd = ew.ne_p.bind(ew.and_p.bind(q, _const(q, 1)), _const(q, 0))
-    up = ew.or_p.bind(ew.gt_p.bind(twice, f), ew.and_p.bind(ew.eq_p.bind(twice, f), odd))
+    up = ew.or_p.bind(ew.gt_p.bind(r, rest), ew.and_p.bind(ew.eq_p.bind(r, rest), odd))
     return ew.mul_p.bind(_where(up, ew.add_p.bind(q, _const(q, 1)), q), f)
 
 

@@ -177,6 +177,18 @@ def test_linspace_endpoint_is_exact():
     assert out[0] == np.float32(0.1) and out[-1] == np.float32(0.7)
 
 
+def test_linspace_takes_jax_formula():
+    # start (1 - t) + stop t, t = i / intervals, in the requested dtype's float, as JAX computes it (NumPy adds
+    # i steps to start). Recorded with jax 0.10.2: linspace(f16(-2.137), f16(2.293), 4) and linspace(1, -2, 4,
+    # dtype=int), where NumPy gives [..., -0.66, 0.8164, ...] and [1, 0, -1, -2]
+    out = jnp.linspace(np.float16(-2.137), np.float16(2.293), 4)
+    assert out.dtype == np.float16
+    assert np.asarray(out).tolist() == np.array([-2.137, -0.6606, 0.816, 2.293], np.float16).tolist()
+    check(jnp.linspace(1, -2, 4, dtype=int), [1, -1, -1, -2], I32)
+    compiled = srcjax.jit(lambda a, b: jnp.linspace(a, b, 4))(np.float16(-2.137), np.float16(2.293))
+    assert np.asarray(compiled).tolist() == np.asarray(out).tolist()
+
+
 def test_arange_with_x64_gives_64_bit_types():
     srcjax.config.update("jax_enable_x64", True)
     try:

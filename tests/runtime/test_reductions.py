@@ -283,12 +283,41 @@ def test_every_reduction_over_dtypes_and_axes(name, dtype):
     (lambda: jnp.cumulative_sum(a(2.0)), ValueError, "non-scalar"),
     (lambda: jnp.quantile(a([1.0, 2]), 0.3, method="weibull"), ValueError, "method can only be"),
     (lambda: jnp.quantile(a([1.0, 2]), 0.3, weights=a([1.0, 1.0])), NotImplementedError, "weights"),
+    (lambda: jnp.quantile(a([1.0, 2]), 0.3, method="inverted_cdf", weights=a([1.0, 1.0], np.complex64)), ValueError,
+     "complex"),
+    (lambda: jnp.quantile(a(X), 0.3, method="inverted_cdf", weights=a([1.0, 2, 3, 4])), ValueError, "axis is None"),
+    (lambda: jnp.median(a([1, 2], np.complex64)), ValueError, "complex input is not supported"),
     (lambda: jnp.average(a(X), weights=a([1.0, 2, 3, 4])), ValueError, "axis must be specified"),
     (lambda: jnp.average(a(X), axis=0, weights=a([1.0, 2, 3, 4])), ValueError, "must be 1-d with the length 3"),
 ], ids=lambda v: getattr(v, "__name__", str(v))[:30])
 def test_bad_input_raises_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_inverted_cdf_quantiles_and_weights():
+    # JAX 0.10.2 has method="inverted_cdf", the only one that takes weights (NumPy's values where weights are
+    # non-negative); weights may have a's shape or the reduced axes' shape
+    v, q = np.array([3.0, 1, 4, 1, 5, 9, 2, 6]), np.array([0.0, 0.1, 0.25, 0.5, 0.6, 0.75, 0.9, 1])
+    w = np.array([1.0, 2, 0, 1, 3, 1, 1, 2])
+    expected = np.quantile(v, q, method="inverted_cdf", weights=w)
+    check(jnp.quantile(a(v), a(q), method="inverted_cdf", weights=a(w)), expected, F32)
+    check(jnp.quantile(a(v), a(q), method="inverted_cdf"), np.quantile(v, q, method="inverted_cdf"), F32)
+    compiled = srcjax.jit(lambda x, p, u: jnp.quantile(x, p, method="inverted_cdf", weights=u))(a(v), a(q), a(w))
+    check(compiled, expected, F32)
+    m = v.reshape(2, 4)
+    check(jnp.percentile(a(m), 60.0, axis=1, method="inverted_cdf", weights=a(w[:4]), keepdims=True),
+          np.percentile(m, 60.0, axis=1, method="inverted_cdf", weights=np.tile(w[:4], (2, 1)), keepdims=True), F32)
+    t = np.arange(24.0).reshape(2, 3, 4) * 7 % 11
+    wt = np.random.default_rng(3).random((2, 4))
+    check(jnp.quantile(a(t), 0.4, axis=(2, 0), method="inverted_cdf", weights=a(wt.T)),
+          np.quantile(t, 0.4, axis=(0, 2), method="inverted_cdf", weights=np.broadcast_to(wt[:, None, :], t.shape)),
+          F32)
+    # a negative or NaN weight gives NaN; nanquantile skips NaN values (JAX 0.10.2's numbers)
+    check(jnp.quantile(a(v), 0.5, method="inverted_cdf", weights=a(w - 0.5)), np.nan, F32)
+    check(jnp.nanquantile(a([3.0, np.nan, 1, 4, np.nan, 2]), a([0.1, 0.5, 1.0]), method="inverted_cdf",
+                          weights=a([1.0, 2, 0, 1, 3, 1])), [2.0, 3.0, 4.0], F32)
+    check(jnp.quantile(a([3.0, np.nan, 1]), 0.5, method="inverted_cdf"), np.nan, F32)
 
 
 def test_results_are_never_weak():

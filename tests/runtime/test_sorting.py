@@ -231,6 +231,9 @@ def test_nans_in_set_operations_recorded_from_jax():
     same(jnp.setxor1d(x, a([1.0])), [3.0, np.nan])
     same(jnp.intersect1d(x, y), [1.0])
     same(jit(lambda p, q: jnp.setxor1d(p, q, size=5, fill_value=-1.0))(x, y), [3.0, 5.0, np.nan, np.nan, -1.0])
+    # without fill_value JAX pads with the min of the kept values, NaN once a NaN is kept (not the first value)
+    same(jnp.setxor1d(x, y, size=6), [3.0, 5.0, np.nan, np.nan, np.nan, np.nan])
+    same(jit(lambda p, q: jnp.setxor1d(p, q, size=4))(a([2.0, 1.0]), a([1.0, 4.0])), [2.0, 4.0, 2.0, 2.0])
 
 
 # -- lax.sort and lax.top_k --------------------------------------------------------------------------------------
