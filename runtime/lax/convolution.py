@@ -18,16 +18,16 @@ import numpy as np
 
 from srcjax.runtime import dtypes
 from srcjax.runtime.numpy._core import aval, convert, is_arraylike
-from srcjax.transpiler.primitives.convolution import (
-    ConvDimensionNumbers, Precision, conv_general_dilated_p, dot_general_p,
-)
+from srcjax.runtime.lax.precision import DotAlgorithm, DotAlgorithmPreset, PrecisionLike, bind_dot_general
+from srcjax.runtime.lax.precision import canonical_algorithm, canonical_precision
+from srcjax.transpiler.primitives.convolution import ConvDimensionNumbers, Precision, conv_general_dilated_p
 from srcjax.transpiler.primitives.shape import rev_p, transpose_p
 
 __all__ = [
-    "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "PaddingType",
-    "Precision", "batch_matmul", "conv", "conv_dimension_numbers", "conv_general_dilated",
-    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
-    "conv_transpose",
+    "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
+    "DotDimensionNumbers", "PaddingType", "Precision", "PrecisionLike", "batch_matmul", "conv",
+    "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local", "conv_general_dilated_patches",
+    "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
     "conv_transpose_shape_tuple", "conv_with_general_padding", "dot", "dot_general", "padtype_to_pads",
 ]
 
@@ -40,22 +40,6 @@ class PaddingType(enum.Enum):
     VALID = 1
     SAME = 2
     SAME_LOWER = 3
-
-
-_PRECISION_NAMES = {"default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "high": Precision.HIGH,
-                    "tensorfloat32": Precision.HIGH, "highest": Precision.HIGHEST, "float32": Precision.HIGHEST}
-
-
-def canonical_precision(precision: Any) -> Any:
-    """None, a ``Precision``, or a pair of them, from JAX's spellings (names like 'highest', or pairs)."""
-    if precision is None or isinstance(precision, Precision):
-        return precision
-    if isinstance(precision, str) and precision.lower() in _PRECISION_NAMES:
-        return _PRECISION_NAMES[precision.lower()]
-    if isinstance(precision, (tuple, list)) and len(precision) == 2:
-        return tuple(canonical_precision(p) for p in precision)
-    raise ValueError(f"precision argument must be None, a Precision, one of {sorted(_PRECISION_NAMES)}, or a pair "
-                     f"of them; got {precision!r}")
 
 
 def _preferred(dtype: Any) -> np.dtype | None:
@@ -100,8 +84,7 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers, prec
         raise TypeError("lax.dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                         f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
     lhs, rhs = _promote_pair("dot_general", lhs, rhs)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=canonical_precision(precision),
-                              preferred_element_type=_preferred(preferred_element_type))
+    return bind_dot_general(lhs, rhs, dims, precision, _preferred(preferred_element_type))
 
 
 def dot(lhs: Any, rhs: Any, *, dimension_numbers: DotDimensionNumbers | None = None, precision: Any = None,
@@ -310,6 +293,31 @@ def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int], window_s
     return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation, rhs_dilation, dn,
                                 feature_group_count=features, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs: Any, rhs: Any, window_strides: Sequence[int],
+                               padding: str | Sequence[tuple[int, int]], filter_shape: Sequence[int],
+                               lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
+                               dimension_numbers: ConvGeneralDilatedDimensionNumbers = None,
+                               precision: Any = None) -> Any:
+    """An unshared convolution (a locally connected layer): each output position has its own kernel. rhs's
+    spatial axes are the output's positions, and its ``I`` axis holds (input feature, *window position), as
+    ``conv_general_dilated_patches`` lays the patches out; each output is a patch contracted with its kernel."""
+    from srcjax.runtime.numpy import asarray, moveaxis
+
+    if canonical_algorithm(precision) is not None:
+        raise ValueError(f"Unsupported precision for conv_general_dilated_local: {precision}")
+    level = canonical_precision(precision)
+    lhs = asarray(lhs)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+                                           dimension_numbers, precision=level[0] if isinstance(level, tuple) else level)
+    _, rhs_spec, out_spec = conv_dimension_numbers(aval(lhs).shape, (1, 1) + tuple(filter_shape), dimension_numbers)
+    # pair each output position of the patches with rhs's axis for it (rhs_spec orders them as the kernel's layout)
+    out_positions, rhs_positions = out_spec[2:], rhs_spec[2:]
+    order = sorted(range(len(out_positions)), key=lambda i: out_positions[i])
+    dims = (([out_spec[1]], [rhs_spec[1]]), ([out_positions[i] for i in order], [rhs_positions[i] for i in order]))
+    out = dot_general(patches, rhs, dims, precision)  # (*positions, N, O)
+    return moveaxis(out, (-2, -1), (out_spec[0], out_spec[1]))
 
 
 # -- shape helpers ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from srcjax.runtime.numpy._core import aval, broadcast_to, convert, is_arraylike
 from srcjax.transpiler.primitives import elementwise as ew
 
 __all__ = [
-    "polygamma",
+    "polygamma", "AccuracyMode", "Tolerance",
     "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
     "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp",
     "clz", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv",
@@ -208,57 +208,81 @@ def atan2(x: Any, y: Any) -> Any:
     return _nary(ew.atan2_p, "atan2", x, y)
 
 
-# -- transcendental functions (``accuracy`` is accepted and ignored: NumPy has one accuracy) -------------
-def exp(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.exp_p, "exp", x)
+# -- transcendental functions ---------------------------------------------------------------------------
+class Tolerance:
+    """The error a transcendental function may make: at most two of ``atol``, ``rtol`` and ``ulps``."""
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0.0:
+            raise ValueError("Tolerances must be non-negative.")
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise ValueError("At least one of atol, rtol, or ulps must be set.")
+        self.atol, self.rtol, self.ulps = atol, rtol, ulps
 
 
-def exp2(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.exp2_p, "exp2", x)
+class AccuracyMode(enum.Enum):
+    HIGHEST = 1
+    DEFAULT = 2
 
 
-def log(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.log_p, "log", x)
+def _accurate(prim, name: str, x: Any, accuracy: Any) -> Any:
+    """``prim(x)``; ``accuracy`` picks between implementations where a backend has several (XLA's CPU backend has
+    one: srcjax's, like it, has one), so it is only checked."""
+    if accuracy is not None and not isinstance(accuracy, (Tolerance, AccuracyMode)):
+        raise NotImplementedError(f"Accuracy {accuracy} not supported")
+    return _unary(prim, name, x)
 
 
-def log1p(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.log1p_p, "log1p", x)
+def exp(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.exp_p, "exp", x, accuracy)
 
 
-def expm1(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.expm1_p, "expm1", x)
+def exp2(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.exp2_p, "exp2", x, accuracy)
 
 
-def tanh(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.tanh_p, "tanh", x)
+def log(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.log_p, "log", x, accuracy)
 
 
-def logistic(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.logistic_p, "logistic", x)
+def log1p(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.log1p_p, "log1p", x, accuracy)
 
 
-def sin(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.sin_p, "sin", x)
+def expm1(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.expm1_p, "expm1", x, accuracy)
 
 
-def cos(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.cos_p, "cos", x)
+def tanh(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.tanh_p, "tanh", x, accuracy)
 
 
-def tan(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.tan_p, "tan", x)
+def logistic(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.logistic_p, "logistic", x, accuracy)
 
 
-def sqrt(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.sqrt_p, "sqrt", x)
+def sin(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.sin_p, "sin", x, accuracy)
 
 
-def rsqrt(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.rsqrt_p, "rsqrt", x)
+def cos(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.cos_p, "cos", x, accuracy)
 
 
-def cbrt(x: Any, *, accuracy: Any = None) -> Any:
-    return _unary(ew.cbrt_p, "cbrt", x)
+def tan(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.tan_p, "tan", x, accuracy)
+
+
+def sqrt(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.sqrt_p, "sqrt", x, accuracy)
+
+
+def rsqrt(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.rsqrt_p, "rsqrt", x, accuracy)
+
+
+def cbrt(x: Any, *, accuracy: Tolerance | AccuracyMode | None = None) -> Any:
+    return _accurate(ew.cbrt_p, "cbrt", x, accuracy)
 
 
 def asin(x: Any) -> Any:

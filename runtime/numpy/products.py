@@ -21,7 +21,7 @@ from srcjax.runtime.numpy._core import (
 )
 from srcjax.transpiler.primitives import elementwise as ew
 from srcjax.transpiler.primitives import reduce as rp
-from srcjax.transpiler.primitives.convolution import ConvDimensionNumbers, conv_general_dilated_p, dot_general_p
+from srcjax.transpiler.primitives.convolution import ConvDimensionNumbers, conv_general_dilated_p
 from srcjax.transpiler.primitives.indexing import slice_p
 from srcjax.transpiler.primitives.shape import broadcast_in_dim_p, concatenate_p, reshape_p, rev_p, transpose_p
 
@@ -77,11 +77,10 @@ def _operands(name: str, *args: Any, preferred_element_type: Any = None) -> tupl
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
                  batch: tuple[Sequence[int], Sequence[int]] = ((), ()), precision: Any = None,
                  preferred: Any = None) -> Any:
-    from srcjax.runtime.lax.convolution import canonical_precision
+    from srcjax.runtime.lax.precision import bind_dot_general
 
     dims = ((tuple(contract[0]), tuple(contract[1])), (tuple(batch[0]), tuple(batch[1])))
-    precision = canonical_precision(precision)
-    return dot_general_p.bind(a, b, dimension_numbers=dims, precision=precision, preferred_element_type=preferred)
+    return bind_dot_general(a, b, dims, precision, preferred)
 
 
 def _sum_axes(x: Any, axes: Sequence[int]) -> Any:
