@@ -1,0 +1,1 @@
+"""``srcjax.scipy.sparse``: its ``linalg`` (JAX's Krylov solvers)."""

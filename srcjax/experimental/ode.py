@@ -1,0 +1,3 @@
+"""``srcjax.experimental.ode`` (``jax.experimental.ode``): ``odeint``."""
+
+from srcjax.runtime.ode import odeint  # noqa: F401

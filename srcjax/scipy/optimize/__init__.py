@@ -1,0 +1,3 @@
+"""``srcjax.scipy.optimize``."""
+
+from srcjax.runtime.scipy.optimize import OptimizeResults, minimize  # noqa: F401

@@ -1,0 +1,3 @@
+"""``srcjax.scipy.sparse``."""
+
+from srcjax.scipy.sparse import linalg  # noqa: F401
