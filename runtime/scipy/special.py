@@ -13,6 +13,9 @@ import numpy as np
 
 from srcjax.runtime.nn import logsumexp as _nn_logsumexp
 from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy.special_harmonics import bessel_jn, sph_harm_y  # noqa: F401
+from srcjax.runtime.scipy.special_hypergeometric import hyp1f1, hyp2f1  # noqa: F401
+from srcjax.runtime.scipy.special_integrals import dawsn, expn, fresnel, owens_t, sici, wofz  # noqa: F401
 
 __all__ = [
     "polygamma",
@@ -20,6 +23,8 @@ __all__ = [
     "betaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "softmax", "log_softmax", "ndtr", "ndtri",
     "log_ndtr", "multigammaln", "factorial", "comb", "gammainc", "gammaincc", "betainc", "i0e", "i1e", "i0", "i1",
     "zeta", "erfcx", "spence", "poch", "boxcox", "boxcox1p", "loggamma", "bernoulli", "exp1", "expi",
+    "dawsn", "fresnel", "sici", "expn", "owens_t", "wofz", "hyp1f1", "hyp2f1", "bessel_jn",
+    "sph_harm_y",
 ]
 
 

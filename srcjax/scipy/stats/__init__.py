@@ -6,3 +6,4 @@ from srcjax.scipy.stats import (  # noqa: F401
     truncnorm, uniform, vonmises, wrapcauchy,
 )
 from srcjax.runtime.scipy.stats._core import ModeResult, mode, rankdata, sem  # noqa: F401, E402
+from srcjax.runtime.scipy.stats.kde import gaussian_kde  # noqa: F401, E402
