@@ -517,14 +517,33 @@ def _trig_large(module: ir.Module, typ: ir.Type, quarter_shift: int) -> ir.Funct
     for attribute in ("noinline", "nounwind", "readonly"):  # (its work reads a table: readnone would make that UB)
         fn.attributes.add(attribute)
     set.add(fn.attributes, "willreturn")  # (llvmlite knows no willreturn, nor the mapping below)
+    # (masked variants for loops whose last vector is masked, ``kernels.masked_tail``: lanes past the end hold no
+    # argument, so their flags must not count)
     set.add(fn.attributes, '"vector-function-abi-variant"="' + ",".join(
-        f"_ZGV_LLVM_N{n}vv_{name}({name}_v{n})" for n in _VECTOR_WIDTHS) + '"')
+        f"_ZGV_LLVM_{mask}{n}vv_{name}({name}_{mask.lower()}{n})" for n in _VECTOR_WIDTHS for mask in "NM") + '"')
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     x, flag = fn.args
     with b.if_then(b.icmp_unsigned("!=", flag, i32(0))):
         b.ret(b.call(work, [x]))
     b.ret(x)
-    _keep(module, [fn] + [_lanes_variant(module, work, f"{name}_v{n}", typ, n) for n in _VECTOR_WIDTHS])
+    variants = [_lanes_variant(module, work, f"{name}_n{n}", typ, n) for n in _VECTOR_WIDTHS]
+    masked = [_masked_variant(module, v, f"{name}_m{n}") for v, n in zip(variants, _VECTOR_WIDTHS)]
+    _keep(module, [fn] + variants + masked)
+    return fn
+
+
+def _masked_variant(module: ir.Module, variant: ir.Function, name: str) -> ir.Function:
+    """``variant`` with a mask of the lanes that hold arguments (the last vector of a masked loop): the others'
+    flags are cleared first (their values are poison)."""
+    vector, flags = variant.function_type.args
+    n = vector.count
+    fn = ir.Function(module, ir.FunctionType(vector, [vector, flags, ir.VectorType(ir.IntType(1), n)]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x, flag, mask = fn.args
+    b.ret(b.call(variant, [x, b.select(mask, flag, ir.Constant(flags, [0] * n))]))
     return fn
 
 

@@ -3,6 +3,7 @@ against NumPy (float64) over wide ranges and at the edge cases."""
 
 import contextlib
 import math
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 
 import srcjax
 from srcjax import lax
+from srcjax.codegen.llvm import engine
 from srcjax.transpiler.primitives import special
 from tests.codegen.assembly import called, packed_multiply_add
 
@@ -134,6 +136,35 @@ def test_sin_and_cos_of_huge_arguments():
         assert np.asarray(srcjax.jit(lax.sin)(closest))[0] == 1.0
     assembly = srcjax.jit(lax.sin).lower(np.ones(1000, np.float32)).compile().native.assembly()
     assert packed_multiply_add(assembly, "pd")
+
+
+def test_long_chains_mask_their_last_vector():
+    """A map of many transcendental functions masks its last vector where the target does so cheaply (AVX-512) instead
+    of finishing in a narrower vector loop and a scalar one, which doubled its code; the values are the same at
+    every length, a huge argument in the masked vector included (its flag, not the lanes past the end, takes
+    the slow path), and the loop stays vectorised."""
+
+    def chain(x):
+        for c in [0.25 * i for i in range(12)]:
+            x = lax.sin(x) + c
+        return x
+
+    def oracle(x):
+        x = x.astype(np.float64)
+        for c in [0.25 * i for i in range(12)]:
+            x = np.sin(x) + c
+        return x
+
+    compiled = srcjax.jit(chain)
+    for n in (1, 7, 16, 17, 33, 1001):
+        x = np.linspace(-4, 4, n).astype(np.float32)
+        x[-1] = 3e7  # (beyond 2^20 pi/2: the slow path)
+        got = np.asarray(compiled(x))
+        np.testing.assert_allclose(got, oracle(x), rtol=0, atol=2e-5)
+    assembly = compiled.lower(np.ones(1001, np.float32)).compile().native.assembly()
+    assert packed_multiply_add(assembly, "pd")
+    if engine.has_masked_moves():  # (a store under a {%k} mask register)
+        assert re.search(r"vmovup[sd]\s[^\n]*\{%k[1-7]\}", assembly), "no masked store"
 
 
 def test_no_libm_calls():

@@ -11,6 +11,7 @@ import pytest
 
 import srcjax
 from srcjax import lax
+from srcjax.codegen.llvm import engine
 from srcjax.transpiler.primitives import special
 from tests.codegen.assembly import called, packed, packed_multiply_add
 
@@ -346,5 +347,8 @@ def test_special_functions_vectorise(dtype):
         executable = srcjax.jit(all_functions).lower(x).compile().native
     assembly = executable.assembly()
     assert called(assembly) <= {"malloc@PLT", "free@PLT", "malloc", "free"}, called(assembly)
-    assert packed_multiply_add(assembly, "ps" if dtype == np.float32 else "pd")
+    # (float32 arguments are evaluated in float64 in part: below AVX-512 a vector of doubles fills the registers and
+    # the float32 steps beside it take half of them, so there the float32 check is on the doubles)
+    wide = "avx512f" in engine.target().enabled
+    assert packed_multiply_add(assembly, "ps" if dtype == np.float32 and wide else "pd")
     assert packed(assembly, "v?divpd")  # the float64 evaluation is packed too
