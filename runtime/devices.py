@@ -159,6 +159,10 @@ def _put_leaf(x: Any, device: Device | None):
 
         raise TypeOrValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device` or a "
                                f"pytree of these values. Received invalid value: {device!r}")
+    from srcjax.transpiler.ir import Value  # (not at the top: ir imports the primitives first)
+
+    if isinstance(x, Value):  # (inside a transformed function: the value stays where the computation runs, as in JAX)
+        return x
     if isinstance(device, SingleDeviceSharding):
         device = device.device
     if device is None and _gpu_runtime.default_is_gpu():

@@ -166,6 +166,22 @@ def test_device_put_get_pytrees():
         srcjax.device_put(np.ones(2), "gpu:0")
 
 
+def test_device_put_inside_transformed_functions():
+    """Inside jit, grad and vmap ``device_put`` keeps a traced value where it is, as in JAX (it had refused it as
+    an escaped tracer); its device argument is still checked."""
+
+    def f(x):
+        y = srcjax.device_put(x * 2)
+        return srcjax.device_put(y, srcjax.devices()[0]) + 1
+
+    x = np.arange(3.0, dtype=np.float32)
+    np.testing.assert_array_equal(srcjax.jit(f)(x), [1, 3, 5])
+    np.testing.assert_array_equal(srcjax.grad(lambda x: f(x).sum())(x), [2, 2, 2])
+    np.testing.assert_array_equal(srcjax.vmap(f)(np.ones((2, 3), np.float32)), np.full((2, 3), 3))
+    with pytest.raises(TypeError, match="Device"):
+        srcjax.jit(lambda x: srcjax.device_put(x, "gpu:0"))(x)
+
+
 def test_block_until_ready_on_pytree():
     tree = [jnp.ones(2), (jnp.zeros(3),)]
     assert srcjax.block_until_ready(tree) is tree
