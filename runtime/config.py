@@ -148,19 +148,27 @@ TRACE_FLAGS = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_pr
 
 class Config:
     def __init__(self) -> None:
-        values = {}
+        values, chosen = {}, set()
         for name, (default, convert) in _FLAGS.items():
             env = os.environ.get(name.upper())
             values[name] = convert(env) if env is not None else default
+            if env is not None:
+                chosen.add(name)
         object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_chosen", chosen)
         object.__setattr__(self, "_listeners", [])
 
     def update(self, name: str, value: Any) -> None:
         if name not in _FLAGS:
             raise AttributeError(f"unknown config option '{name}'; known options: {', '.join(sorted(_FLAGS))}")
         self._values[name] = _FLAGS[name][1](value)
+        self._chosen.add(name)
         for listener in self._listeners:
             listener(name)
+
+    def chosen(self, name: str) -> bool:
+        """Whether the option was set (``update``, or its environment variable) rather than left at its default."""
+        return name in self._chosen
 
     def read(self, name: str) -> Any:
         if name not in _FLAGS:

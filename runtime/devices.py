@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import abc
 import gc
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -95,7 +97,7 @@ def devices(backend: str | None = None) -> list[Device]:
     """Every process's devices, process by process (the default backend's: the GPUs when there are any)."""
     if _gpu(backend):
         return list(_gpu_runtime.gpu_devices())
-    local = config.jax_num_cpu_devices
+    local = _local_cpu_count()
     return [_device(p * local + i, p) for p in range(process_count()) for i in range(local)]
 
 
@@ -106,20 +108,35 @@ def local_devices(process_index: int | None = None, backend: str | None = None, 
         return list(_gpu_runtime.gpu_devices())
     p = _distributed.process_index() if process_index is None and host_id is None else \
         (process_index if process_index is not None else host_id)
-    local = config.jax_num_cpu_devices
+    local = _local_cpu_count()
     return [_device(p * local + i, p) for i in range(local)]
 
 
 def device_count(backend: str | None = None) -> int:
     if _gpu(backend):
         return len(_gpu_runtime.gpu_devices())
-    return config.jax_num_cpu_devices * process_count()
+    return _local_cpu_count() * process_count()
 
 
 def local_device_count(backend: str | None = None) -> int:
     if _gpu(backend):
         return len(_gpu_runtime.gpu_devices())
-    return config.jax_num_cpu_devices
+    return _local_cpu_count()
+
+
+_XLA_DEVICE_COUNT: list[int | None] = []
+
+
+def _local_cpu_count() -> int:
+    """This process's CPU devices: ``jax_num_cpu_devices`` where it was set, else what XLA's flag
+    ``--xla_force_host_platform_device_count=N`` in the XLA_FLAGS variable says (JAX's tutorials set it before
+    their first computation; read once, when devices are first asked for, as JAX's backend reads it), else 1."""
+    if config.chosen("jax_num_cpu_devices"):
+        return config.jax_num_cpu_devices
+    if not _XLA_DEVICE_COUNT:
+        found = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+        _XLA_DEVICE_COUNT.append(max(1, int(found[-1])) if found else None)
+    return _XLA_DEVICE_COUNT[0] or config.jax_num_cpu_devices
 
 
 def default_device() -> Device:
@@ -154,15 +171,21 @@ def _put_leaf(x: Any, device: Device | None):
     from srcjax.runtime.array import Array
     from srcjax.runtime.eager import to_array
 
-    if device is not None and not isinstance(device, (Device, _gpu_runtime.GpuDevice, SingleDeviceSharding)):
+    from srcjax.runtime.sharding import NamedSharding
+    from srcjax.transpiler.ir import Value  # (not at the top: ir imports the primitives first)
+
+    if device is not None and not isinstance(device, (Device, _gpu_runtime.GpuDevice, SingleDeviceSharding,
+                                                      NamedSharding)):
         from srcjax.runtime.numpy._core import TypeOrValueError  # (JAX's ValueError; srcjax's was a TypeError)
 
         raise TypeOrValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device` or a "
                                f"pytree of these values. Received invalid value: {device!r}")
-    from srcjax.transpiler.ir import Value  # (not at the top: ir imports the primitives first)
-
     if isinstance(x, Value):  # (inside a transformed function: the value stays where the computation runs, as in JAX)
         return x
+    if isinstance(device, NamedSharding):  # (the devices share the host's memory: the layout is a description)
+        arr = to_array(np.array(x) if isinstance(x, np.ndarray) else x, "device_put")
+        _check_layout(device, arr.shape)
+        return Array(arr._value, arr.weak_type, device)
     if isinstance(device, SingleDeviceSharding):
         device = device.device
     if device is None and _gpu_runtime.default_is_gpu():
@@ -183,6 +206,31 @@ def _put_leaf(x: Any, device: Device | None):
         x = np.array(x)  # a copy: the caller's buffer stays theirs
     arr = to_array(x, "device_put")
     return Array(arr._value, arr.weak_type, device)
+
+
+class IndivisibleError(ValueError):
+    """A sharding splits an axis into parts that do not divide its length (JAX's name)."""
+
+
+def _check_layout(sharding: Any, shape: tuple[int, ...]) -> None:
+    """JAX's checks of a NamedSharding against an array's shape: its mesh axes exist, the spec is no longer than
+    the rank, and each split axis divides evenly."""
+    names, sizes = sharding.mesh.axis_names, sharding.mesh.shape
+    for entry in sharding.spec:
+        for name in sharding._axes_of(entry):
+            if name not in names:
+                raise ValueError(f"Resource axis: {name} of {sharding.spec!r} is not found in mesh: {tuple(names)}.")
+    if len(sharding.spec) > len(shape):
+        raise ValueError(f"One of device_put args is incompatible with its sharding annotation {sharding}: Sharding "
+                         f"{sharding} is only valid for values of rank at least {len(sharding.spec)}, but was "
+                         f"applied to a value of rank {len(shape)}.")
+    for axis, entry in enumerate(sharding.spec):
+        parts = int(np.prod([sizes[name] for name in sharding._axes_of(entry)], dtype=np.int64))
+        if shape[axis] % parts:
+            tiling = [int(np.prod([sizes[n] for n in sharding._axes_of(e)], dtype=np.int64)) for e in sharding.spec]
+            raise IndivisibleError(f"Sharding {sharding} implies that array axis {axis} is partitioned {parts} "
+                                   f"times, but the dimension size is {shape[axis]} (full shape: {tuple(shape)}, "
+                                   f"per-dimension tiling factors: {tiling} should evenly divide the shape)")
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: bool | None = None):

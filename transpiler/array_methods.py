@@ -184,4 +184,9 @@ class ArrayMethods:
             return self
         return numpy_api().manipulation.view(self, dtype)
 
+    def to_device(self, device, /, *, stream=None):
+        """The array API's ``jax.device_put``: a value being compiled stays where the computation runs, as in JAX
+        (concrete arrays move: ``Array.to_device``)."""
+        return self
+
 

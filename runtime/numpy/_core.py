@@ -186,7 +186,12 @@ def convert(x: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
 
 
-def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None) -> Any:
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
+            device: Any = None) -> Any:
+    if device is not None:  # (the array API's placement, as ``device_put``: a traced value stays where it is)
+        from srcjax.runtime.devices import device_put
+
+        return device_put(asarray(a, dtype, order, copy=copy), device)
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"asarray: order={order!r} is not supported (srcjax arrays are C-ordered)")
     want = None if dtype is None else dtypes.check_user_dtype(dtype, "asarray")
@@ -201,11 +206,12 @@ def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: bool |
     return _from_python(a, want)
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K", ndmin: int = 0) -> Any:
+def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K", ndmin: int = 0, *,
+          device: Any = None) -> Any:
     out = asarray(object, dtype, None if order == "K" else order)
     if ndmin > ndim(out):
         out = reshape_p.bind(out, new_sizes=(1,) * (ndmin - ndim(out)) + shape(out), dimensions=None)
-    return out
+    return out if device is None else asarray(out, device=device)
 
 
 def _leaves(a: Any) -> list:

@@ -1,5 +1,9 @@
 """config.update, devices and device_put / device_get."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -180,6 +184,41 @@ def test_device_put_inside_transformed_functions():
     np.testing.assert_array_equal(srcjax.vmap(f)(np.ones((2, 3), np.float32)), np.full((2, 3), 3))
     with pytest.raises(TypeError, match="Device"):
         srcjax.jit(lambda x: srcjax.device_put(x, "gpu:0"))(x)
+
+
+def test_xla_flags_set_the_number_of_cpu_devices():
+    """JAX's tutorials ask for virtual CPU devices with XLA's flag in XLA_FLAGS, set before the first computation
+    (import included); jax_num_cpu_devices, where it is set, wins."""
+    script = ("import os\nimport srcjax\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\n"
+              "print(srcjax.device_count(), len(srcjax.local_devices()))\n"
+              "srcjax.config.update('jax_num_cpu_devices', 2)\nprint(srcjax.device_count())")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={
+        k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")})
+    assert run.returncode == 0 and run.stdout.split() == ["4", "4", "2"], run.stderr
+
+
+def test_device_put_with_a_named_sharding(four_devices):
+    """device_put onto a NamedSharding lays the array out as it says (shards, replication), after JAX's checks:
+    the mesh's axis names, the spec's rank and even division (JAX's IndivisibleError, a ValueError)."""
+    mesh = srcjax.sharding.Mesh(np.array(srcjax.devices()[:4]).reshape(2, 2), ("a", "b"))
+    named = lambda *spec: srcjax.sharding.NamedSharding(mesh, srcjax.sharding.PartitionSpec(*spec))  # noqa: E731
+    x = srcjax.device_put(np.arange(24.0).reshape(4, 6), named("a", "b"))
+    assert x.sharding == named("a", "b") and not x.is_fully_replicated and len(x.devices()) == 4
+    shards = {s.device.id: s.index for s in x.addressable_shards}
+    assert shards[1] == (slice(0, 2), slice(3, 6)) and shards[2] == (slice(2, 4), slice(0, 3))
+    np.testing.assert_array_equal(x + 1, np.arange(24.0).reshape(4, 6) + 1)
+    assert srcjax.device_put(np.ones(3), named()).is_fully_replicated
+    with pytest.raises(ValueError, match="partitioned 2 times, but the dimension size is 3"):
+        srcjax.device_put(np.ones(3), named("a"))
+    with pytest.raises(ValueError, match="only valid for values of rank at least 3"):
+        srcjax.device_put(np.ones(4), named("a", "b", None))
+    with pytest.raises(ValueError, match="Resource axis: c of"):
+        srcjax.device_put(np.ones(4), named("c"))
+    assert jnp.asarray(np.ones(2), device=srcjax.devices()[1]).devices() == {srcjax.devices()[1]}
+    assert jnp.array([1.0, 2.0], device=srcjax.devices()[2]).devices() == {srcjax.devices()[2]}
+    y = srcjax.jit(lambda v: (v * 2).to_device(srcjax.devices()[0]) + jnp.asarray(v, device=srcjax.devices()[0]))(
+        np.ones(2, np.float32))
+    np.testing.assert_array_equal(y, [3, 3])
 
 
 def test_block_until_ready_on_pytree():
