@@ -743,7 +743,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if inspect.isgeneratorfunction(fun):
         raise TypeError(f"Expected a function, got a generator function: {fun}")
     _check_argnums(fun, static_argnums, static_argnames, donate_argnums, options.get("donate_argnames") or ())
-    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums)
+    placed = options.get("out_shardings")
+    jitted = (Jitted if placed is None else _Placed)(fun, static_argnums, static_argnames, donate_argnums)
+    if placed is not None:
+        jitted.out_shardings = placed
     try:
         per_options = _shared_caches.setdefault(fun, {})
     except TypeError:  # (a callable that cannot be weakly referenced or hashed keeps its own cache)
@@ -751,6 +754,24 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     options_key = (jitted.static_argnums, jitted.static_argnames, jitted.donate_argnums)
     jitted._cache = per_options.setdefault(options_key, jitted._cache)
     return jitted
+
+
+class _Placed(Jitted):
+    """``jit(f, out_shardings=...)``: the results laid out as the shardings say (one for all of them, or a pytree
+    prefix of the results with None where any layout will do)."""
+
+    out_shardings: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from srcjax.runtime.devices import SingleDeviceSharding, device_put
+        from srcjax.runtime.sharding import NamedSharding
+
+        layouts = (NamedSharding, SingleDeviceSharding)
+        result = super().__call__(*args, **kwargs)
+        if isinstance(self.out_shardings, layouts):
+            return device_put(result, self.out_shardings)
+        return tree_util.tree_map(lambda layout, part: part if layout is None else device_put(part, layout),
+                                  self.out_shardings, result, is_leaf=lambda x: x is None or isinstance(x, layouts))
 
 
 def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any,

@@ -219,6 +219,12 @@ def test_device_put_with_a_named_sharding(four_devices):
     y = srcjax.jit(lambda v: (v * 2).to_device(srcjax.devices()[0]) + jnp.asarray(v, device=srcjax.devices()[0]))(
         np.ones(2, np.float32))
     np.testing.assert_array_equal(y, [3, 3])
+    # jit's out_shardings: one for every result, or a pytree prefix of them (None: any layout)
+    placed = srcjax.jit(lambda v: (v * 2, {"a": v + 1, "b": v.sum()}),
+                        out_shardings=(named("a"), {"a": named(None, "b"), "b": None}))(np.ones((4, 4)))
+    assert placed[0].sharding == named("a") and placed[1]["a"].sharding == named(None, "b")
+    np.testing.assert_array_equal(placed[1]["b"], 16)
+    assert all(r.sharding == named("a") for r in srcjax.jit(lambda v: (v, v), out_shardings=named("a"))(np.ones(4)))
 
 
 def test_block_until_ready_on_pytree():
