@@ -1,0 +1,1 @@
+"""``srcjax.scipy.cluster``: vector quantisation (``vq``), JAX's subset of SciPy's clustering."""

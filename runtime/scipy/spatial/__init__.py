@@ -1,0 +1,1 @@
+"""``srcjax.scipy.spatial``: rotations (``transform``), JAX's subset of SciPy's spatial algorithms."""

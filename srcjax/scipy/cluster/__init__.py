@@ -1,0 +1,3 @@
+"""``srcjax.scipy.cluster``."""
+
+from srcjax.scipy.cluster import vq  # noqa: F401

@@ -1,0 +1,3 @@
+"""``srcjax.scipy.spatial``."""
+
+from srcjax.scipy.spatial import transform  # noqa: F401

@@ -1,0 +1,3 @@
+"""``srcjax.scipy.spatial.transform``."""
+
+from srcjax.runtime.scipy.spatial.transform import *  # noqa: F401,F403
