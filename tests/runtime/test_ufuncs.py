@@ -602,12 +602,13 @@ def test_every_jax_numpy_elementwise_name_exists():
 
 # -- lax ------------------------------------------------------------------------------------------------------------
 LAX_NAMES = (
-    "RoundingMethod abs acos acosh add asin asinh atan atan2 atanh bitcast_convert_type bitwise_and bitwise_not "
-    "bitwise_or bitwise_xor cbrt ceil clamp clz complex conj convert_element_type cos cosh digamma div dtype eq erf "
-    "erf_inv erfc exp exp2 expm1 floor ge gt imag integer_pow is_finite le lgamma log log1p logistic lt max min mul "
-    "mulhi polygamma ne neg nextafter population_count pow real reciprocal reduce_precision rem round rsqrt "
-    "select select_n shift_left igamma igammac igamma_grad_a random_gamma_grad betainc bessel_i0e bessel_i1e zeta "
-    "shift_right_arithmetic shift_right_logical sign sin sinh sqrt square sub tan tanh"
+    "AccuracyMode RoundingMethod Tolerance abs acos acosh add asin asinh atan atan2 atanh bitcast_convert_type "
+    "bitwise_and bitwise_not bitwise_or bitwise_xor cbrt ceil clamp clz complex conj convert_element_type cos cosh "
+    "digamma div dtype eq erf erf_inv erfc exp exp2 expm1 floor ge gt imag integer_pow is_finite le lgamma log "
+    "log1p logistic lt max min mul mulhi polygamma ne neg nextafter population_count pow real reciprocal "
+    "reduce_precision rem round rsqrt select select_n shift_left igamma igammac igamma_grad_a random_gamma_grad "
+    "betainc bessel_i0e bessel_i1e zeta shift_right_arithmetic shift_right_logical sign sin sinh sqrt square sub "
+    "tan tanh"
 ).split()
 
 
