@@ -12,4 +12,5 @@ from srcjax.runtime.lax.ragged import *  # noqa: F401,F403
 from srcjax.runtime.lax.reduce import *  # noqa: F401,F403
 from srcjax.runtime.lax.rng import *  # noqa: F401,F403
 from srcjax.runtime.lax.shape import *  # noqa: F401,F403
+from srcjax.runtime.lax.tokens import *  # noqa: F401,F403
 from srcjax.runtime.lax.threefry import threefry2x32  # noqa: F401 - srcjax's own: see threefry.py

@@ -7,6 +7,8 @@ putting results in lax's order (``svd`` returns ``(u, s, vh)``; the primitive yi
 
 from __future__ import annotations
 
+import enum
+import warnings
 from typing import Any
 
 from srcjax.runtime import lax
@@ -21,7 +23,37 @@ from srcjax.transpiler.primitives.linalg import (
     triangular_solve_p,
 )
 
-__all__ = ["cholesky", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_update", "eig", "eigh",
+           "hessenberg", "householder_product", "lu", "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "schur", "svd",
+           "symmetric_product", "triangular_solve", "tridiagonal", "tridiagonal_solve"]
+
+
+# The algorithm choices JAX offers per backend. srcjax's factorizations run LAPACK's (through NumPy), so it accepts
+# what JAX's CPU backend accepts and refuses the rest with JAX's CPU errors.
+class EigImplementation(enum.Enum):
+    """Enum for eigendecomposition algorithm."""
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """Implementation for symmetric/Hermitian eigendecomposition."""
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """Enum for SVD algorithm."""
+
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
 
 
 def _aval(x: Any):
@@ -126,6 +158,10 @@ def _pivot_order(x: Any) -> Any:
 def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
          subset_by_index: tuple[int, int] | None = None, implementation: Any = None) -> tuple[Any, Any]:
     """Eigenvectors v (columns) and real eigenvalues w, ascending, of Hermitian x: x = v diag(w) v^H."""
+    if implementation == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if implementation == EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
     if symmetrize_input:
         x = _symmetrize(x)
     v, w = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues)
@@ -141,14 +177,34 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True, sort_eige
 
 def eig(x: Any, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
         enable_eigvec_derivs: bool = False, implementation: Any = None, use_magma: bool | None = None) -> list[Any]:
-    """Complex eigenvalues w, then left eigenvectors (if asked), then right eigenvectors (if asked)."""
+    """Complex eigenvalues w, then left eigenvectors (if asked), then right eigenvectors (if asked); with
+    ``enable_eigvec_derivs``, the eigenvectors are differentiable too (linalg_eig.py)."""
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use implementation=EigImplementation.MAGMA instead.",
+                      DeprecationWarning, stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
+    if implementation and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
+    if enable_eigvec_derivs and (compute_left_eigenvectors or compute_right_eigenvectors):
+        from srcjax.runtime.lax.linalg_eig import eig_with_vector_derivatives
+
+        return eig_with_vector_derivatives(bool(compute_left_eigenvectors), bool(compute_right_eigenvectors))(x)
     return eig_p.bind(x, compute_left_eigenvectors=compute_left_eigenvectors,
                       compute_right_eigenvectors=compute_right_eigenvectors)
 
 
 def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
         subset_by_index: tuple[int, int] | None = None, algorithm: Any = None) -> Any:
-    """x = u diag(s) vh with s real and descending: returns (u, s, vh), or s alone without ``compute_uv``."""
+    """x = u diag(s) vh with s real and descending: returns (u, s, vh), or s alone without ``compute_uv``.
+
+    ``algorithm``: None, DEFAULT, DIVIDE_AND_CONQUER (LAPACK gesdd) or QR (gesvd, the same factors up to rounding);
+    an empty x needs no algorithm, so any is accepted for it, as in JAX."""
+    if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR, SvdAlgorithm.DIVIDE_AND_CONQUER):
+        import srcjax.runtime.numpy as jnp
+
+        shape = jnp.shape(x)
+        if len(shape) >= 2 and shape[-2] and shape[-1]:
+            raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on CPU.")
     results = svd_p.bind(x, full_matrices=full_matrices, compute_uv=compute_uv)
     s, *uv = results
     if subset_by_index is not None:
@@ -167,3 +223,11 @@ def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
         return s
     u, vh = uv
     return u, s, vh
+
+
+# (these modules import lax, as this one does)
+from srcjax.runtime.lax.linalg_householder import householder_product, ormqr  # noqa: E402
+from srcjax.runtime.lax.linalg_qdwh import qdwh  # noqa: E402
+from srcjax.runtime.lax.linalg_reductions import hessenberg, schur, tridiagonal  # noqa: E402
+from srcjax.runtime.lax.linalg_tridiagonal import tridiagonal_solve  # noqa: E402
+from srcjax.runtime.lax.linalg_updates import cholesky_update, symmetric_product  # noqa: E402

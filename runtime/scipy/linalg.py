@@ -3,6 +3,9 @@
 SciPy's conventions differ from NumPy's in places and are kept: ``cholesky`` and ``cho_factor`` give the
 upper factor by default, ``eigh`` returns (w, v), ``lu`` returns (p, l, u) with a = p l u, ``qr`` defaults
 to mode='full', and a right-hand side ``b`` is a vector when it has one axis fewer than ``a``.
+
+The Schur family (schur, hessenberg, rsf2csf, sqrtm, funm, solve_sylvester), the special matrices and
+eigh_tridiagonal live in ``linalg_schur``, ``linalg_matrices`` and ``linalg_tridiagonal``, re-exported here.
 """
 
 from __future__ import annotations
@@ -17,10 +20,24 @@ from srcjax.runtime import dtypes, lax
 from srcjax.runtime.lax import linalg as lax_linalg
 from srcjax.runtime.numpy import linalg as jnp_linalg
 from srcjax.runtime.numpy._core import aval, check_arraylike, promote_dtypes, promote_dtypes_inexact
+from srcjax.runtime.scipy.linalg_matrices import (  # the special matrices
+    companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard, helmert, hilbert, invhilbert, invpascal,
+    leslie, pascal,
+)
+from srcjax.runtime.scipy.linalg_schur import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm
+from srcjax.runtime.scipy.linalg_tridiagonal import eigh_tridiagonal
 
 __all__ = [
     "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh", "expm", "expm_frechet", "hankel",
-    "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz",
+    "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "qr_multiply", "solve", "solve_triangular", "svd",
+    "toeplitz",
+    # linalg_schur.py
+    "funm", "hessenberg", "rsf2csf", "schur", "solve_sylvester", "sqrtm",
+    # linalg_matrices.py
+    "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard", "helmert", "hilbert",
+    "invhilbert", "invpascal", "leslie", "pascal",
+    # linalg_tridiagonal.py
+    "eigh_tridiagonal",
 ]
 
 
@@ -171,6 +188,39 @@ def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
         raise ValueError(f"jax.scipy.linalg.qr: a must have shape [..., m, n], got {aval(a).shape}")
     q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
     return (r, *p) if mode == "r" else (q, r, *p)
+
+
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False) -> tuple[Any, ...]:
+    """(q c, r) for mode 'left' (c [..., k, p], k = min(m, n)) or (c q, r) for 'right' (c [..., p, m], the result
+    [..., p, k]), q [m, k] and r [k, n] from a = q r (conj(q) with ``conjugate``); a vector c is a column
+    ('left') or a row ('right') and the result a vector. With ``pivoting``, the column permutation p after them."""
+    a, c = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(c))
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    vector = aval(c).ndim == 1
+    if vector:
+        c = jnp.expand_dims(c, -1 if mode == "left" else 0)
+    if aval(a).ndim < 2:
+        raise ValueError(f"jax.scipy.linalg.qr_multiply: a must have shape [..., m, n], got {aval(a).shape}")
+    m, n = aval(a).shape[-2:]
+    k = min(m, n)
+    if mode == "left" and aval(c).shape[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape {aval(a).shape} so Q "
+                         f"has {k} columns, but c has {aval(c).shape[-2]} rows (expected {k}).")
+    if mode == "right" and aval(c).shape[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape {aval(a).shape} so Q "
+                         f"has {m} rows, but c has {aval(c).shape[-1]} columns (expected {m}).")
+    batch = jnp.broadcast_shapes(aval(a).shape[:-2], aval(c).shape[:-2])
+    a = jnp.broadcast_to(a, batch + aval(a).shape[-2:])
+    c = jnp.broadcast_to(c, batch + aval(c).shape[-2:])
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=False)
+    if conjugate:
+        q = jnp.conj(q)
+    product = jnp.matmul(q, c) if mode == "left" else jnp.matmul(c, q)
+    if vector:
+        product = jnp.ravel(product)
+    return (product, jnp.triu(r), *p)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
@@ -431,3 +481,4 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: Any = None,
     else:
         p = jnp.matmul(u_svd * jnp.expand_dims(s, -2), jnp_linalg._H(u_svd), precision=lax.Precision.HIGHEST)
     return u, p
+

@@ -9,6 +9,8 @@ script (``mpiexec -n N python parallel_programs.py OUT LOCAL``) each process joi
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -117,6 +119,29 @@ def flat(params: list) -> dict[str, np.ndarray]:
     return {f"param{i}_{j}": np.asarray(p) for i, layer in enumerate(params) for j, p in enumerate(layer)}
 
 
+def multihost(rank: int) -> dict[str, np.ndarray]:
+    """``experimental.multihost_utils`` across the processes: gathered ranks, process 0's value broadcast,
+    whether ``assert_equal`` of values that differ per process raised, and the preemption sync point."""
+    from srcjax.experimental import multihost_utils
+
+    multihost_utils.sync_global_devices("parallel_programs")
+    try:
+        multihost_utils.assert_equal(np.array([rank]), "ranks differ")
+        raised = False
+    except AssertionError:
+        raised = True
+    reached = []  # a preemption notice (SIGTERM) to the last process at step 1: all checkpoint at step 2
+    for step in range(3):
+        if step == 1 and rank == srcjax.process_count() - 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        reached.append(multihost_utils.reached_preemption_sync_point(step))
+    return {"multihost_stacked": multihost_utils.process_allgather(np.array([rank, 10 * rank])),
+            "multihost_preemption": np.array(reached),
+            "multihost_tiled": multihost_utils.process_allgather(np.float32(rank), tiled=True),
+            "multihost_broadcast": multihost_utils.broadcast_one_to_all(np.array([rank + 1.0])),
+            "multihost_raised": np.array(raised)}
+
+
 def main(out: str, local: int) -> None:
     srcjax.config.update("jax_num_cpu_devices", local)
     srcjax.distributed.initialize()
@@ -124,6 +149,7 @@ def main(out: str, local: int) -> None:
     assert count * local == DEVICES, (count, local)
     results = collectives(X[rank * local:(rank + 1) * local])
     results.update(flat(train_data_parallel(STEPS, *shards(local, rank))))
+    results.update(multihost(rank))
     results["devices"] = np.array([d.id for d in srcjax.devices()])
     results["local_devices"] = np.array([d.id for d in srcjax.local_devices()])
     results["counts"] = np.array([srcjax.process_index(), srcjax.process_count(), srcjax.device_count(),

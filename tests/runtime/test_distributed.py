@@ -89,6 +89,16 @@ def test_collectives_across_processes_match_one_process(mpi_results, four_device
                                        err_msg=f"{name} on process {rank}")
 
 
+def test_multihost_utils_across_processes(mpi_results):
+    count = len(mpi_results[1])
+    for results in mpi_results[1]:
+        np.testing.assert_array_equal(results["multihost_stacked"], [[p, 10 * p] for p in range(count)])
+        np.testing.assert_array_equal(results["multihost_tiled"], np.arange(count, dtype=np.float32))
+        np.testing.assert_array_equal(results["multihost_broadcast"], [1.0])  # (process 0's)
+        assert results["multihost_raised"]
+        np.testing.assert_array_equal(results["multihost_preemption"], [False, False, True])
+
+
 def test_data_parallel_training_over_processes_ends_where_one_device_ends(mpi_results):
     single = programs.flat(programs.train_single(programs.STEPS))
     for results in mpi_results[1]:

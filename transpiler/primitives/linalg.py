@@ -616,8 +616,10 @@ def _inverse(x):
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
     # Eigenvalues only, as in JAX: dw_i = (V^-1 dA V)_ii = sum_j (V^-1 dA)_ij V_ji.
     if compute_left_eigenvectors or compute_right_eigenvectors:
-        raise NotImplementedError("the derivatives of eigenvectors are not implemented, only of eigenvalues "
-                                  "(call eig with compute_left_eigenvectors=False, compute_right_eigenvectors=False)")
+        raise NotImplementedError("Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+                                  "input that JAX cannot check (see the enable_eigvec_derivs argument to "
+                                  "jax.lax.linalg.eig). Pass enable_eigvec_derivs=True to jax.lax.linalg.eig to opt "
+                                  "in. See https://github.com/jax-ml/jax/issues/2748 for discussion.")
     (x,), (dx,) = primals, tangents
     w, v = eig_p.bind(x, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
     if is_zero(dx):
