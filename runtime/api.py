@@ -106,14 +106,21 @@ class Signature:
     def dynamic_leaves(self) -> list[Any]:
         return [leaf for leaf, d in zip(self.leaves, self.dynamic) if d]
 
-    def donated_leaves(self, args: Sequence[Any], donate_argnums: Sequence[int]) -> tuple[int, ...]:
-        """Indices into ``dynamic_leaves()`` of the leaves of the donated positional arguments."""
-        donated = {i % len(args) for i in donate_argnums if -len(args) <= i < len(args)} - self.static_positions
-        marks = []  # per leaf of the flattened dynamic positional args: whether its argument is donated
+    def donated_leaves(self, args: Sequence[Any], donate_argnums: Sequence[int], kwargs: dict | None = None,
+                       donate_argnames: Sequence[str] = ()) -> tuple[int, ...]:
+        """Indices into ``dynamic_leaves()`` of the leaves of the donated arguments: the positional ones numbered in
+        ``donate_argnums``, the keyword ones named in ``donate_argnames``."""
+        # (a negative number donates nothing: JAX matches the arguments' indices against the numbers as given)
+        donated = {i for i in donate_argnums if 0 <= i < len(args)} - self.static_positions
+        marks = []  # per leaf of the flattened dynamic arguments: whether its argument is donated
         for i, arg in enumerate(args):
             if i not in self.static_positions:
                 marks += [i in donated] * len(tree_util.tree_leaves(arg))
-        marks += [False] * (len(self.leaves) - len(marks))  # (the keyword arguments' leaves come after)
+        static_names = {k for k, _ in self.static_kwargs}
+        for k in sorted(kwargs or {}):  # (the keyword arguments' leaves come after, in the order of their names)
+            if k not in static_names:
+                marks += [k in donate_argnames] * len(tree_util.tree_leaves(kwargs[k]))
+        marks += [False] * (len(self.leaves) - len(marks))
         dynamic = [m for m, d in zip(marks, self.dynamic) if d]
         return tuple(i for i, m in enumerate(dynamic) if m)
 
@@ -519,85 +526,6 @@ class Compiled:
         return print_function(self.ir)
 
 
-class Lowered:
-    """``jit(f).lower(*args)`` (JAX's ``jax.stages.Lowered``): ``compile()`` gives the function callable with the
-    call's non-static arguments, of the types it was lowered for."""
-
-    def __init__(self, compiled: Compiled, signature: Signature, names: list[str]):
-        self._compiled = AotCompiled(compiled, signature, names)
-
-    def as_text(self) -> str:
-        return self._compiled.as_text()
-
-    def compile(self) -> AotCompiled:
-        return self._compiled
-
-    def cost_analysis(self) -> None:  # (JAX: "returns something trivial" where the backend has no analysis)
-        return None
-
-    @property
-    def in_tree(self) -> Any:
-        return self._compiled.in_tree
-
-    @property
-    def out_tree(self) -> Any:
-        return self._compiled.out_tree
-
-
-def _type_name(aval: TensorType) -> str:
-    return f"{aval.dtype}[{','.join(str(d) for d in aval.shape)}]"
-
-
-class AotCompiled:
-    """``lowered.compile()`` (JAX's ``jax.stages.Compiled``): called with the lowered call's non-static
-    arguments, which must have the structure, shapes and dtypes it was compiled for (JAX's TypeError otherwise).
-    Other attributes are the specialisation's (``native``, ``ir``, ``as_text()``)."""
-
-    def __init__(self, compiled: Compiled, signature: Signature, names: list[str]):
-        self._compiled, self._signature, self._names = compiled, signature, names
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._compiled, name)
-
-    @property
-    def in_tree(self) -> Any:
-        """The structure of ``(args, kwargs)`` it takes, as JAX gives it (``args`` a tuple)."""
-        args, kwargs = tree_util.tree_unflatten(self._signature.treedef, [0] * self._signature.treedef.num_leaves)
-        return tree_util.tree_structure((tuple(args), kwargs))
-
-    @property
-    def out_tree(self) -> Any:
-        return self._compiled.out_tree
-
-    def cost_analysis(self) -> None:
-        return None
-
-    def memory_analysis(self) -> None:
-        return None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        sig = self._signature
-        leaves, tree = tree_util.tree_flatten((list(args), kwargs))
-        if tree != sig.treedef:
-            raise TypeError(f"function compiled for {sig.treedef}, called with {tree}.")
-        traced = next((leaf for leaf in leaves if isinstance(leaf, Value)), None)
-        if traced is not None:  # (JAX's policy: a compiled function is not transformed, jit included)
-            raise TypeError("Cannot apply JAX transformations to a function lowered and compiled for a particular "
-                            f"signature. Detected a traced argument, of type {traced.aval}.")
-        mismatches = []
-        for leaf, want, dynamic, name in zip(leaves, sig.types, sig.dynamic, self._names):
-            if not dynamic:
-                continue
-            got = abstractify(leaf) if _is_dynamic(leaf) and not isinstance(leaf, ShapeDtypeStruct) else None
-            if got is None or got.shape != want.shape or got.dtype != want.dtype:
-                called = _type_name(got) if got is not None else f"a value of type {type(leaf).__name__}"
-                mismatches.append(f"Argument '{name}' compiled with {_type_name(want)} and called with {called}")
-        if mismatches:
-            raise TypeError("Argument types differ from the types for which this computation was compiled. The "
-                            "mismatches are:\n" + "\n".join(mismatches))
-        return self._compiled(*[leaf for leaf, d in zip(leaves, sig.dynamic) if d])
-
-
 _jitted: weakref.WeakSet = weakref.WeakSet()  # every live ``jit(f)``, for ``clear_caches``
 # per function, per (static_argnums, static_argnames, donate_argnums): the compiled specialisations every
 # ``jit(f)`` of it shares, as JAX's cache is keyed by the function (``jit(f)(x)`` in a loop traces ``f`` once)
@@ -608,7 +536,7 @@ class Jitted:
     """``jit(f)``: compiled once per signature. Calls from code being compiled inline ``f`` instead."""
 
     def __init__(self, fn: Callable, static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = (),
-                 donate_argnums: Sequence[int] = ()):
+                 donate_argnums: Sequence[int] = (), donate_argnames: Sequence[str] = ()):
         self.fn = fn
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
@@ -616,6 +544,8 @@ class Jitted:
         for i in self.donate_argnums:
             if not isinstance(i, int):
                 raise TypeError(f"jit: donate_argnums must be ints, got {i!r}")
+        self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
+        self.donate_argnums, self.donate_argnames = _donation_by_both(fn, self.donate_argnums, self.donate_argnames)
         self._plain = not self.static_argnums and not self.static_argnames
         self._native = True  # (False: the traced function is interpreted, never compiled: ``checkpoint``'s)
         self._cache: dict[Any, Compiled] = {}  # in the order compiled (bounded: srcjax_jit_cache_max_entries)
@@ -642,36 +572,57 @@ class Jitted:
         return self.static_argnums + extra
 
     def _specialise(self, args: Sequence[Any], kwargs: dict) -> tuple[Compiled, Signature]:
+        sig = self._signature(args, kwargs)
+        compiled = self._cache.get(sig.key)
+        if compiled is None:
+            ir, out_tree = self._trace(sig, args, kwargs)
+            compiled = self._compiled_for(sig, ir, out_tree, self._donated_leaves(sig, args, kwargs))
+        return compiled, sig
+
+    def _donated_leaves(self, sig: Signature, args: Sequence[Any], kwargs: dict) -> tuple[int, ...]:
+        if not (self.donate_argnums or self.donate_argnames):
+            return ()
+        return sig.donated_leaves(args, self.donate_argnums, kwargs, self.donate_argnames)
+
+    def _signature(self, args: Sequence[Any], kwargs: dict) -> Signature:
         static_argnums = self._static_argnums_with_names(args)
         try:
-            sig = Signature(self.fn, args, kwargs, static_argnums, self.static_argnames)
+            return Signature(self.fn, args, kwargs, static_argnums, self.static_argnames)
         except TypeError:  # an unhashable leaf: one that is not an array (a slice) is the error to report
             _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
             raise
+
+    def _trace(self, sig: Signature, args: Sequence[Any], kwargs: dict) -> tuple[Function, Any]:
+        """The IR of ``fn`` for the signature's types, and the structure of its results."""
+        if inspect.iscoroutinefunction(self.fn):  # its body would run, and its coroutine be dropped
+            raise TypeError(f"function {_described_fn(self.fn)} traced for jit returned a value of type "
+                            "<class 'coroutine'>, which is not a valid JAX type (an `async def` function "
+                            "returns a coroutine when called; jit compiles plain functions)")
+        if not all(sig.dynamic):
+            _check_dynamic_arguments(self.fn, args, kwargs, self._static_argnums_with_names(args),
+                                     self.static_argnames)
+        abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
+        ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
+        if any(op.name == "check" for op in walk(ir.body)):  # (checkify's, not converted)
+            from srcjax.runtime.checkify import refuse_unfunctionalized  # (it imports this module)
+            refuse_unfunctionalized(ir)
+        return ir, out_tree
+
+    def _compiled_for(self, sig: Signature, ir: Function, out_tree: Any, donated: Sequence[int]) -> Compiled:
+        """The specialisation of ``sig`` (traced to ``ir``): the cached one, else compiled now and cached."""
         compiled = self._cache.get(sig.key)
-        if compiled is None:
-            if inspect.iscoroutinefunction(self.fn):  # its body would run, and its coroutine be dropped
-                raise TypeError(f"function {_described_fn(self.fn)} traced for jit returned a value of type "
-                                "<class 'coroutine'>, which is not a valid JAX type (an `async def` function "
-                                "returns a coroutine when called; jit compiles plain functions)")
-            if not all(sig.dynamic):
-                _check_dynamic_arguments(self.fn, args, kwargs, static_argnums, self.static_argnames)
-            abstract_args, abstract_kwargs = sig.abstract_call_args(len(args))
-            ir, out_tree = trace_function(self.fn, abstract_args, abstract_kwargs)
-            if any(op.name == "check" for op in walk(ir.body)):  # (checkify's, not converted)
-                from srcjax.runtime.checkify import refuse_unfunctionalized  # (it imports this module)
-                refuse_unfunctionalized(ir)
-            donated = sig.donated_leaves(args, self.donate_argnums) if self.donate_argnums else ()
-            compiled = Compiled(ir, out_tree, sig, donated, native=self._native)
-            limit = config.srcjax_jit_cache_max_entries
-            if 0 <= limit <= len(self._cache):  # drop the oldest; the quick paths' maps refill from _cache
-                for key in list(self._cache)[: len(self._cache) - limit + 1]:
-                    del self._cache[key]
-                self._fast.clear()
-                self._quick.clear()
-            if limit != 0:
-                self._cache[sig.key] = compiled
-        return compiled, sig
+        if compiled is not None:
+            return compiled
+        compiled = Compiled(ir, out_tree, sig, donated, native=self._native)
+        limit = config.srcjax_jit_cache_max_entries
+        if 0 <= limit <= len(self._cache):  # drop the oldest; the quick paths' maps refill from _cache
+            for key in list(self._cache)[: len(self._cache) - limit + 1]:
+                del self._cache[key]
+            self._fast.clear()
+            self._quick.clear()
+        if limit != 0:
+            self._cache[sig.key] = compiled
+        return compiled
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and self._plain and not _in_use and not (_flags["jax_disable_jit"] or _flags["jax_debug_nans"]
@@ -707,17 +658,24 @@ class Jitted:
         compiled, sig = self._specialise(args, kwargs)
         return compiled(*sig.dynamic_leaves())
 
-    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
-        compiled, sig = self._specialise(args, kwargs)
-        arg_paths, kwarg_paths = _argument_paths(self.fn, args, kwargs)
-        names = [arg_paths[i] for i in range(len(args)) if i not in sig.static_positions]
-        kwarg_names = [kwarg_paths[k] for k in kwargs if k not in self.static_argnames]
-        dynamic_args = [a for i, a in enumerate(args) if i not in sig.static_positions]
-        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-        leaf_names = []
-        for name, value in zip(names + kwarg_names, dynamic_args + list(dynamic_kwargs.values())):
-            leaf_names += [name + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(value)[0]]
-        return Lowered(compiled, sig, leaf_names)
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """``jit(f).trace(*args)``: ``f`` traced for these arguments (JAX's ``jax.stages.Traced``), compiled by
+        ``.lower().compile()``; the IR of a specialisation already compiled is reused."""
+        from srcjax.runtime.stages import Traced, leaf_names
+
+        sig = self._signature(args, kwargs)
+        compiled = self._cache.get(sig.key)
+        ir, out_tree = (compiled.ir, compiled.out_tree) if compiled is not None else self._trace(sig, args, kwargs)
+        names = leaf_names(self.fn, args, kwargs, sig.static_positions, self.static_argnames)
+        return Traced(self, sig, ir, out_tree, names, self._donated_leaves(sig, args, kwargs))
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """``jit(f).lower(*args)``: JAX's ``jax.stages.Lowered`` (``runtime/stages.py``)."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The results' ``ShapeDtypeStruct``s for these arguments, as ``jax.eval_shape`` of the function."""
+        return self.trace(*args, **kwargs).out_info
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -744,14 +702,15 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         raise TypeError(f"Expected a function, got a generator function: {fun}")
     _check_argnums(fun, static_argnums, static_argnames, donate_argnums, options.get("donate_argnames") or ())
     placed = options.get("out_shardings")
-    jitted = (Jitted if placed is None else _Placed)(fun, static_argnums, static_argnames, donate_argnums)
+    jitted = (Jitted if placed is None else _Placed)(fun, static_argnums, static_argnames, donate_argnums,
+                                                     options.get("donate_argnames") or ())
     if placed is not None:
         jitted.out_shardings = placed
     try:
         per_options = _shared_caches.setdefault(fun, {})
     except TypeError:  # (a callable that cannot be weakly referenced or hashed keeps its own cache)
         return jitted
-    options_key = (jitted.static_argnums, jitted.static_argnames, jitted.donate_argnums)
+    options_key = (jitted.static_argnums, jitted.static_argnames, jitted.donate_argnums, jitted.donate_argnames)
     jitted._cache = per_options.setdefault(options_key, jitted._cache)
     return jitted
 
@@ -763,11 +722,14 @@ class _Placed(Jitted):
     out_shardings: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.place(super().__call__(*args, **kwargs))
+
+    def place(self, result: Any) -> Any:
+        """``result`` laid out as ``out_shardings`` says (its ahead-of-time ``Compiled`` places its results too)."""
         from srcjax.runtime.devices import SingleDeviceSharding, device_put
         from srcjax.runtime.sharding import NamedSharding
 
         layouts = (NamedSharding, SingleDeviceSharding)
-        result = super().__call__(*args, **kwargs)
         if isinstance(self.out_shardings, layouts):
             return device_put(result, self.out_shardings)
         return tree_util.tree_map(lambda layout, part: part if layout is None else device_put(part, layout),
@@ -798,14 +760,31 @@ def _check_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, don
                              "arguments.")
     _check_static_and_donated(params, as_tuple(static_argnums, int), as_tuple(static_argnames, str),
                               as_tuple(donate_argnums, int), as_tuple(donate_argnames, str))
-    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
-    if bad := {p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.VAR_POSITIONAL)} & names:
-        raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. These are positional-only")
-    if any(p.kind == kind.VAR_KEYWORD for p in params):
-        return
-    if bad := names - {p.name for p in params if p.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)}:
-        raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. Function does not take "
-                         "these args.")
+    for what, names in (("static_argnames", static_argnames), ("donate_argnames", donate_argnames)):
+        names = {names} if isinstance(names, str) else set(names)
+        if bad := {p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.VAR_POSITIONAL)} & names:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are positional-only")
+        if any(p.kind == kind.VAR_KEYWORD for p in params):
+            continue
+        if bad := names - {p.name for p in params if p.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY)}:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does not take these "
+                             "args.")
+
+
+def _donation_by_both(fun: Callable, donate_argnums: tuple, donate_argnames: tuple) -> tuple[tuple, tuple]:
+    """JAX's completion of the donated arguments: given by number only, their names are donated too (when passed
+    by keyword), and given by name only, their numbers (when passed by position), for the parameters that may be
+    passed either way."""
+    if bool(donate_argnums) == bool(donate_argnames):
+        return donate_argnums, donate_argnames
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return donate_argnums, donate_argnames
+    either = [(i, p.name) for i, p in enumerate(params) if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    if donate_argnums:
+        return donate_argnums, tuple(name for i, name in either if i in donate_argnums)
+    return tuple(i for i, name in either if name in donate_argnames), donate_argnames
 
 
 def _check_static_and_donated(params: list, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple,
@@ -999,22 +978,33 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
 
 class ShapeDtypeStruct:
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *, sharding: Any = None):
+        from srcjax.runtime.mesh_context import struct_sharding
+
         self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+        self.sharding = struct_sharding(sharding)  # (a description: a value of this type may be laid out so)
 
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        layout = "" if self.sharding is None else f", sharding={self.sharding!r}"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak}{layout})"
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (other.shape, other.dtype)
+        return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype))
+        return hash(self._key())
+
+    def _key(self) -> tuple:  # (JAX's also compares weak_type: tests/runtime/test_aot_stages.py relies on it not)
+        return self.shape, self.dtype, self.sharding
 
 
 def typeof(x: Any) -> TensorType:
-    """The abstract type of ``x`` (shape, dtype, weak bit), as JAX's ``typeof`` gives its ``ShapedArray``."""
-    return abstractify(x)
+    """The abstract type of ``x`` (shape, dtype, weak bit, and the ``sharding`` its layout gives it), as JAX's
+    ``typeof`` gives its ``ShapedArray``."""
+    from srcjax.runtime.mesh_context import typed
+
+    return typed(x, abstractify(x))
 
 
 @contextlib.contextmanager

@@ -113,7 +113,7 @@ class Array(ArrayMethods):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        return self.sharding.is_fully_addressable  # (whether this process holds every device of its layout)
 
     @property
     def is_fully_replicated(self) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 from srcjax.runtime import tree_util
 from srcjax.runtime.array import Array
 from srcjax.runtime.eager import to_array
+from srcjax.runtime.errors import callback_failed
 from srcjax.transpiler import dtypes as ir_dtypes
 from srcjax.transpiler.ir import Value
 from srcjax.transpiler.primitives.callback import VMAP_METHODS, PureCallback, io_callback_p, pure_callback_p
@@ -55,7 +56,10 @@ def _bind(prim: Any, what: str, callback: Callable[..., Any], result_shape_dtype
 
     def call(*arrays: np.ndarray) -> list[Any]:
         call_args, call_kwargs = tree_util.tree_unflatten(in_tree, [Array(a) for a in arrays])
-        return tree_util.tree_leaves(callback(*call_args, **call_kwargs))
+        try:
+            return tree_util.tree_leaves(callback(*call_args, **call_kwargs))
+        except Exception as error:  # (JAX's runtime error, keeping the callback's own type: runtime/errors.py)
+            raise callback_failed(error) from error
 
     outs = prim.bind(*operands, callback=PureCallback(name, call), result_avals=result_avals, **params)
     return tree_util.tree_unflatten(out_tree, list(outs))

@@ -25,6 +25,7 @@ import numpy as np
 from srcjax.runtime import debugger, tree_util
 from srcjax.runtime.array import Array
 from srcjax.runtime.eager import to_array
+from srcjax.runtime.errors import callback_failed
 from srcjax.transpiler.ir import Value
 from srcjax.transpiler.primitives import core
 from srcjax.transpiler.primitives.debug import Callback, debug_callback_p
@@ -144,7 +145,7 @@ def _bind(name: str, function: Callable[..., None], args: tuple, kwargs: dict, o
         if _effects.silent:
             return
         call_args, call_kwargs = rebuild([Array(a, weak_type=w) for a, w in zip(arrays, weak)])
-        _deliver(lambda: function(*call_args, **call_kwargs))
+        _deliver(lambda: _run(function, call_args, call_kwargs, eager))
 
     def source(texts: list[str]) -> tuple[str, str] | None:
         call_args, call_kwargs = rebuild([_Source(t) for t in texts])
@@ -185,6 +186,17 @@ class Hold(list):
 
 
 _effects = _Effects()
+
+
+def _run(function: Callable[..., None], args: tuple, kwargs: dict, eager: bool) -> None:
+    """``function(*args, **kwargs)``; in a traced program, its exception is JAX's ``JaxRuntimeError`` for a callback
+    that failed while a compiled program ran, of the callback's own type too (runtime/errors.py)."""
+    try:
+        function(*args, **kwargs)
+    except Exception as error:
+        if eager:
+            raise
+        raise callback_failed(error) from error
 
 
 def _deliver(run: Callable[[], None]) -> None:

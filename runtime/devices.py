@@ -14,8 +14,8 @@ import abc
 import gc
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from srcjax.runtime import distributed as _distributed
 from srcjax.runtime import gpu as _gpu_runtime
 from srcjax.runtime import dtypes as _dtypes
 from srcjax.runtime.config import config
+from srcjax.runtime.sharding_base import Sharding, memory_kind_of, replicated_index
 
 
 @dataclass(frozen=True)
@@ -48,16 +49,35 @@ Device.register(_gpu_runtime.GpuDevice)
 
 
 @dataclass(frozen=True)
-class SingleDeviceSharding:
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device (JAX's layout of an array placed on a device)."""
+
     device: Device
+    memory_kind: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory_kind", memory_kind_of(self.memory_kind))
 
     @property
     def device_set(self) -> set:
         return {self.device}
 
     @property
-    def memory_kind(self) -> str:
-        return "device"
+    def num_devices(self) -> int:
+        return 1
+
+    @property
+    def _device_assignment(self) -> tuple:
+        return (self.device,)
+
+    def with_memory_kind(self, kind: str) -> SingleDeviceSharding:
+        return SingleDeviceSharding(self.device, memory_kind=kind)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        return {self.device: replicated_index(global_shape)}
+
+    def _tiling(self, ndim: int) -> list[int]:
+        return [1] * ndim
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
@@ -65,6 +85,10 @@ class SingleDeviceSharding:
     @property
     def is_fully_replicated(self) -> bool:
         return True
+
+
+def make_single_device_sharding(device: Device, *, memory_kind: str | None = None) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 _DEVICES: dict[tuple[int, int], Device] = {}
@@ -171,9 +195,17 @@ def _put_leaf(x: Any, device: Device | None):
     from srcjax.runtime.array import Array
     from srcjax.runtime.eager import to_array
 
-    from srcjax.runtime.sharding import NamedSharding
+    from srcjax.runtime.sharding import NamedSharding, PartitionSpec
     from srcjax.transpiler.ir import Value  # (not at the top: ir imports the primitives first)
 
+    if isinstance(device, PartitionSpec):  # (under ``set_mesh``: the spec over the mesh in context, as in JAX)
+        from srcjax.runtime.mesh_context import _CONTEXT
+
+        if _CONTEXT.mesh is None:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not allowed. Please pass "
+                             "a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. Got "
+                             f"{device!r}")
+        device = NamedSharding(_CONTEXT.mesh, device)
     if device is not None and not isinstance(device, (Device, _gpu_runtime.GpuDevice, SingleDeviceSharding,
                                                       NamedSharding)):
         from srcjax.runtime.numpy._core import TypeOrValueError  # (JAX's ValueError; srcjax's was a TypeError)

@@ -7,7 +7,9 @@ mesh axis (outermost first), each naming its axis, so that ``psum(x, 'y')`` and 
 meaning from the collectives' batching rules; a result whose out-spec does not name a mesh axis must not vary along
 it (vmap's ``out_axes=None`` checks that). The results are put back together as the out-specs say, laid out over the
 mesh (``NamedSharding``). Called on arrays it is compiled once per signature; inside a transformation or a compiled
-function it is the nested vmaps themselves.
+function it is the nested vmaps themselves. Without ``mesh`` (or given an ``AbstractMesh``) the devices are those of
+the mesh in context (``set_mesh``); without ``in_specs`` the specs are read from the arguments' layouts, as JAX reads
+them from their types (runtime/mesh_context.py).
 """
 
 from __future__ import annotations
@@ -21,22 +23,68 @@ import srcjax.runtime.numpy as jnp
 from srcjax.runtime import tree_util
 from srcjax.runtime.api import jit
 from srcjax.runtime.array import Array
-from srcjax.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+from srcjax.runtime.mesh_context import Infer
+from srcjax.runtime.sharding import AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec
 from srcjax.runtime.vmap import vmap
 from srcjax.transpiler.primitives import core
 
 
-def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None, mesh: Mesh | None = None,
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = Infer, mesh: Any = None,
               axis_names: Any = frozenset(), check_vma: bool = True, check_rep: bool | None = None) -> Callable:
-    """Map ``f`` over the devices of ``mesh``: each call of ``f`` sees one device's shards of the arguments."""
+    """Map ``f`` over the devices of ``mesh``: each call of ``f`` sees one device's shards of the arguments. Without
+    ``mesh``, the mesh in context (``set_mesh``) at each call; without ``in_specs``, the specs the arguments' layouts
+    give over an all-``Explicit`` mesh (JAX reads them from the arguments' types)."""
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh, axis_names=axis_names,
                                  check_vma=check_vma, check_rep=check_rep)
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"shard_map requires a Mesh (mesh=...), got {type(mesh).__name__}")
+    if mesh is not None and not isinstance(mesh, (Mesh, AbstractMesh)):
+        raise TypeError("shard_map requires a `jax.sharding.Mesh` or a `jax.sharding.AbstractMesh` instance for its "
+                        f"second argument, but got {mesh} of type {type(mesh)}.")
     if in_specs is None:
         raise TypeError("shard_map requires in_specs (one PartitionSpec per argument, or a pytree prefix of them)")
+    if not isinstance(mesh, Mesh) or in_specs is Infer:
+        return _AtCall(f, mesh, in_specs, out_specs)
     return _ShardMapped(f, mesh, in_specs, out_specs)
+
+
+def experimental_shard_map(f: Callable, mesh: Any, in_specs: Any, out_specs: Any, check_rep: bool = True) -> Callable:
+    """``jax.experimental.shard_map.shard_map``: ``shard_map`` with JAX's older signature (mesh, in_specs and
+    out_specs may be given by position)."""
+    return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_rep)
+
+
+class _AtCall:
+    """A ``shard_map`` whose mesh (the one in context) or in_specs (the arguments' layouts') are known at each call;
+    one ``_ShardMapped`` per mesh and specs, so that each compiles once."""
+
+    def __init__(self, f: Callable, mesh: Mesh | AbstractMesh | None, in_specs: Any, out_specs: Any):
+        self.f, self.mesh, self.in_specs, self.out_specs = f, mesh, in_specs, out_specs
+        self._mapped: dict[Any, _ShardMapped] = {}
+        functools.update_wrapper(self, f, updated=())
+
+    def __call__(self, *args: Any) -> Any:
+        from srcjax.runtime.mesh_context import _CONTEXT, inferred_specs
+
+        mesh = self.mesh if isinstance(self.mesh, Mesh) else _CONTEXT.mesh
+        if mesh is None:
+            raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter into a mesh context")
+        if isinstance(self.mesh, AbstractMesh):  # (its devices are the mesh in context's)
+            if (mesh.axis_names, mesh.axis_sizes) != (self.mesh.axis_names, self.mesh.axis_sizes):
+                raise ValueError(f"The context mesh {mesh.abstract_mesh} should match the mesh passed to shard_map "
+                                 f"{self.mesh}")
+            mesh = Mesh(mesh.devices, mesh.axis_names, self.mesh.axis_types)
+        in_specs = self.in_specs
+        if in_specs is Infer:
+            if any(t != AxisType.Explicit for t in mesh.axis_types):
+                raise TypeError("shard_map in_specs argument must be a pytree of `jax.sharding.PartitionSpec` "
+                                f"instances, but it was `None` when axis_names={frozenset(mesh.axis_names)} are of "
+                                f"type {', '.join(str(t) for t in mesh.axis_types)}")
+            in_specs = inferred_specs(args, set(mesh.axis_names), "shard_map: in_specs")
+        leaves, tree = tree_util.tree_flatten(in_specs, is_leaf=_is_spec)
+        key = (mesh, tuple(leaves), tree)
+        if key not in self._mapped:
+            self._mapped[key] = _ShardMapped(self.f, mesh, in_specs, self.out_specs)
+        return self._mapped[key](*args)
 
 
 def _is_spec(x: Any) -> bool:
@@ -56,6 +104,10 @@ class _ShardMapped:
         functools.update_wrapper(self, f, updated=())
 
     def __call__(self, *args: Any) -> Any:
+        if all(t == AxisType.Explicit for t in self.mesh.axis_types):  # (JAX's check: the arguments laid out so)
+            from srcjax.runtime.mesh_context import check_laid_out
+
+            check_laid_out(tree_util.tree_leaves(args), self._in_specs_per_leaf(args))
         if core.current_interpreter() is not core.base_interpreter():
             out = self._run(*args)
             builder = core.current_interpreter()
@@ -76,11 +128,14 @@ class _ShardMapped:
             placed.append(leaf)
         return tree_util.tree_unflatten(tree, placed)
 
+    def _in_specs_per_leaf(self, args: tuple) -> list[Any]:
+        return _specs_per_leaf(self.in_specs if isinstance(self.in_specs, tuple) else (self.in_specs,) * len(args)
+                               if _is_spec(self.in_specs) else self.in_specs, args, "in_specs")
+
     def _run(self, *args: Any) -> Any:
         mesh = self.mesh
         sizes = mesh.shape
-        in_specs = _specs_per_leaf(self.in_specs if isinstance(self.in_specs, tuple) else (self.in_specs,) * len(args)
-                                   if _is_spec(self.in_specs) else self.in_specs, args, "in_specs")
+        in_specs = self._in_specs_per_leaf(args)
         leaves, tree = tree_util.tree_flatten(args)
         if len(in_specs) != len(leaves):
             raise ValueError(f"shard_map in_specs give {len(in_specs)} specs for {len(leaves)} argument leaves")

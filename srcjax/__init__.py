@@ -69,6 +69,12 @@ from srcjax.runtime.devices import (
 )
 from srcjax.runtime.sharding import NamedSharding
 from srcjax.runtime.sharding import PartitionSpec as P
+from srcjax.runtime.assembly import (
+    copy_to_host_async, make_array_from_process_local_data, make_array_from_single_device_arrays,
+)
+from srcjax.runtime.fwd_bwd import fwd_and_bwd
+from srcjax.runtime.mesh_context import reshard, set_mesh
+from srcjax.runtime.smap import smap
 
 from srcjax import numpy  # noqa: F401 - the one submodule every program uses
 
@@ -81,16 +87,19 @@ _SUBMODULES = {
 
 
 def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):
-    """A ``Mesh`` of the first devices, shaped ``axis_shapes`` and named ``axis_names`` (JAX's ``make_mesh``)."""
+    """A ``Mesh`` of the first devices, shaped ``axis_shapes`` and named ``axis_names`` (JAX's ``make_mesh``; its
+    axes are ``Explicit`` unless ``axis_types`` says otherwise, as in JAX 0.10.2)."""
     import numpy as _np
 
-    from srcjax.runtime.sharding import Mesh
+    from srcjax.runtime.sharding import AxisType, Mesh
 
     size = int(_np.prod(axis_shapes))
     chosen = list(devices) if devices is not None else globals()["devices"]()
     if len(chosen) < size:
         raise ValueError(f"make_mesh: the mesh {tuple(axis_shapes)} needs {size} devices, {len(chosen)} are available")
-    return Mesh(_np.array(chosen[:size], dtype=object).reshape(axis_shapes), axis_names)
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(tuple(axis_names))
+    return Mesh(_np.array(chosen[:size], dtype=object).reshape(axis_shapes), axis_names, axis_types)
 
 
 def named_call(fun, *, name=None):
@@ -159,5 +168,7 @@ __all__ = [
     "pure_callback", "named_call", "named_scope", "print_environment_info", "linear_transpose", "typeof",
     "ensure_compile_time_eval", "float0", "closure_convert", "custom_gradient", "default_device", "transfer_guard",
     "transfer_guard_host_to_device", "transfer_guard_device_to_host", "transfer_guard_device_to_device", "Device",
-    "live_arrays", "make_array_from_callback", "NamedSharding", "P",
+    "live_arrays", "make_array_from_callback", "NamedSharding", "P", "copy_to_host_async",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays", "fwd_and_bwd", "reshard",
+    "set_mesh", "smap",
 ]

@@ -1,8 +1,12 @@
 """``srcjax.stages`` (``jax.stages``): the types of a jitted function's stages, for annotations and isinstance:
-``Wrapped`` (``jit(f)``), ``Lowered`` (``jit(f).lower(*args)``) and ``Compiled`` (``.compile()``)."""
+``Wrapped`` (``jit(f)``), ``Traced`` (``jit(f).trace(*args)``), ``Lowered`` (``.lower()``) and ``Compiled``
+(``.compile()``), and ``ArgInfo`` (what their ``args_info`` holds per argument)."""
 
-from srcjax.runtime.api import AotCompiled as Compiled
+from typing import Union
+
 from srcjax.runtime.api import Jitted as Wrapped
-from srcjax.runtime.api import Lowered
+from srcjax.runtime.stages import ArgInfo, Compiled, Lowered, Traced
 
-__all__ = ["Compiled", "Lowered", "Wrapped"]
+CompilerOptions = dict[str, Union[str, bool]]  # (``Lowered.compile``'s options: srcjax's compiler takes none)
+
+__all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]

@@ -41,6 +41,11 @@ class NonConcreteBooleanIndexError(JAXIndexError):
     ``NonConcreteBooleanIndexError``, an ``IndexError``)."""
 
 
+class JaxRuntimeError(RuntimeError):
+    """A failure while a program runs (JAX's ``jax.errors.JaxRuntimeError``, XLA's runtime error): a callback that
+    raised, or returned results of the wrong shape or dtype."""
+
+
 class UnexpectedTracerError(JAXTypeError):
     """A symbolic value was used after the compilation that made it ended: the function being compiled saved
     it outside itself (a list, a global) instead of returning it (JAX's ``UnexpectedTracerError``)."""

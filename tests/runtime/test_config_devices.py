@@ -282,9 +282,9 @@ def test_make_array_from_callback_and_live_arrays(four_devices):
         srcjax.make_array_from_callback((4, 6), sharding, lambda index: np.ones(3))
     assert repr(srcjax.P("x", None)) == "P('x', None)"
     # (JAX 0.10.2's reprs, recorded)
-    assert repr(mesh) == "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Auto, Auto))"
-    assert repr(sharding) == "NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Auto, Auto)), spec=P('x', None), " \
-        "memory_kind=device)"
+    assert repr(mesh) == "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))"
+    assert repr(sharding) == "NamedSharding(mesh=Mesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit)), " \
+        "spec=P('x', None), memory_kind=device)"
     assert repr(single.sharding) == "SingleDeviceSharding(device=CpuDevice(id=1), memory_kind=device)"
     assert single.sharding.memory_kind == sharding.memory_kind == "device"
     with pytest.raises(ValueError, match="axis_types"):

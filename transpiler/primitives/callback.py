@@ -56,19 +56,21 @@ class PureCallback:
 
 def _checked(values: Sequence[Any], avals: Sequence[TensorType]) -> list[np.ndarray]:
     from srcjax.transpiler.dtypes import canonicalize_dtype
+    from srcjax.transpiler.ir import JaxRuntimeError  # (a RuntimeError, as JAX's)
 
     if len(values) != len(avals):
-        raise RuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, Actual: {len(values)}")
+        raise JaxRuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, "
+                              f"Actual: {len(values)}")
     results = []
     for i, (value, aval) in enumerate(zip(values, avals)):
         value = np.asarray(value)
         dtype = canonicalize_dtype(value.dtype) if value.dtype.kind in "biufc" else value.dtype
         if dtype != aval.dtype:
-            raise RuntimeError(f"Incorrect output dtype for return value #{i}: Expected: {aval.dtype}, "
-                               f"Actual: {dtype}")
+            raise JaxRuntimeError(f"Incorrect output dtype for return value #{i}: Expected: {aval.dtype}, "
+                                  f"Actual: {dtype}")
         if value.shape != aval.shape:
-            raise RuntimeError(f"Incorrect output shape for return value #{i}: Expected: {aval.shape}, "
-                               f"Actual: {value.shape}")
+            raise JaxRuntimeError(f"Incorrect output shape for return value #{i}: Expected: {aval.shape}, "
+                                  f"Actual: {value.shape}")
         results.append(np.asarray(value, aval.dtype))
     return results
 
