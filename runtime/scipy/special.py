@@ -13,6 +13,7 @@ import numpy as np
 
 from srcjax.runtime.nn import logsumexp as _nn_logsumexp
 from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy._lazy import _custom_jvp, _jnp, _lax
 from srcjax.runtime.scipy.special_harmonics import bessel_jn, sph_harm_y  # noqa: F401
 from srcjax.runtime.scipy.special_hypergeometric import hyp1f1, hyp2f1  # noqa: F401
 from srcjax.runtime.scipy.special_integrals import dawsn, expn, fresnel, owens_t, sici, wofz  # noqa: F401
@@ -26,24 +27,6 @@ __all__ = [
     "dawsn", "fresnel", "sici", "expn", "owens_t", "wofz", "hyp1f1", "hyp2f1", "bessel_jn",
     "sph_harm_y",
 ]
-
-
-def _jnp():
-    from srcjax.runtime import numpy as jnp
-
-    return jnp
-
-
-def _lax():
-    from srcjax.runtime import lax
-
-    return lax
-
-
-def _custom_jvp():
-    from srcjax.runtime.autodiff import custom_jvp
-
-    return custom_jvp
 
 
 def _inexact(name: str, *args: Any) -> list[Any]:

@@ -12,20 +12,9 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy._lazy import _jnp, _lax
 
 __all__ = ["bessel_jn", "sph_harm_y"]
-
-
-def _jnp():
-    from srcjax.runtime import numpy as jnp
-
-    return jnp
-
-
-def _lax():
-    from srcjax.runtime import lax
-
-    return lax
 
 
 def _static_int(convert: Any, value: Any, what: str) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy._lazy import _custom_jvp, _jnp
 from srcjax.runtime.scipy.special_integrals import _while
 
 __all__ = ["hyp1f1", "hyp2f1"]
@@ -19,22 +20,10 @@ __all__ = ["hyp1f1", "hyp2f1"]
 _MAX_TERMS = 250
 
 
-def _jnp():
-    from srcjax.runtime import numpy as jnp
-
-    return jnp
-
-
 def _special():
     from srcjax.runtime.scipy import special
 
     return special
-
-
-def _custom_jvp():
-    from srcjax.runtime.autodiff import custom_jvp
-
-    return custom_jvp
 
 
 def _eps(x: Any) -> float:

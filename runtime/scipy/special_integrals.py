@@ -12,26 +12,9 @@ from typing import Any
 import numpy as np
 
 from srcjax.runtime.numpy import _core
+from srcjax.runtime.scipy._lazy import _custom_jvp, _jnp, _lax
 
 __all__ = ["dawsn", "fresnel", "sici", "expn", "owens_t", "wofz"]
-
-
-def _jnp():
-    from srcjax.runtime import numpy as jnp
-
-    return jnp
-
-
-def _lax():
-    from srcjax.runtime import lax
-
-    return lax
-
-
-def _custom_jvp():
-    from srcjax.runtime.autodiff import custom_jvp
-
-    return custom_jvp
 
 
 def _real(name: str, x: Any) -> Any:

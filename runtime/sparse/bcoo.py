@@ -70,7 +70,24 @@ def _sparse_fill(shape: Sequence[int], layout: Layout, dtype: Any) -> Any:
     return jnp.array(tuple(shape[layout.n_batch:layout.n_batch + layout.n_sparse]), dtype=dtype)
 
 
-class BCOO:
+class SparseArray:
+    """What BCOO and BCSR share: ``len`` and JAX's repr, ``BCOO(float32[3, 4], nse=2)``."""
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        try:
+            extra = f", nse={self.nse}"
+            extra += f", n_batch={self.n_batch}" if self.n_batch else ""
+            extra += f", n_dense={self.n_dense}" if self.n_dense else ""
+            return f"{name}({np.dtype(self.dtype).name}{list(self.shape)}{extra})"
+        except Exception:
+            return f"{name}(<invalid>)"
+
+
+class BCOO(SparseArray):
     """JAX's ``BCOO(args=(data, indices), shape=..., indices_sorted=False, unique_indices=False)``."""
 
     def __init__(self, args: tuple[Any, Any], *, shape: Sequence[int], indices_sorted: bool = False,
@@ -92,18 +109,6 @@ class BCOO:
     size = property(lambda self: math.prod(self.shape))
     T = property(lambda self: self.transpose())
     __hash__ = None
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        try:
-            extra = f", nse={self.nse}"
-            extra += f", n_batch={self.n_batch}" if self.n_batch else ""
-            extra += f", n_dense={self.n_dense}" if self.n_dense else ""
-            return f"BCOO({np.dtype(self.dtype).name}{list(self.shape)}{extra})"
-        except Exception:
-            return "BCOO(<invalid>)"
 
     def block_until_ready(self) -> BCOO:
         self.data.block_until_ready()

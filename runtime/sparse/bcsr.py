@@ -17,7 +17,7 @@ import numpy as np
 import srcjax.runtime.numpy as jnp
 from srcjax.runtime import tree_util
 from srcjax.runtime.numpy._core import aval
-from srcjax.runtime.sparse.bcoo import BCOO, _batch_iotas, _shape_of, bcoo_fromdense
+from srcjax.runtime.sparse.bcoo import BCOO, SparseArray, _batch_iotas, _shape_of, bcoo_fromdense
 from srcjax.runtime.sparse.bcoo_layout import bcoo_eliminate_zeros, bcoo_sum_duplicates
 
 __all__ = ["BCSR", "bcsr_dot_general", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense"]
@@ -65,7 +65,7 @@ def _bcsr_parts(indices: Any, shape: Sequence[int], n_batch: int, index_dtype: A
     return indices[..., 1], indptr
 
 
-class BCSR:
+class BCSR(SparseArray):
     """JAX's ``BCSR(args=(data, indices, indptr), shape=..., indices_sorted=False, unique_indices=False)``."""
 
     def __init__(self, args: tuple[Any, Any, Any], *, shape: Sequence[int], indices_sorted: bool = False,
@@ -83,18 +83,6 @@ class BCSR:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
     __hash__ = None
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        try:
-            extra = f", nse={self.nse}"
-            extra += f", n_batch={self.n_batch}" if self.n_batch else ""
-            extra += f", n_dense={self.n_dense}" if self.n_dense else ""
-            return f"BCSR({np.dtype(self.dtype).name}{list(self.shape)}{extra})"
-        except Exception:
-            return "BCSR(<invalid>)"
 
     def tree_flatten(self):
         return (self.data, self.indices, self.indptr), {
