@@ -70,7 +70,7 @@ def test_sigint_stops_a_compiled_loop_within_a_second(case, tmp_path):
     lines = dict(line.split(" ", 1) for line in out.splitlines())
     assert "interrupted" in lines, (out, err)
     assert float(lines["interrupted"]) < 0.3 + 1.0
-    assert lines["still"] == "works 10.0"
+    assert lines.get("still") == "works 10.0", (out, err)  # (once in a clean-clone run, "still" was missing)
     if "queued" in case:
         assert lines["result"] == "raises KeyboardInterrupt('a compiled loop was interrupted')"
 
