@@ -45,10 +45,22 @@ def set_crowded(crowded: bool) -> None:
     _crowded.value = int(crowded)
 
 
+# an i64 of the host's: how many calls ran their chunks serially because the pool was backing off after calls
+# it judged not to have paid (``PoolEmitter.judge``)
+BACKED_OFF = "srcjax_pool_backed_off"
+_backed_off = ctypes.c_int64(0)
+
+
+def backed_off_calls() -> int:
+    """How many parallel calls of this process ran serially so far because the pool was backing off."""
+    return _backed_off.value
+
+
 def bind_runtime(load: Callable[[Callable[[], tuple[ir.Module, list[str], int]]], engine.Code] | None = None) -> None:
     """Compile ``srcjax_parallel`` (or have ``load(build)`` load it: the disk cache) and bind its symbol for the
     life of the process, unless that is done already."""
     engine.add_symbol(CROWDED, ctypes.addressof(_crowded))
+    engine.add_symbol(BACKED_OFF, ctypes.addressof(_backed_off))
     engine.bind_once(PARALLEL, emit_runtime, load)
 
 
@@ -65,6 +77,12 @@ IDLE_SPIN_NS = 50_000  # an idle worker polls this long for the next task before
 CROWDED_IDLE_SPIN_NS = 5_000
 WAIT_SPIN_NS = 20_000  # the caller polls this long for its workers' chunks before it sleeps
 MAX_STRIKES = 8  # a pool that did not pay is left alone for up to 2**MAX_STRIKES - 1 calls (0: never)
+# how much longer than its chunks one after the other a call must take to count as not paying: a worker or the
+# caller that lost its core for a time slice (a millisecond or so), not a worker slow to wake or two chunks
+# sharing the memory bus (a 1.6 MB update after a product, 8 chunks of ~3 us, took ~15 us more in the pool than 8
+# times its fastest chunk: without this margin it struck on every call, and as the back-off is the pool's, not
+# the task's, the 0.6 ms product before it then ran on one core nearly always, 1.15 ms a call instead of 0.65)
+BACKOFF_MIN_LOSS_NS = 100_000
 _FUTEX = {"x86_64": 202, "aarch64": 98}  # Linux system call numbers of futex
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SIG_SETMASK, _CLOCK_MONOTONIC = 128, 129, 2, 1
 _SPIN_HINT = {"x86_64": ("llvm.x86.sse2.pause", []), "aarch64": ("llvm.aarch64.hint", [1])}  # pause; yield
@@ -122,10 +140,12 @@ class PoolEmitter:
 
     def __init__(self, module: ir.Module, host_flag: bool = True):
         self.module = module
-        if host_flag:  # (the host's flag, bound by symbol)
+        if host_flag:  # (the host's flag and counter, bound by symbol)
             self.crowded = ir.GlobalVariable(module, I32, name=CROWDED)
+            self.backed_off = ir.GlobalVariable(module, I64, name=BACKED_OFF)
         else:
             self.crowded = self.state("crowded", I32)
+            self.backed_off = self.state("backed_off", I64)
         arch = module.triple.split("-")[0]
         self.futex = _FUTEX.get(arch) if "linux" in module.triple else None
         self.size = num_threads()  # the calling thread and size - 1 workers (the count is in every cache key)
@@ -352,6 +372,7 @@ class PoolEmitter:
         b.cbranch(skipping, backing_off, not_backing_off)
         b.position_at_end(backing_off)
         b.atomic_rmw("sub", self.skip, ir.Constant(I32, 1), "monotonic")
+        b.atomic_rmw("add", self.backed_off, ir.Constant(I64, 1), "monotonic")
         b.branch(serial)
         b.position_at_end(not_backing_off)
         asleep = b.sext(b.load_atomic(self.sleepers, "monotonic", 4), I64)
@@ -436,13 +457,15 @@ class PoolEmitter:
 
     def judge(self, chunks: ir.Value, theirs: ir.Value, took: ir.Value) -> None:
         """Back off when sharing did not pay: when the workers took part (``theirs`` chunks) and the task took
-        longer than its chunks one after the other would have (estimated by the fastest chunk, one that ran
-        undisturbed). That happens when the machine has no idle core: a worker that holds a chunk, or the
-        caller, loses its core for a time slice. The next 1, 3, 7, ... 2**MAX_STRIKES - 1 calls then run serially.
-        Not while the machine is crowded with other processes' threads: there a slow call is their doing."""
+        more than BACKOFF_MIN_LOSS_NS longer than its chunks one after the other would have (estimated by the
+        fastest chunk, one that ran undisturbed). That happens when the machine has no idle core: a worker that
+        holds a chunk, or the caller, loses its core for a time slice. The next 1, 3, 7, ... 2**MAX_STRIKES - 1
+        calls then run serially. Not while the machine is crowded with other processes' threads: there a slow
+        call is their doing."""
         b = self.b
         alone = b.mul(b.load_atomic(self.fastest, "monotonic", 8), chunks)
-        slower = b.and_(b.icmp_unsigned(">", took, alone), b.icmp_signed(">", theirs, ir.Constant(I64, 0)))
+        lost = b.icmp_unsigned(">", took, b.add(alone, ir.Constant(I64, BACKOFF_MIN_LOSS_NS)))
+        slower = b.and_(lost, b.icmp_signed(">", theirs, ir.Constant(I64, 0)))
         uncrowded = b.icmp_signed("==", b.load_atomic(self.crowded, "monotonic", 4), ir.Constant(I32, 0))
         slower = b.and_(slower, uncrowded)
         strikes = b.load(self.strikes)
