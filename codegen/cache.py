@@ -110,7 +110,7 @@ def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
         ir_text,
         compiler_version(),
         engine.host_description(),
-        f"blas {found.origin if found else None} {found.int_bits if found else 0}",
+        f"blas {found.origin if found else None} {found.int_bits if found else 0} small {found and found.small}",
         f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {entry.object_offsets()}",
         f"products split from {gemm.GEMM_SPLIT_MIN_WORK} in {gemm.GEMM_CHUNKS_PER_THREAD} blocks a thread",
     ):

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from srcjax.codegen.llvm import engine
+from srcjax.codegen.settings import environ_int
 
 # (library file patterns, symbol pattern with {t} for s/d, integer width of its blasint)
 _CANDIDATES = [
@@ -53,6 +54,9 @@ class Gemm:
     # whether SET_THREADS/GET_THREADS are bound: compiled code then runs BLAS on one thread per chunk of a
     # product split across its own pool (two pools on the same cores stall each other)
     thread_control: bool = False
+    # whether OpenBLAS's AVX-512 kernels for small products are bound (``_bind_small_kernels``): our symbol of
+    # one is ``small_kernel(dtype, transposes)``
+    small: bool = False
 
 
 _found: list = []
@@ -90,8 +94,50 @@ def _search() -> Gemm | None:
                 for (t, routine), address in addresses.items():
                     engine.add_symbol(f"srcjax_{t}{routine}", address)
                 symbols = {np.dtype(np.float32): "srcjax_sgemm", np.dtype(np.float64): "srcjax_dgemm"}
-                return Gemm(bits, symbols, f"{path}:{symbol}", _bind_thread_control(lib))
+                return Gemm(bits, symbols, f"{path}:{symbol}", _bind_thread_control(lib), _bind_small_kernels(lib))
     return None
+
+
+# OpenBLAS's kernels for small products read the operands where they lie, with no packing into panels and no
+# pass zeroing the result first (its ``?gemm`` does both on every call). It exports them, one per core type; ours
+# are the SKYLAKEX (AVX-512) ones, bound when OpenBLAS chose one of the cores they are built for (so the CPU has
+# their instructions). Each block of a product split across the pool of a size they suit is one of these calls.
+# SRCJAX_BLAS_SMALL=0 turns them off.
+SMALL_KERNELS = environ_int("SRCJAX_BLAS_SMALL", 1)
+_SMALL_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+_CORENAMES = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+              "openblas_get_corename")
+
+
+def small_kernel(dtype: np.dtype, transposes: str) -> str:
+    """Our symbol of the small-product kernel of ``dtype`` (float32/float64) for ``transposes`` ("nn", "nt",
+    "tn", "tt": of its column-major operands). Its arguments: M, N, K, A, lda, alpha, B, ldb, C, ldc (the integers
+    64-bit), C = alpha op(A) op(B), column-major."""
+    return f"srcjax_{'s' if np.dtype(dtype) == np.float32 else 'd'}gemm_small_{transposes}"
+
+
+def _bind_small_kernels(lib: ctypes.CDLL) -> bool:
+    if not SMALL_KERNELS:
+        return False
+    for name in _CORENAMES:
+        getter = getattr(lib, name, None)
+        if getter is not None:
+            getter.restype = ctypes.c_char_p
+            core = (getter() or b"").decode(errors="replace").lower()
+            break
+    else:
+        return False
+    if core not in _SMALL_CORES:
+        return False
+    try:
+        addresses = {(t, ops): ctypes.cast(getattr(lib, f"{t}gemm_small_kernel_b0_{ops}_SKYLAKEX"),
+                                           ctypes.c_void_p).value
+                     for t in "sd" for ops in ("nn", "nt", "tn", "tt")}
+    except AttributeError:
+        return False
+    for (t, ops), address in addresses.items():
+        engine.add_symbol(f"srcjax_{t}gemm_small_{ops}", address)
+    return True
 
 
 def _bind_thread_control(lib: ctypes.CDLL) -> bool:

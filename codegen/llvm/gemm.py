@@ -95,9 +95,9 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
         bld.call(gemv, [ir.Constant(I32, _ROW_MAJOR), ir.Constant(I32, trans), rows, cols, ir.Constant(real, 1.0),
                         a, integer(lda), x, x_step, ir.Constant(real, 0.0), y, integer(1)])
 
-    def gemm_block(i, lo, count, bld=None, lhs=lhs, rhs=rhs, out=out, by_columns=False):
+    def gemm_block(i, lo, count, bld=None, lhs=lhs, rhs=rhs, out=out, by_columns=False, small=False):
         """Rows [lo, lo + count) of batch element ``i``'s product, or ``by_columns`` its columns (``lo``,
-        ``count``: i64 values)."""
+        ``count``: i64 values); ``small``: with OpenBLAS's small-product kernel (``blas.small_kernel``)."""
         bld = bld or b
         offset = lambda stride, row_stride: bld.add(  # noqa: E731 - element i's block, from row (column) lo
             bld.mul(i, ir.Constant(I64, stride)), bld.mul(lo, ir.Constant(I64, row_stride))
@@ -112,6 +112,14 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
             bb = bld.gep(rhs, [bld.mul(i, ir.Constant(I64, rbs))])
             c = bld.gep(out, [offset(step.m * step.n, step.n)])
             m, n = count, integer(step.n)
+        if small:  # (column-major: the product's transpose, C^T = op(B)^T op(A)^T; its integers are 64-bit)
+            m, n = (ir.Constant(I64, v.constant) if isinstance(v, ir.Constant) else v for v in (m, n))
+            kernel = entry.cx.declare(blas.small_kernel(dtype, ("t" if rt else "n") + ("t" if lt else "n")), I32,
+                                      [I64, I64, I64, real.as_pointer(), I64, real, real.as_pointer(), I64,
+                                       real.as_pointer(), I64], pure=False)
+            bld.call(kernel, [n, m, ir.Constant(I64, step.k), bb, ir.Constant(I64, rld), ir.Constant(real, 1.0), a,
+                              ir.Constant(I64, lld), c, ir.Constant(I64, step.n)])
+            return
         m, n = (v if isinstance(v, ir.Constant) or found.int_bits == 64 else bld.trunc(v, n_int) for v in (m, n))
         if vector and step.n == 1:  # y = op(A) x
             x_step = integer(1 if rt else rld)
@@ -171,13 +179,33 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
         return
     chunks = _batch_chunks(entry, step, found)
     if chunks > 1:
-        _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_batch=True)
+        small = not vector and _small_suits(found, step, step.m, step.n)
+        _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_batch=True, small=small)
         return
     chunks, by_columns = _gemm_chunks(entry, step, found)
     if chunks <= 1:
         for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
         return
-    _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_columns=by_columns)
+    block_m, block_n = (step.m, -(-step.n // chunks)) if by_columns else (-(-step.m // chunks), step.n)
+    small = not vector and _small_suits(found, step, block_m, block_n)
+    _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_columns=by_columns, small=small)
+
+
+# OpenBLAS's small-product kernels (``blas.small_kernel``) run the blocks of a split product (BLAS on one thread)
+# when each block is at least SMALL_MIN rows, columns and contraction (the kernel vectorises along the product's
+# columns: with 10 of them it ran at a third of ?gemm's rate) and its operands and result together hold at most
+# SMALL_MAX_ELEMENTS (it streams them from cache as they lie: 512x2048 @ 2048x512 ran 1.3x slower). In between
+# it skips ?gemm's packing and zeroing: blocks of an MLP's products (128x784 @ 784x128, 196x128 @ 128x512,
+# 128x512 @ (128x512).T) ran 3-20% faster, float64 ones 7-15%.
+SMALL_MIN = 32
+SMALL_MAX_ELEMENTS = 1 << 20
+
+
+def _small_suits(found, step: Gemm, m: int, n: int) -> bool:
+    """Whether blocks of ``m`` x ``n`` of ``step`` run with the small-product kernel."""
+    k = step.k
+    return (found.small and not step.symmetric and min(m, n, k) >= SMALL_MIN
+            and m * k + k * n + m * n <= SMALL_MAX_ELEMENTS)
 
 def _gemm_chunks(entry: EntryEmitter, step: Gemm, found) -> tuple[int, bool]:
     """Into how many blocks a product is split across the pool (1: one BLAS call per batch element, threaded by
@@ -206,7 +234,7 @@ def _batch_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
     return min(entry.threads * kernels.CHUNKS_PER_THREAD, step.batch)
 
 def _split(entry: EntryEmitter, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.Value, out: ir.Value, block_call,
-           by_batch: bool = False, by_columns: bool = False) -> None:
+           by_batch: bool = False, by_columns: bool = False, small: bool = False) -> None:
     """The product's rows (its columns, or its batch elements) in ``chunks`` blocks on the thread pool,
     each block single-threaded BLAS calls; BLAS's own thread count is 1 meanwhile, then the host's
     ``THREADS_WANTED``."""
@@ -219,10 +247,11 @@ def _split(entry: EntryEmitter, step: Gemm, chunks: int, lhs: ir.Value, rhs: ir.
     ptrs = [fb.bitcast(fb.load(fb.gep(buffers, [ir.Constant(I64, j)])), kind) for j, kind in enumerate(kinds)]
 
     if by_batch:
-        for_range(fb, lo, hi, lambda i: block_call(i, ir.Constant(I64, 0), ir.Constant(I64, step.m), fb, *ptrs))
+        for_range(fb, lo, hi, lambda i: block_call(i, ir.Constant(I64, 0), ir.Constant(I64, step.m), fb, *ptrs,
+                                                   small=small))
     else:
         for_range(fb, ir.Constant(I64, 0), ir.Constant(I64, step.batch),
-                  lambda i: block_call(i, lo, fb.sub(hi, lo), fb, *ptrs, by_columns=by_columns))
+                  lambda i: block_call(i, lo, fb.sub(hi, lo), fb, *ptrs, by_columns=by_columns, small=small))
     fb.ret_void()
     b = entry.b
     array = b.alloca(PTR, ir.Constant(I64, 3))

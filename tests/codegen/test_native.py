@@ -475,6 +475,37 @@ def test_products_split_across_the_pool(split_products, shape, transposed):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(70, 45, 150), (200, 40, 50)], ids=["columns", "rows"])
+def test_blocks_of_split_products_use_openblas_small_kernels(split_products, x64, shape, dtype):
+    """Where OpenBLAS exports its AVX-512 small-product kernels (``blas._bind_small_kernels``), the blocks of a
+    split product of their sizes are those calls (the product's transpose in their column-major terms): the
+    float64 product's values whichever operands are stored transposed, read through a slice (a leading
+    dimension wider than the block), or batched."""
+    from srcjax.codegen.llvm import blas
+
+    if not blas.find_gemm().small:
+        pytest.skip("OpenBLAS's small-product kernels are not bound here (no AVX-512 core)")
+    m, k, n = shape
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(m, k + 7)).astype(dtype), rng.normal(size=(k, n)).astype(dtype)
+    want = a[:, 3:3 + k].astype(np.float64) @ b
+    cases = {
+        "nn": (lambda x, y: x[:, 3:3 + k] @ y, a, b),
+        "lhs transposed": (lambda x, y: x.T[:, 3:3 + k] @ y, a.T.copy(), b),
+        "rhs transposed": (lambda x, y: x[:, 3:3 + k] @ y.T, a, b.T.copy()),
+        "both": (lambda x, y: x.T[:, 3:3 + k] @ y.T, a.T.copy(), b.T.copy()),
+    }
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for name, (fn, x, y) in cases.items():
+        f = srcjax.jit(fn)
+        assert ("dgemm_small" if dtype == np.float64 else "sgemm_small") in f.lower(x, y).compile().native.llvm_ir, name
+        np.testing.assert_allclose(np.asarray(f(x, y)), want, rtol=rtol, atol=rtol * 10, err_msg=name)
+    xs, ys = rng.normal(size=(6, 40, 36)).astype(dtype), rng.normal(size=(6, 36, 48)).astype(dtype)
+    batched = srcjax.jit(lambda x, y: x @ y)
+    np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=rtol, atol=rtol * 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matrix_vector_products_are_gemv(dtype):
     """A product with one row or one column is a ?gemv call, whichever operand is stored transposed or
     strided, with the values of the float64 product; with nothing to contract the result is zeros."""
