@@ -10,18 +10,23 @@ are flattened here; the IR transforms see flat parameter lists.
 Like ``jit``'s, a function's trace (and its transformed IR) is cached per call signature, so calling
 ``grad(f)`` again on arguments of the same types does not read ``f`` again. Unlike ``jit``'s, the cache
 also checks the globals and closure variables ``f`` reads (through the user functions it reaches) and a
-callable object's attributes: rebinding one of them traces again, as JAX's ``grad`` (which never caches)
-would see the new value. Changes made in place (a NumPy array or a dict mutated) are not seen.
+callable object's attributes, and what is inside them (a dict's items, a NumPy array's values, the attributes of
+an object of the user's classes, those of the user's modules and classes the function names): rebinding one of
+them or changing it in place traces again, as JAX's ``grad`` (which never caches) would see the new value. What
+the function itself changes while it is read (a list it appends to) is its side effect, run once.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import inspect
 import operator
+import sys
 import types
 import weakref
+import zlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -32,7 +37,7 @@ from srcjax.runtime.array import Array
 from srcjax.transpiler.builder import Builder, differentiation_depths
 from srcjax.transpiler.frontend import trace_function
 from srcjax.transpiler.frontend.calls import (
-    InterpretedFunction, Trace, active, enclosing_trace, interpret, is_user_function,
+    InterpretedFunction, Trace, active, enclosing_trace, interpret, is_user_file, is_user_function,
 )
 from srcjax.transpiler.frontend.concrete import TraceContext
 from srcjax.transpiler.frontend.errors import TranspileError
@@ -71,7 +76,8 @@ class _Traced:
         self.static_leaves = [leaf for leaf, d, c in zip(signature.leaves, signature.dynamic, signature.concrete)
                               if not d and not c]
         self.leaf_owner, self.leaf_param = owners, list(signature.dynamic)  # per leaf of (args, kwargs)
-        self.depends: list[Any] = []
+        self.depends: list[Any] | None = []
+        self.written: set[int] = set()  # (``_dependencies``)
         self._transformed: dict[Any, Function] = {}
 
     @property
@@ -181,7 +187,7 @@ def _trace_once(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Seque
     if per_signature is not None:
         # a trace with custom derivatives depends on what is differentiated (their rules run in place of them)
         hit = per_signature.get(key) or per_signature.get((key, depths))
-        if hit is not None and _same(hit.depends, _dependencies(fun)):
+        if hit is not None and _same(hit.depends, _dependencies(fun, hit.written)):
             return hit, leaves
     # the front end may compute values on the arguments while it reads ``fun`` (an assert, a print: JAX's primal)
     tracked = [o in argnums and _dtype_of(leaf).kind in "fc" for o, leaf in zip(owners, leaves)]
@@ -189,7 +195,8 @@ def _trace_once(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Seque
     traced = _Traced(fun, args, kwargs, signature, depths, context)
     # (captured values belong to one enclosing trace; a trace that used the arguments' values holds for them only)
     if per_signature is not None and not traced.ir.captured and context.reusable:
-        traced.depends = _dependencies(fun)
+        traced.depends = _dependencies(fun, context.written)
+        traced.written = {id(v) for v in traced.depends or () if id(v) in context.written}  # (kept alive there)
         if len(per_signature) >= _TRACES_PER_FUNCTION:  # (bounded: the oldest goes)
             del per_signature[next(iter(per_signature))]
         custom = any(isinstance(op.params.get("rule"), (_CustomCall, _Batched)) for op in walk(traced.ir.body))
@@ -197,56 +204,179 @@ def _trace_once(fun: Callable, args: Sequence[Any], kwargs: dict, argnums: Seque
     return traced, leaves + list(traced.ir.captured)
 
 
-def _same(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+def _same(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """Whether two lists of ``_dependencies`` match: the same objects, and equal lengths, keys and digests."""
+    return a is not None and b is not None and len(a) == len(b) and all(
+        x is y or (type(x) is type(y) and type(x) in _BY_VALUE and x == y) for x, y in zip(a, b))
+
+
+_BY_VALUE = (int, str, bytes)  # (a container's length, an attribute's name, an array's digest)
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, np.generic, np.dtype, Array, types.FunctionType,
+          types.BuiltinFunctionType, types.MethodType, np.ufunc, range, slice)
+_SNAPSHOT_ITEMS = 1 << 14  # beyond this many values read, a trace is not reused
+
+
+@dataclasses.dataclass(frozen=True)
+class _Attribute:
+    """An object's attribute: what is inside it is compared only if some function reached reads that name (a list
+    of losses the program appends to at each step, beside the weights read, does not make each step trace again)."""
+
+    name: str
+    value: Any
 
 
 def _follows(v: Any) -> bool:
     return isinstance(v, (types.FunctionType, types.MethodType, functools.partial)) or hasattr(v, "__wrapped__")
 
 
-def _dependencies(fun: Callable, limit: int = 64) -> list[Any]:
+def _dependencies(fun: Callable, written: set[int] = frozenset(), limit: int = 1024) -> list[Any] | None:
     """The values of the globals and closure cells ``fun`` reads, through the user functions it reaches and
-    the functions transformations wrap; a cached trace is reused only while these are the same objects."""
+    the functions transformations wrap, followed by what is inside them (``_contents``) but for the objects
+    ``written`` by its trace (ids); a cached trace is reused only while these are the same objects with the same
+    contents (JAX traces again at every call of a transformation: a dict, list, array or object changed in place
+    must be read again too). Functions met inside them (a module's, a method of an object's class) are followed
+    too. None: too much to compare (past ``limit`` functions and objects followed), the trace is not reused."""
     found: list[Any] = []
+    names: set[str] = set()
     seen: set[int] = set()
     todo = [fun]
-    while todo and len(seen) < limit:
-        f = todo.pop()
-        if id(f) in seen:
-            continue
-        seen.add(id(f))
-        if isinstance(f, functools.partial):
-            todo.append(f.func)
-            continue
-        if isinstance(f, types.MethodType):
-            todo += [f.__func__, f.__self__]
-            continue
-        wrapped = getattr(f, "__wrapped__", None)
-        if wrapped is not None:
-            todo.append(wrapped)
-        if not isinstance(f, (types.FunctionType, type, types.ModuleType)) and hasattr(f, "__dict__"):
-            found += vars(f).values()  # a callable object's (or a method's object's) attributes
-            todo.append(vars(type(f)).get("__call__"))  # the class's own __call__, if it defines one
-            continue
-        if not isinstance(f, types.FunctionType) or not is_user_function(f):
-            continue
-        namespace = f.__globals__
-        for name in _global_names(f.__code__):
-            if name in namespace:
-                value = namespace[name]
-                found.append(value)
-                if _follows(value):
-                    todo.append(value)
-        for cell in f.__closure__ or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # a cell not filled yet
+    while todo:
+        while todo and len(seen) < limit:
+            f = todo.pop()
+            if id(f) in seen:
                 continue
+            seen.add(id(f))
+            _follow(f, found, names, todo)
+        if todo:
+            return None
+        snapshot = _contents(found, names, written)
+        if snapshot is None:
+            return None
+        out, met = snapshot
+        todo = [f for f in met if id(f) not in seen]
+    return out
+
+
+def _follow(f: Any, found: list[Any], names: set[str], todo: list[Any]) -> None:
+    """Add what ``f`` reads to ``found`` (and the names its code looks up to ``names``), the functions it reaches
+    to ``todo``."""
+    if isinstance(f, functools.partial):
+        todo.append(f.func)
+        found += [*f.args, *f.keywords.values()]  # (bound values: an array or dict may change in place)
+        return
+    if isinstance(f, types.MethodType):
+        todo += [f.__func__, f.__self__]
+        return
+    wrapped = getattr(f, "__wrapped__", None)
+    if wrapped is not None:
+        todo.append(wrapped)
+    if not isinstance(f, (types.FunctionType, type, types.ModuleType)) and hasattr(f, "__dict__"):
+        found += [type(f), *(_Attribute(k, v) for k, v in vars(f).items())]  # a callable object's class, attributes
+        todo += [v for v in vars(f).values() if _follows(v)]  # (a custom_vjp's rules)
+        todo.append(vars(type(f)).get("__call__"))  # the class's own __call__, if it defines one
+        return
+    if not isinstance(f, types.FunctionType) or not is_user_function(f):
+        return
+    namespace = f.__globals__
+    names.update(_global_names(f.__code__))  # (attribute names too: those a module or class is read for)
+    found += f.__defaults__ or ()
+    found += (f.__kwdefaults__ or {}).values()
+    for name in _global_names(f.__code__):
+        if name in namespace:
+            value = namespace[name]
             found.append(value)
             if _follows(value):
                 todo.append(value)
-    return found
+    for cell in f.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
+        found.append(value)
+        if _follows(value):
+            todo.append(value)
+
+
+def _contents(values: list[Any], names: set[str], written: set[int]) -> tuple[list[Any], list[Any]] | None:
+    """``values``, each followed by what a trace may read inside it: a container's length and items, an array's
+    values (or digest), the attributes of an object of the user's classes (``_Attribute``), and of the user's
+    modules and classes those ``names`` reads; and the functions met there. None past ``_SNAPSHOT_ITEMS``."""
+    out: list[Any] = []
+    met: list[Any] = []
+    seen: set[int] = set()
+    todo = list(reversed(values))
+    while todo:
+        value = todo.pop()
+        if type(value) is _Attribute:
+            out.append(value.name)
+            if value.name not in names:  # (the object itself only)
+                out.append(value.value)
+                continue
+            value = value.value
+        out.append(value)
+        if len(out) > _SNAPSHOT_ITEMS:
+            return None
+        if isinstance(value, _ATOMS):
+            if isinstance(value, (types.FunctionType, types.MethodType)):
+                met.append(value)
+            continue
+        if _follows(value):
+            met.append(value)
+        if id(value) in seen or id(value) in written:
+            continue
+        seen.add(id(value))
+        try:
+            todo += reversed(_inside(value, names))
+        except Exception:  # noqa: BLE001 - an object that cannot be looked into (changed meanwhile by a thread, say)
+            return None
+    return out, met
+
+
+def _inside(value: Any, names: set[str]) -> list[Any]:
+    """What ``_contents`` compares of ``value`` (its identity aside)."""
+    if isinstance(value, dict):
+        return [len(value), *(part for item in list(value.items()) for part in item)]
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+        return [len(value), *list(value)]
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return [repr(value.shape), *value.ravel().tolist()]
+        # small ones copied (comparing is cheaper), larger ones by CRC-32, which runs at about 4 GB/s (BLAKE2 at 1:
+        # a 188 MB training set read as a global by a function differentiated without jit is checked at each call)
+        data = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        data = data.tobytes() if data.size <= 1 << 16 else zlib.crc32(data)
+        return [f"{value.dtype.str} {value.shape}", data]
+    if isinstance(value, functools.partial):
+        return [value.func, *value.args, *(part for item in value.keywords.items() for part in item)]
+    if isinstance(value, property):  # (a class's: its getter is followed)
+        return [value.fget]
+    if isinstance(value, types.ModuleType):
+        module = vars(value) if _users(getattr(value, "__file__", None), value.__name__) else {}
+        return [part for name in sorted(names) if name in module for part in (name, module[name])]
+    if isinstance(value, type):
+        classes = [c for c in value.__mro__ if _user_class(c)]
+        return [part for c in classes for name in sorted(names) if name in vars(c) for part in (name, vars(c)[name])]
+    if not _user_class(type(value)):
+        return []
+    attributes = [_Attribute(k, v) for k, v in vars(value).items()] if hasattr(value, "__dict__") else []
+    slots = [name for c in type(value).__mro__ for name in _slot_names(c)]
+    return [type(value), *attributes, *(_Attribute(name, getattr(value, name, None)) for name in slots)]
+
+
+def _slot_names(cls: type) -> list[str]:
+    slots = vars(cls).get("__slots__", ())
+    return [slots] if isinstance(slots, str) else [s for s in slots if s not in ("__dict__", "__weakref__")]
+
+
+def _users(path: str | None, module: str) -> bool:
+    """Whether a module (its file, or its name when it has none: a notebook's or ``exec``'s) is the user's."""
+    return is_user_file(path) if path else module not in sys.builtin_module_names
+
+
+def _user_class(cls: type) -> bool:
+    module = sys.modules.get(cls.__module__)
+    return cls is types.SimpleNamespace or (module is not None and _users(getattr(module, "__file__", None),
+                                                                               cls.__module__))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,6 +9,7 @@ JAX's own (complex conventions, ``float0``, user rules applied at every order).
 
 import collections
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -1059,6 +1060,111 @@ def test_rebinding_an_attribute_of_a_callable_object_traces_again():
     assert (float(srcjax.grad(model)(1.0)), float(srcjax.grad(loss)(1.0))) == (2.0, 2.0)
     model.w = 5.0
     assert (float(srcjax.grad(model)(1.0)), float(srcjax.grad(loss)(1.0))) == (5.0, 5.0)
+
+
+_CONFIG = {"scale": 2.0}
+_WEIGHTS = np.full(3, 2.0, np.float32)
+
+
+class _Settings:
+    scale = 2.0
+
+
+def _read_in_place(x):
+    return jnp.sum(x * _CONFIG["scale"] * _WEIGHTS * _Settings.scale)
+
+
+def test_changing_a_global_in_place_traces_again():
+    # JAX's transformations trace at every call, so they see a dict item, an array's values or a class attribute
+    # changed in place; a reused trace must too (each value read is one factor of the derivative: 2 * 2 * 2)
+    x = np.ones(3, np.float32)
+    for transform in (srcjax.grad, lambda f: lambda x: srcjax.jvp(f, (x,), (x,))[1],
+                      lambda f: lambda x: srcjax.vjp(f, x)[1](np.float32(1.0))[0]):
+        _CONFIG["scale"], _WEIGHTS[:], _Settings.scale = 2.0, 2.0, 2.0
+        assert float(np.sum(transform(_read_in_place)(x))) == 24.0
+        try:
+            for change, expected in ((lambda: _CONFIG.update(scale=3.0), 36.0),
+                                     (lambda: _WEIGHTS.__setitem__(1, 5.0), 54.0),
+                                     (lambda: setattr(_Settings, "scale", 0.5), 13.5)):
+                change()
+                assert float(np.sum(transform(_read_in_place)(x))) == expected
+        finally:
+            _CONFIG["scale"], _WEIGHTS[:], _Settings.scale = 2.0, 2.0, 2.0
+
+
+def test_changing_a_closure_or_bound_value_in_place_traces_again():
+    weights, settings = np.full(3, 2.0, np.float32), {"scale": 2.0}
+
+    def loss(w, x):
+        return jnp.sum(x * w * settings["scale"])
+
+    bound = functools.partial(loss, weights)
+    model = _Model(np.array(2.0, np.float32))
+    x = np.ones(3, np.float32)
+    assert (float(srcjax.grad(bound)(x)[0]), float(srcjax.grad(model)(1.0))) == (4.0, 2.0)
+    weights[0], settings["scale"] = 3.0, 5.0
+    model.w[...] = 7.0
+    assert (float(srcjax.grad(bound)(x)[0]), float(srcjax.grad(model)(1.0))) == (15.0, 7.0)
+
+
+def _chain(depth):
+    f = lambda x: x * SCALE  # noqa: E731
+    for _ in range(depth):
+        f = (lambda g: lambda x: g(x) + 0.0)(f)
+    return f
+
+
+def test_rebinding_a_global_read_many_calls_deep_traces_again():
+    global SCALE
+    loss = _chain(100)  # (more functions than the check once followed: the last one's global went unchecked)
+    assert float(srcjax.grad(loss)(1.0)) == 1.0
+    saved, SCALE = SCALE, np.float32(3.0)
+    try:
+        assert float(srcjax.grad(loss)(1.0)) == 3.0
+    finally:
+        SCALE = saved
+
+
+class _Scaler:
+    def _factor(self):
+        return _CONFIG["scale"]
+
+    def __call__(self, x):
+        return x * self._factor()
+
+
+def _through_this_module(x):
+    return _THIS_MODULE._scaled(x)
+
+
+_THIS_MODULE = sys.modules[__name__]
+
+
+def test_a_change_read_by_a_method_or_a_module_function_traces_again():
+    global SCALE
+    scaler = _Scaler()
+    assert (float(srcjax.grad(scaler)(1.0)), float(srcjax.grad(_through_this_module)(1.0))) == (2.0, 1.0)
+    saved, SCALE = SCALE, np.float32(4.0)
+    _CONFIG["scale"] = 3.0  # (read by a method the object's class holds; SCALE by a function read off a module)
+    try:
+        assert (float(srcjax.grad(scaler)(1.0)), float(srcjax.grad(_through_this_module)(1.0))) == (3.0, 4.0)
+    finally:
+        SCALE, _CONFIG["scale"] = saved, 2.0
+
+
+def test_a_custom_rule_reading_a_changed_value_traces_again():
+    settings = {"slope": 2.0}
+
+    @srcjax.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (f(x), None), lambda _, ct: (settings["slope"] * ct,))
+    assert float(srcjax.grad(f)(1.0)) == 2.0
+    settings["slope"] = 9.0  # (JAX runs the rule again at each call and reads 9)
+    assert float(srcjax.grad(f)(1.0)) == 9.0
+    settings = {"slope": 4.0}  # (rebinding the closure's variable too)
+    assert float(srcjax.grad(f)(1.0)) == 4.0
 
 
 # -- check_grads ------------------------------------------------------------------------------------------------

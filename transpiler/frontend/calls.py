@@ -117,6 +117,11 @@ def is_user_file(path: str) -> bool:
     """Whether code of the file ``path`` is the user's: outside srcjax, NumPy and the standard library."""
     if path.startswith("<"):  # a notebook's or REPL's cell is read through linecache; other code has no source
         return bool(linecache.getlines(path))
+    return _outside_libraries(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _outside_libraries(path: str) -> bool:  # (cached: the transformations ask for each function they reach, each call)
     return not os.path.realpath(path).startswith(_LIBRARY_ROOTS) and not path.startswith(_LIBRARY_ROOTS)
 
 

@@ -56,6 +56,9 @@ class TraceContext:
     # per region of control flow on traced values being read (an if's branches, a compiled loop's body): the ids
     # of the mutable Python objects that existed when it began (``frontend.control.outer_objects``)
     outer_objects: list = dataclasses.field(default_factory=list)
+    # the ids of the Python objects the function changed while it was read (an item set, a list appended to): its
+    # side effects, which a reused trace does not repeat, so not what decides whether it may be reused
+    written: set = dataclasses.field(default_factory=set)
     _env: dict = dataclasses.field(default_factory=dict)  # what evaluation computed so far, by id of value
 
 

@@ -720,7 +720,9 @@ class Frame:
     def check_outer_write(self, node: cst.CSTNode, obj: Any, what: str) -> None:
         """Refuse a change to ``obj`` (``what``) inside a region of control flow on traced values when it was made
         before the region (``control.outer_objects``). The error is marked ``outer_write``: a short loop over a
-        static range then runs unrolled instead, as JAX runs it."""
+        static range then runs unrolled instead, as JAX runs it. Every change is noted in the context's
+        ``written``."""
+        self.trace.context.written.add(id(obj))
         regions = self.trace.context.outer_objects
         if regions and (any(id(obj) in ids for ids in regions) or id(obj) in self.made_outside()):
             error = self.error(node, f"{what} cannot change inside an `if` on a traced value or a compiled loop, "
