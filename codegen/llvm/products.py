@@ -35,7 +35,7 @@ def _contract(planner: Planner, lhs: Value, rhs: Value, lc, rc, lb, rb, result: 
     rf = tuple(a for a in range(rhs.aval.ndim) if a not in rc + rb)
     out_dtype = result.aval.dtype
     same = lhs.aval.dtype == rhs.aval.dtype == out_dtype
-    if not lc and same and out_dtype.kind != "b":
+    if all(lhs.aval.shape[a] == 1 for a in lc) and same and out_dtype.kind != "b":
         _outer(planner, lhs, rhs, lb, rb, lf, rf, result)
         return
     order = planner.position[id(result)]
@@ -95,12 +95,13 @@ def _contract(planner: Planner, lhs: Value, rhs: Value, lc, rc, lb, rb, result: 
 
 
 def _outer(planner: Planner, lhs: Value, rhs: Value, lb, rb, lf, rf, result: Value) -> None:
-    """A product that contracts nothing (an outer product: reverse mode's weight gradient of a matrix-vector
-    product) is the elementwise product of the operands broadcast to the result, an expression: the nests that
-    read it compute it where they need it (``dW + outer(g, h)`` in a loop is one pass), where a BLAS call of
-    k = 1 would write it out first. The values are the same: each element is one product."""
+    """A product that contracts nothing, or only axes of size 1 (an outer product: reverse mode's weight gradient
+    of a matrix-vector product) is the elementwise product of the operands broadcast to the result, an
+    expression: the nests that read it compute it where they need it (``dW + outer(g, h)`` in a loop is one
+    pass), where a BLAS call of k = 1 would write it out first. Each element is one product, as XLA makes it
+    (BLAS adds it to 0, making -0.0 0.0)."""
     nb, nlf = len(lb), len(lf)
-    lmap, rmap = [0] * lhs.aval.ndim, [0] * rhs.aval.ndim
+    lmap, rmap = [None] * lhs.aval.ndim, [None] * rhs.aval.ndim  # (a contracted axis of size 1 stays at 0)
     for i, (a, b) in enumerate(zip(lb, rb)):
         lmap[a] = rmap[b] = i
     for i, a in enumerate(lf):

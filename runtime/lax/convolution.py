@@ -83,8 +83,12 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers, prec
     except (TypeError, ValueError):
         raise TypeError("lax.dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                         f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
-    lhs, rhs = _promote_pair("dot_general", lhs, rhs)
-    return bind_dot_general(lhs, rhs, dims, precision, _preferred(preferred_element_type))
+    preferred = _preferred(preferred_element_type)
+    promoted = _promote_pair("dot_general", lhs, rhs)
+    if preferred is not None and aval(lhs).dtype != aval(rhs).dtype:
+        # operands of two dtypes are converted to the result's, as JAX lowers such a product for CPUs and GPUs
+        promoted = convert(lhs, preferred), convert(rhs, preferred)
+    return bind_dot_general(*promoted, dims, precision, preferred)
 
 
 def dot(lhs: Any, rhs: Any, *, dimension_numbers: DotDimensionNumbers | None = None, precision: Any = None,

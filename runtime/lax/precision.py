@@ -178,6 +178,15 @@ def bind_dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any,
     from srcjax.runtime.numpy._core import aval, convert
 
     level, algorithm = canonical_precision(precision), canonical_algorithm(precision)
+    if preferred is not None:
+        dtype = aval(lhs).dtype
+        if algorithm is None and dtype.kind not in "fc" and _bit_width(preferred) < _bit_width(dtype):
+            raise TypeError("`preferred_element_type` must not be narrower than the original type, got "
+                            f"preferred_element_type of {preferred} for result type of {dtype}.")
+        if dtype.kind in "fc" and preferred.kind in "biu":
+            # XLA computes the product of float operands in their own type, then converts it: the operands are
+            # not rounded to integers first
+            return convert(bind_dot_general(lhs, rhs, dimension_numbers, precision, None), preferred)
     if algorithm is None or algorithm == DotAlgorithmPreset.DEFAULT:
         return dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers, precision=level,
                                   preferred_element_type=preferred)
@@ -195,6 +204,11 @@ def bind_dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any,
 
 # srcjax has no bfloat16 arrays: a bfloat16 value is held in float32, rounded to bfloat16's 8 exponent and 7
 # mantissa bits (the same nearest-even rounding as a conversion, but below bfloat16's normal range it flushes to 0)
+
+
+def _bit_width(dtype: np.dtype) -> int:
+    """Bits of ``dtype`` as JAX's ``preferred_element_type`` check counts them (bool: 1)."""
+    return 1 if dtype.kind == "b" else dtype.itemsize * 8
 
 
 def _held(dtype: np.dtype) -> np.dtype:

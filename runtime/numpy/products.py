@@ -68,10 +68,14 @@ def _conj(x: Any) -> Any:
 def _operands(name: str, *args: Any, preferred_element_type: Any = None) -> tuple[list[Any], Any]:
     """Checked operands promoted to one dtype, and the preferred dtype for ``dot_general`` (or None)."""
     check_arraylike(name, *args)
-    args = promote_dtypes(*args)
     if preferred_element_type is None:
-        return args, None
-    return args, dtypes.canonicalize_dtype(dtypes.to_dtype(preferred_element_type))
+        return promote_dtypes(*args), None
+    preferred = dtypes.canonicalize_dtype(dtypes.to_dtype(preferred_element_type))
+    if len({aval(x).dtype for x in args}) > 1:
+        # operands of two dtypes are converted to the preferred one, as JAX lowers such a product for CPUs and
+        # GPUs (operands of one dtype are multiplied in it: ``bind_dot_general``)
+        return [convert(x, preferred) for x in args], preferred
+    return promote_dtypes(*args), preferred
 
 
 def _dot_general(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
@@ -420,9 +424,15 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         operands = tuple(pairs[0::2])
     check_arraylike("einsum", *operands)
     ops = promote_dtypes(*operands)
+    preferred = None
     if preferred_element_type is not None:
-        dtype = dtypes.canonicalize_dtype(dtypes.to_dtype(preferred_element_type))
-        ops = [convert(x, dtype) for x in ops]
+        # operands widen to the preferred dtype (JAX's products and sums accumulate in it), as do operands of
+        # several dtypes (``_operands``); float operands with an integer one are summed as floats and only the
+        # result converted, as JAX's dot_general does
+        preferred = dtypes.canonicalize_dtype(dtypes.to_dtype(preferred_element_type))
+        mixed = len({aval(x).dtype for x in operands}) > 1
+        ops = [convert(x, preferred) if mixed or dtypes.promote_types(aval(x).dtype, preferred) == preferred else x
+               for x in ops]
     labels, output = _einsum_specs(subscripts, [_shape(x) for x in ops])
     sizes: dict[str, int] = {}  # a label's size; size-1 axes broadcast against larger ones
     for i, (x, spec) in enumerate(zip(ops, labels)):
@@ -451,7 +461,7 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         shape = tuple(sizes[ch] for ch in output)
         dims = tuple(output.index(ch) for ch in present)
         x = broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
-    return x
+    return x if preferred is None else convert(x, preferred)
 
 
 def _einsum_prepare(x: Any, spec: list[str], sizes: dict[str, int]) -> tuple[Any, list[str]]:

@@ -282,6 +282,13 @@ def test_fusion_plans():
     assert _plan(batched_outer, _f32(3, 4), _f32(3, 2)) == "map (3, 4, 2) -> output"
     x, y = _f32(3, 4), _f32(3, 2)
     np.testing.assert_array_equal(np.asarray(srcjax.jit(batched_outer)(x, y)), np.einsum("ij,ik->ijk", x, y))
+    # so is a product whose contraction has one term (k = 1): each element one product, -0.0 kept as XLA keeps
+    # it (jax 0.10: [[-0, -0], [0, 0]] for this one), where BLAS adds the product to 0
+    assert _plan(lambda a, b: a @ b, _f32(5, 1), _f32(1, 7)) == "map (5, 7) -> output"
+    a, b = np.array([[-1.0], [1.0]], np.float32), np.zeros((1, 2), np.float32)
+    for f in (lambda a, b: a @ b, lambda a, b: lax.dot_general(a[None], b[None], (((2,), (1,)), ((0,), (0,))))[0]):
+        got = np.asarray(srcjax.jit(f)(a, b))
+        np.testing.assert_array_equal(np.signbit(got), [[True, True], [False, False]])
     # a transposed operand is read by BLAS in place; an expression operand is computed first
     assert _plan(lambda a: a @ a.T, _f32(6, 4)) == "syrk 1x[6,4]@[4,6] -> output"  # half the work of gemm
     assert _plan(lambda a, b: jnp.exp(a) @ b, _f32(6, 4), _f32(4, 2)).splitlines() == [

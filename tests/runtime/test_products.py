@@ -62,6 +62,17 @@ def test_tensordot_kron_outer_vdot():
     close(jnp.vdot(c, c[::-1]), np.vdot(c, c[::-1]))
 
 
+def test_products_of_one_term_keep_negative_zero():
+    # a product with nothing contracted, or a contraction of one term, is one multiplication per element in JAX
+    # (jax 0.10: outer([-1, 2], [0, 3]) is [[-0, -3], [0, 6]]); NumPy's BLAS adds it to 0, making -0.0 0.0
+    a, b = np.array([-1.0, 2.0]), np.array([0.0, 3.0])
+    for got in (jnp.outer(a, b), jnp.kron(a, b), jnp.tensordot(a, b, 0), a[:, None] @ jnp.asarray(b[None]),
+                jnp.matmul(a[None, :, None], b[None, None]), jnp.einsum("i,j->ij", a, b)):
+        got = np.asarray(got).reshape(2, 2)
+        np.testing.assert_array_equal(got, np.outer(a, b))
+        np.testing.assert_array_equal(np.signbit(got), [[True, True], [False, False]])
+
+
 def test_vecdot_matvec_vecmat_conjugate_the_vector():
     m = randn(2, 3) + 1j * randn(2, 3)
     v = randn(3) + 1j
@@ -169,6 +180,35 @@ def test_weak_types_and_preferred_element_type():
     assert int(jnp.matmul(big, big, preferred_element_type=np.int32)) == 40000
     assert int(jnp.einsum("i,i", big, big, preferred_element_type=np.int32)) == 40000
     assert jnp.dot(jnp.ones(3, np.int32), jnp.ones(3, np.float32)).dtype == np.float32
+
+
+def test_integer_preferred_element_type_of_float_operands_converts_the_sums():
+    # JAX sums float operands as floats and converts the result (0.6 + 0.7 -> 1; jax 0.10: [[1]]), where
+    # rounding the operands to integers first gives 0
+    import srcjax
+
+    a, b = np.array([[0.6, 0.7], [-2.5, 1.25]], np.float32), np.ones((2, 1), np.float32)
+    want = np.trunc(a.astype(np.float64) @ b).astype(np.int32)
+    for dot in (lambda x, y: lax.dot(x, y, preferred_element_type=np.int32),
+                lambda x, y: jnp.matmul(x, y, preferred_element_type=np.int32),
+                lambda x, y: jnp.einsum("ij,jk->ik", x, y, preferred_element_type=np.int32)):
+        for f in (dot, srcjax.jit(dot)):
+            out = f(a, b)
+            assert out.dtype == np.int32 and np.array_equal(np.asarray(out), want), np.asarray(out)
+    half = jnp.dot(a.astype(np.float16), b.astype(np.float16), preferred_element_type=np.int16)
+    assert half.dtype == np.int16 and np.array_equal(np.asarray(half), want)
+    # operands of two dtypes are both converted to the preferred one first, as JAX lowers them (jax 0.10: [[0]]
+    # for int8 [[1, 2]] and float32 [[0.6], [0.7]]; [[2]] when both are float32)
+    x, y = np.array([[1, 2]], np.int8), np.array([[0.6], [0.7]], np.float32)
+    for dot in (lambda x, y: lax.dot(x, y, preferred_element_type=np.int32),
+                lambda x, y: jnp.matmul(x, y, preferred_element_type=np.int32),
+                lambda x, y: jnp.einsum("ij,jk->ik", x, y, preferred_element_type=np.int32)):
+        assert np.asarray(dot(x, y)).tolist() == [[0]] and np.asarray(srcjax.jit(dot)(x, y)).tolist() == [[0]]
+        assert np.asarray(dot(x.astype(np.float32), y)).tolist() == [[2]]
+    # an integer product's preferred type may not be narrower (JAX's TypeError)
+    for narrower in (np.bool_, np.int8, np.float16):
+        with pytest.raises(TypeError, match="narrower"):
+            lax.dot(jnp.ones((2, 2), np.int32), jnp.ones((2, 2), np.int32), preferred_element_type=narrower)
 
 
 # -- convolve, correlate, trace --------------------------------------------------------------------------

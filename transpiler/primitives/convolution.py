@@ -118,7 +118,8 @@ _MATRIX_PRODUCT = (((1,), (0,)), ((), ()))
 @dot_general_p.def_impl
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     if (preferred_element_type is None and lhs.ndim == 2 and rhs.ndim == 2 and lhs.dtype == rhs.dtype
-            and (lhs.dtype.kind != "f" or lhs.dtype.itemsize >= 4) and dimension_numbers == _MATRIX_PRODUCT):
+            and (lhs.dtype.kind != "f" or lhs.dtype.itemsize >= 4) and dimension_numbers == _MATRIX_PRODUCT
+            and lhs.shape[1] != 1):
         return np.matmul(_blas_layout(lhs), _blas_layout(rhs))  # (m, k) @ (k, n), the common case
     lc, rc, lb, rb = _dot_axes(dimension_numbers)
     out_dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
@@ -134,10 +135,15 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None, preferred_
     # NumPy use BLAS directly (and its symmetric rank-k update for x @ x.T, which shares one buffer).
     a = np.transpose(lhs, lb + tuple(lf) + lc)
     b = np.transpose(rhs, rb + rc + tuple(rf))
-    # NumPy (BLAS) sums in an order that depends on the operands' layouts (a transpose takes another kernel, a
-    # broadcast none), so both are put in C order first: the result depends only on the values, not on whether a
-    # simplification (emitted code) turned ``x * ones`` into a broadcast or a constant into a transposed view
-    if batch:
+    # One product per element (k = 1: an outer product) is a multiplication, as XLA makes it (BLAS adds it to 0,
+    # making -0.0 0.0). Otherwise NumPy (BLAS) sums in an order that depends on the operands' layouts (a transpose
+    # takes another kernel, a broadcast none), so both are put in C order first: the result depends only on the
+    # values, not on whether a simplification (emitted code) turned ``x * ones`` into a broadcast or a constant
+    # into a transposed view
+    if k == 1:
+        size = int(np.prod(batch, dtype=np.int64))
+        out = a.reshape(size, m, 1) * b.reshape(size, 1, n)
+    elif batch:
         size = int(np.prod(batch, dtype=np.int64))
         out = np.matmul(_blas_layout(a.reshape(size, m, k)), _blas_layout(b.reshape(size, k, n)))
     else:
