@@ -186,25 +186,29 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
     if chunks <= 1:
         for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
         return
-    block_m, block_n = (step.m, -(-step.n // chunks)) if by_columns else (-(-step.m // chunks), step.n)
-    small = not vector and _small_suits(found, step, block_m, block_n)
+    panel = (step.m, min(step.n, SMALL_PANEL)) if by_columns else (min(step.m, SMALL_PANEL), step.n)
+    small = not vector and _small_suits(found, step, *panel)
     _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_columns=by_columns, small=small)
 
 
 # OpenBLAS's small-product kernels (``blas.small_kernel``) run the blocks of a split product (BLAS on one thread)
-# when each block is at least SMALL_MIN rows, columns and contraction (the kernel vectorises along the product's
-# columns: with 10 of them it ran at a third of ?gemm's rate) and its operands and result together hold at most
-# SMALL_MAX_ELEMENTS (it streams them from cache as they lie: 512x2048 @ 2048x512 ran 1.3x slower). In between
-# it skips ?gemm's packing and zeroing: blocks of an MLP's products (128x784 @ 784x128, 196x128 @ 128x512,
-# 128x512 @ (128x512).T) ran 3-20% faster, float64 ones 7-15%.
+# when the product has at least SMALL_MIN rows, columns and contraction (the kernel vectorises along the product's
+# columns: with 10 of them it ran at a third of ?gemm's rate) and the operands and result of a block of
+# SMALL_PANEL rows (columns) hold at most SMALL_MAX_ELEMENTS (it streams them from cache as they lie: 512x2048 @
+# 2048x512 ran 1.3x slower). In between it skips ?gemm's packing and zeroing: blocks of an MLP's products
+# (128x784 @ 784x128, 196x128 @ 128x512, 128x512 @ (128x512).T) ran 3-20% faster, float64 ones 7-15%. The
+# choice depends on the product's shape only, not on the blocks the thread count makes, so that its values do
+# not depend on the machine's core count (the kernel sums each element in the same order however the product is
+# cut into blocks; ?gemm's order differs from it).
 SMALL_MIN = 32
+SMALL_PANEL = 128
 SMALL_MAX_ELEMENTS = 1 << 20
 
 
 def _small_suits(found, step: Gemm, m: int, n: int) -> bool:
-    """Whether blocks of ``m`` x ``n`` of ``step`` run with the small-product kernel."""
+    """Whether the blocks of ``step`` run with the small-product kernel, judged by a block of ``m`` x ``n``."""
     k = step.k
-    return (found.small and not step.symmetric and min(m, n, k) >= SMALL_MIN
+    return (found.small and not step.symmetric and min(step.m, step.n, k) >= SMALL_MIN
             and m * k + k * n + m * n <= SMALL_MAX_ELEMENTS)
 
 def _gemm_chunks(entry: EntryEmitter, step: Gemm, found) -> tuple[int, bool]:

@@ -512,6 +512,30 @@ def test_blocks_of_split_products_use_openblas_small_kernels(split_products, x64
     np.testing.assert_allclose(np.asarray(batched(xs, ys)), xs.astype(np.float64) @ ys, rtol=rtol, atol=rtol * 10)
 
 
+def test_split_products_give_the_same_bits_for_any_thread_count(split_products, monkeypatch):
+    """Whether a split product's blocks run OpenBLAS's small-product kernel depends on the product's shape, not on
+    the blocks the thread count cuts (with 4 threads, 16-row blocks once fell back to ?gemm, which sums in
+    another order): the same bits with 2, 3, 4 and 8 threads."""
+    from srcjax.codegen.llvm import blas, gemm
+
+    if not blas.find_gemm().small:
+        pytest.skip("OpenBLAS's small-product kernels are not bound here (no AVX-512 core)")
+    monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1 << 17)
+    a, b = _f32(128, 784), _f32(784, 128)
+    results, splits = [], set()
+    for threads in ("2", "3", "4", "8"):
+        monkeypatch.setenv("SRCJAX_NUM_THREADS", threads)
+        srcjax.clear_caches()
+        f = srcjax.jit(lambda x, y: x @ y)
+        llvm_ir = f.lower(a, b).compile().native.llvm_ir
+        assert "sgemm_small" in llvm_ir, threads
+        splits.add(re.search(r"@srcjax_parallel\(ptr [^,]*gemm1, ptr [^,]*, i64 \d+, i64 (\d+)\)", llvm_ir)[1])
+        results.append(np.asarray(f(a, b)))
+    assert len(splits) > 1  # (the blocks differ)
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matrix_vector_products_are_gemv(dtype):
     """A product with one row or one column is a ?gemv call, whichever operand is stored transposed or
