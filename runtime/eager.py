@@ -147,6 +147,8 @@ def fast_path(fn=None, *, chain: bool = False):
                     return fn(*args, **kwargs)
                 key.append(arg.aval)
             elif kind is float:
+                if arg != arg:  # (a NaN: its sign and payload reach the result, and .hex() drops both)
+                    return fn(*args, **kwargs)
                 key.append(arg.hex())  # (-0.0 is not 0.0 here)
             elif kind in _PY_SCALAR_TYPES:
                 key.append((kind, arg))
@@ -202,6 +204,8 @@ def _options_key(kwargs: dict) -> tuple | None:
     for name, value in sorted(kwargs.items()):
         kind = type(value)
         if kind is float:
+            if value != value:  # (a NaN: .hex() drops its sign and payload)
+                return None
             value = value.hex()  # (-0.0 is not 0.0 here)
         elif kind is tuple:
             if not all(type(v) is int for v in value):

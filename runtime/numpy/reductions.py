@@ -186,16 +186,16 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     _no_out("sum", out)
     a = _array("sum", a)
     dtype = _dtype(dtype) if dtype is not None else _sum_dtype(aval(a).dtype, promote_integers)
-    return _reduce("sum", rp.reduce_sum_p, "sum", convert(a, dtype), _axes("sum", axis, a.ndim), keepdims, initial,
-                   where)
+    prim, op = (rp.reduce_or_p, "or") if dtype.kind == "b" else (rp.reduce_sum_p, "sum")  # (dtype=bool: JAX's any)
+    return _reduce("sum", prim, op, convert(a, dtype), _axes("sum", axis, a.ndim), keepdims, initial, where)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
     _no_out("prod", out)
     a = _array("prod", a)
     dtype = _dtype(dtype) if dtype is not None else _sum_dtype(aval(a).dtype, promote_integers)
-    return _reduce("prod", rp.reduce_prod_p, "prod", convert(a, dtype), _axes("prod", axis, a.ndim), keepdims,
-                   initial, where)
+    prim, op = (rp.reduce_and_p, "and") if dtype.kind == "b" else (rp.reduce_prod_p, "prod")  # (bool: JAX's all)
+    return _reduce("prod", prim, op, convert(a, dtype), _axes("prod", axis, a.ndim), keepdims, initial, where)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -493,7 +493,11 @@ def _cumulative(name: str, prim, a, axis, dtype, promote: bool) -> Any:
     axis = _one_axis(name, axis, a.ndim)
     if dtype is None:
         dtype = _sum_dtype(aval(a).dtype, promote_integers=promote)
-    return prim.bind(convert(a, _dtype(dtype)), axis=axis, reverse=False)
+    dtype = _dtype(dtype)
+    if dtype.kind == "b":  # (as JAX: the truth values accumulated as ints, the counts read as bools)
+        counted = prim.bind(convert(convert(a, dtype), dtypes.default_int_dtype()), axis=axis, reverse=False)
+        return convert(counted, dtype)
+    return prim.bind(convert(a, dtype), axis=axis, reverse=False)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):

@@ -79,7 +79,21 @@ def _where(condition: Any, on_true: Any, on_false: Any) -> Any:
 
 
 def _to_bool(x: Any) -> Any:
-    return x if _kind(x) == "b" else ew.ne_p.bind(x, _const(x, 0))
+    return x if _kind(x) == "b" else ew.ne_p.bind(x, _lax_const(x, 0))
+
+
+def _lax_const(like: Any, value: Any) -> Any:
+    """``_const`` as JAX's ``lax._const`` types it: weakly typed only where ``like`` is a weakly typed scalar (a
+    Python scalar then, a typed array otherwise), so ``x * _lax_const(x, 2)`` keeps the weak type of a 0-d x only."""
+    typ = aval(like)
+    return _const(like, value, weak=typ.weak_type and not typ.shape)
+
+
+def _weak_if_scalar(out: Any, scalar: bool | None = None) -> Any:
+    """``out`` (weakly typed where the promoted operands were), keeping the weak type only for a 0-d result (or
+    where ``scalar`` says): JAX's version meets a ``lax._const`` on the way (see ``_lax_const``)."""
+    typ = aval(out)
+    return convert(out, typ.dtype, weak_type=typ.weak_type and (not typ.shape if scalar is None else scalar))
 
 
 def _bool_to_int(*xs: Any) -> list[Any]:
@@ -94,13 +108,6 @@ def _reject(name: str, x: Any, kinds: str, what: str) -> None:
 
 def _strong(x: Any) -> Any:
     return convert(x, aval(x).dtype, weak_type=False)
-
-
-def _weak_if_all(out: Any, *args: Any) -> Any:
-    """``out``, weakly typed only when every argument was (some JAX functions lose the weak type of a
-    Python scalar met with a strongly typed array through their internal constants)."""
-    weak = all(dtypes.is_weakly_typed(x) for x in args)
-    return convert(out, aval(out).dtype, weak_type=weak)
 
 
 def _unary_inexact(name: str, prim):
@@ -334,7 +341,7 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)) without overflow."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
     if _kind(x1) == "c":
-        return _logaddexp_complex(x1, x2)
+        return _weak_if_scalar(_logaddexp_complex(x1, x2))
     return _logaddexp_real(x1, x2, ew.exp_p, math.e)
 
 
@@ -351,13 +358,12 @@ def _logaddexp_complex(x1: Any, x2: Any) -> Any:
 
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
     """log2(2**x1 + 2**x2) without overflow."""
-    args = (x1, x2)
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
     if _kind(x1) == "c":  # log2(2^a + 2^b) = logaddexp(a ln 2, b ln 2) / ln 2
         ln2 = _const(x1, math.log(2))
         out = ew.div_p.bind(_logaddexp_complex(ew.mul_p.bind(x1, ln2), ew.mul_p.bind(x2, ln2)), ln2)
-        return _weak_if_all(out, *args)
-    return _weak_if_all(_logaddexp_real(x1, x2, ew.exp2_p, 2.0), *args)
+        return _weak_if_scalar(out)
+    return _weak_if_scalar(_logaddexp_real(x1, x2, ew.exp2_p, 2.0))
 
 
 # -- trigonometric and hyperbolic functions ------------------------------------------------------------------
@@ -378,7 +384,6 @@ arctan2 = atan2 = _binary("arctan2", ew.atan2_p, inexact=True)
 
 def hypot(x1: Any, x2: Any, /) -> Any:
     """sqrt(x1^2 + x2^2) as big * sqrt(1 + (small/big)^2), which neither overflows nor underflows."""
-    args = (x1, x2)
     x1, x2 = promote_args_inexact("hypot", x1, x2)
     _reject("hypot", x1, "c", "use jnp.abs of a complex number")
     x1, x2 = ew.abs_p.bind(x1), ew.abs_p.bind(x2)
@@ -387,17 +392,17 @@ def hypot(x1: Any, x2: Any, /) -> Any:
     big_is_zero = ew.eq_p.bind(big, _const(big, 0))
     ratio = ew.div_p.bind(small, _where(big_is_zero, _const(big, 1), big))
     out = ew.mul_p.bind(big, ew.sqrt_p.bind(ew.add_p.bind(_const(ratio, 1), ew.square_p.bind(ratio))))
-    return _weak_if_all(_where(infinite, _const(out, np.inf), _where(big_is_zero, big, out)), *args)
+    return _weak_if_scalar(_where(infinite, _const(out, np.inf), _where(big_is_zero, big, out)))
 
 
 def deg2rad(x: Any, /) -> Any:
     (x,) = promote_args_inexact("deg2rad", x)
-    return ew.mul_p.bind(x, _const(x, np.pi / 180))
+    return ew.mul_p.bind(x, _lax_const(x, np.pi / 180))
 
 
 def rad2deg(x: Any, /) -> Any:
     (x,) = promote_args_inexact("rad2deg", x)
-    return ew.mul_p.bind(x, _const(x, 180 / np.pi))
+    return ew.mul_p.bind(x, _lax_const(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -418,7 +423,7 @@ def sinc(x: Any, /) -> Any:
         step = ew.mul_p.bind(ew.div_p.bind(z, _const(z, 2 * k * (2 * k + 1))), series)
         series = ew.sub_p.bind(_const(z, 1.0), step)
     safe = _where(near, _const(y, 1), y)
-    return _where(near, series, ew.div_p.bind(ew.sin_p.bind(safe), safe))
+    return _weak_if_scalar(_where(near, series, ew.div_p.bind(ew.sin_p.bind(safe), safe)))
 
 
 # -- rounding --------------------------------------------------------------------------------------------
@@ -491,7 +496,7 @@ def _round_float(x: Any, decimals: int) -> Any:
     work = convert(x, np.float32, aval(x).weak_type) if dtype == np.float16 else x  # float16 rounds in float32
     # (times 10**-decimals rather than over 10**decimals, as JAX: the last bit differs between the two)
     scale = 10.0**-decimals if -decimals <= 308 else math.inf  # past float64's range: x 0 x inf, NaN as in JAX
-    out = ew.mul_p.bind(_round_even(ew.mul_p.bind(work, _const(work, 10.0**decimals))), _const(work, scale))
+    out = ew.mul_p.bind(_round_even(ew.mul_p.bind(work, _lax_const(work, 10.0**decimals))), _lax_const(work, scale))
     return convert(out, dtype, aval(x).weak_type) if dtype == np.float16 else out
 
 
@@ -570,9 +575,11 @@ def logical_not(x: Any, /) -> Any:
 def _logical(name: str, prim):
     def fn(x1: Any, x2: Any, /) -> Any:
         check_arraylike(name, x1, x2)
-        dtypes.result_type(x1, x2)  # (JAX promotes first: jax_numpy_dtype_promotion="strict" refuses mixed types)
+        # (JAX promotes first: jax_numpy_dtype_promotion="strict" refuses mixed types, and the truth values of
+        # two weakly typed scalars, or of one met with a 0-d array, are weakly typed: see _lax_const)
+        dtype, weak = dtypes.result_type(x1, x2, return_weak_type=True)
         x1, x2 = promote_shapes(_to_bool(_array(name, x1)), _to_bool(_array(name, x2)), name=name)
-        return prim.bind(x1, x2)
+        return convert(prim.bind(x1, x2), np.bool_, weak and np.dtype(dtype).kind != "b" and not aval(x1).shape)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name} of the operands' truth values."
@@ -619,9 +626,9 @@ def bitwise_count(x: Any, /) -> Any:
 
 def gcd(x1: Any, x2: Any) -> Any:
     """Greatest common divisor, by Euclid's algorithm unrolled for the dtype's worst case."""
-    weak = all(aval(_array("gcd", x)).weak_type for x in (x1, x2))
     check_arraylike("gcd", x1, x2)
     x1, x2 = promote_shapes(*promote_dtypes(x1, x2))  # (JAX's broadcasts without the rank check)
+    weak = aval(x1).weak_type and not aval(x1).shape  # (see _lax_const)
     _reject("gcd", x1, "bfc", "gcd is defined for integers")
     a, b = abs(x1), abs(x2)
     zero = _const(b, 0)
@@ -634,8 +641,8 @@ def gcd(x1: Any, x2: Any) -> Any:
 
 def lcm(x1: Any, x2: Any) -> Any:
     """Least common multiple: |x1 (x2 / gcd)|, 0 when either is 0."""
-    weak = all(aval(_array("lcm", x)).weak_type for x in (x1, x2))
     x1, x2 = promote_args("lcm", x1, x2)
+    weak = aval(x1).weak_type and not aval(x1).shape  # (see _lax_const)
     d = gcd(x1, x2)
     d_is_zero = ew.eq_p.bind(d, _const(d, 0))
     out = abs(ew.mul_p.bind(x1, ew.div_p.bind(x2, _where(d_is_zero, _const(d, 1), d))))
@@ -777,14 +784,15 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
     """0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0."""
-    args = (x1, x2)
     check_arraylike("heaviside", x1, x2)
-    x1, x2 = promote_shapes(*promote_dtypes_inexact(x1, x2))  # (JAX's broadcasts without the rank check)
+    x1, x2 = promote_dtypes_inexact(x1, x2)
+    scalar = not aval(x1).shape  # (JAX's constants are made like x1 before the shapes meet)
+    x1, x2 = promote_shapes(x1, x2)  # (JAX's broadcasts without the rank check)
     _reject("heaviside", x1, "c", "complex numbers have no sign")
     zero = _const(x1, 0)
     step = _where(ew.gt_p.bind(x1, zero), _const(x1, 1), x2)
     step = _where(ew.lt_p.bind(x1, zero), zero, step)
-    return _weak_if_all(_where(ew.ne_p.bind(x1, x1), x1, step), *args)  # (NaN stays NaN, as NumPy's and JAX's)
+    return _weak_if_scalar(_where(ew.ne_p.bind(x1, x1), x1, step), scalar)  # (NaN stays NaN, as NumPy's and JAX's)
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
@@ -840,12 +848,12 @@ def angle(z: Any, deg: bool = False) -> Any:
 
 def iscomplex(x: Any) -> Any:
     part = imag(x)
-    return ew.ne_p.bind(part, _const(part, 0))
+    return ew.ne_p.bind(part, _lax_const(part, 0))
 
 
 def isreal(x: Any) -> Any:
     part = imag(x)
-    return ew.eq_p.bind(part, _const(part, 0))
+    return ew.eq_p.bind(part, _lax_const(part, 0))
 
 
 # -- selection, clipping and conversion --------------------------------------------------------------------

@@ -135,6 +135,14 @@ def test_negative_zero_is_its_own_scalar():
     assert np.all(np.asarray(jnp.true_divide(x, -0.0)) == -np.inf)
 
 
+def test_a_nan_scalar_keeps_its_sign_from_call_to_call():
+    # (float.hex() writes "nan" for both signs: a key made of it replayed the first NaN's sign)
+    x = jnp.asarray(np.ones(3, np.float32))
+    for scalar in (-np.nan, np.nan, -np.nan):
+        assert np.all(np.signbit(np.asarray(jnp.add(x, scalar))) == np.signbit(scalar))
+        assert np.all(np.signbit(np.asarray(jnp.sum(x, initial=scalar))) == np.signbit(scalar))
+
+
 def test_three_operands_one_of_them_twice():
     c, a = ARRAYS["bool[5]"], ARRAYS["f32[5]"]
     b = jnp.asarray(np.arange(5, dtype=np.float32))

@@ -437,3 +437,35 @@ def test_cross_of_3_vectors_is_strongly_typed_and_ediff1d_refuses_bools():
     with pytest.raises(TypeError, match="bool"):
         jnp.ediff1d(jnp.asarray([True, False, True]))
     np.testing.assert_array_equal(jnp.ediff1d(jnp.asarray(np.array([1, 4, 2], np.int8))), [3, -2])
+
+
+# JAX's functions below meet their constants through ``lax._const``, a Python scalar (weak) for a weakly typed
+# scalar and a typed array otherwise: a weakly typed promotion stays weak only for 0-d operands (heaviside: a 0-d
+# x1). Recorded from JAX 0.10.2 (W weak, s strong, E an error), rows and columns in the order of WEAK_OPERANDS.
+WEAK_OPERANDS = {"f*": lambda: 2.5, "i*": lambda: 3, "i8[]": lambda: jnp.int8(3), "f*[]": lambda: jnp.asarray(1.5),
+                 "f*[2]": lambda: jnp.full((2,), 1.5), "f32[2]": lambda: jnp.asarray([1.5, -0.5], np.float32),
+                 "bool[]": lambda: jnp.asarray(True)}
+WEAK_BINARY = {
+    "hypot": "WWWWssWWWsWssWWssWsssWWWWssWssssssssssssssWWsWsss",
+    "logaddexp2": "WWWWssWWWsWssWWssWsssWWWWssWssssssssssssssWWsWsss",
+    "heaviside": "WWWWWsWWWsWWsWWssWWssWWWWWsWssssssssssssssWWsWWss",
+    "logical_and": "WWWWssWWWsWssWWssWsssWWWWssWssssssssssssssWWsWsss",
+    "gcd": "EEEEEEEEWsEEEWEssEEEsEEEEEEEEEEEEEEEEEEEEEEWsEEEE",
+}
+WEAK_UNARY = {"deg2rad": "WWsWsss", "sinc": "WWsWsss", "logical_not": "WWsWsss", "iscomplex": "WWsWsss",
+              "round": "WWsWssE"}  # (round to 1 decimal)
+
+
+@pytest.mark.parametrize("name", sorted(WEAK_BINARY) + sorted(WEAK_UNARY))
+def test_weak_type_through_jax_internal_constants(name):
+    got = []
+    for x in WEAK_OPERANDS.values():
+        for y in WEAK_OPERANDS.values() if name in WEAK_BINARY else [None]:
+            try:
+                args = (x(), y()) if y else (x(), 1) if name == "round" else (x(),)
+                out = getattr(jnp, name)(*args)
+            except (TypeError, ValueError):
+                got.append("E")
+            else:
+                got.append("W" if out.weak_type else "s")
+    assert "".join(got) == {**WEAK_BINARY, **WEAK_UNARY}[name]

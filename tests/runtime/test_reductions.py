@@ -530,3 +530,28 @@ def test_compiled_float32_products_overflow_as_eagerly():
         assert out.dtype == np.float32 and np.isinf(out).all()
     many = np.random.default_rng(0).uniform(0.99, 1.01, 5000).astype(np.float32)  # (in order: NumPy's bits)
     np.testing.assert_allclose(float(srcjax.jit(jnp.prod)(many)), np.prod(many), rtol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_sums_and_products_to_bool_are_any_and_all(compiled):
+    # dtype=bool: JAX 0.10.2 reduces with or (sum) and and (prod), and accumulates the truth values as ints for
+    # cumsum / cumprod (srcjax refused: "reduce_sum: does not accept bool operands")
+    x = np.array([[0.0, np.nan, -1.0], [0.0, 0.0, 0.0]], np.float32)
+    cases = [(jnp.sum, {}), (jnp.sum, {"axis": 1}), (jnp.prod, {"axis": 0}),
+             (jnp.prod, {"axis": 1, "keepdims": True, "initial": True}), (jnp.cumsum, {"axis": 1}),
+             (jnp.cumprod, {"axis": 1}), (jnp.cumsum, {})]
+    for fn, options in cases:
+        call = lambda a, fn=fn, options=options: fn(a, dtype=bool, **options)  # noqa: E731
+        for arg in (x, x.astype(np.int32)):
+            out = (srcjax.jit(call) if compiled else call)(jnp.asarray(arg))
+            check(out, _bool_reference(fn, options, arg != 0), B)
+
+
+def _bool_reference(fn, options, truth):
+    axis, keep = options.get("axis"), options.get("keepdims", False)
+    if fn is jnp.sum:
+        return truth.any(axis, keepdims=keep)
+    if fn is jnp.prod:
+        return truth.all(axis, keepdims=keep)
+    accumulate = np.logical_or if fn is jnp.cumsum else np.logical_and
+    return accumulate.accumulate(truth.ravel() if axis is None else truth, 0 if axis is None else axis)
