@@ -112,7 +112,8 @@ def cache_key(ir_text: str, consts: list[np.ndarray]) -> bytes:
         engine.host_description(),
         f"blas {found.origin if found else None} {found.int_bits if found else 0} small {found and found.small}",
         f"threads {kernels.num_threads()} {kernels.PARALLEL_MIN_WORK} offsets {entry.object_offsets()}",
-        f"products split from {gemm.GEMM_SPLIT_MIN_WORK} in {gemm.GEMM_CHUNKS_PER_THREAD} blocks a thread",
+        f"products split from {gemm.GEMM_SPLIT_MIN_WORK} in {gemm.GEMM_CHUNKS_PER_THREAD} blocks a thread"
+        f" ({gemm.SMALL_CHUNKS_PER_THREAD} small-kernel ones)",
     ):
         h.update(_LEN.pack(len(part.encode())) + part.encode())
     for data in consts:

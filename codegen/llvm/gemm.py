@@ -35,6 +35,10 @@ _ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121
 GEMM_SPLIT_MIN_WORK = environ_int("SRCJAX_GEMM_SPLIT_MIN_WORK", 1 << 18) or None
 GEMM_CHUNK_MIN_WORK = 1 << 17
 GEMM_CHUNKS_PER_THREAD = environ_int("SRCJAX_GEMM_CHUNKS", 2, least=1)
+# Blocks of OpenBLAS's small-product kernel pack nothing, so more of them cost no more: 4 a thread balance the
+# blocks across threads that lose their cores for a while (an MLP step beside one spinning process on 2 cores:
+# 3.7-4.5 ms against 4.6-5.5 with 2; the same without load and with two spinning processes)
+SMALL_CHUNKS_PER_THREAD = environ_int("SRCJAX_GEMM_CHUNKS", 4, least=1)
 GEMM_MIN_BLOCK = 16
 # A batch of products, each under BATCH_SPLIT_MAX_EACH multiply-adds (BLAS threads larger ones itself) and
 # together at least BATCH_SPLIT_MIN_WORK, is shared out across the pool by batch element.
@@ -182,12 +186,13 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
         small = not vector and _small_suits(found, step, step.m, step.n)
         _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_batch=True, small=small)
         return
-    chunks, by_columns = _gemm_chunks(entry, step, found)
+    by_columns = step.n > step.m  # (see _gemm_chunks)
+    panel = (step.m, min(step.n, SMALL_PANEL)) if by_columns else (min(step.m, SMALL_PANEL), step.n)
+    small = not vector and _small_suits(found, step, *panel)
+    chunks = _gemm_chunks(entry, step, found, SMALL_CHUNKS_PER_THREAD if small else GEMM_CHUNKS_PER_THREAD)
     if chunks <= 1:
         for_range(b, ir.Constant(I64, 0), ir.Constant(I64, step.batch), call)
         return
-    panel = (step.m, min(step.n, SMALL_PANEL)) if by_columns else (min(step.m, SMALL_PANEL), step.n)
-    small = not vector and _small_suits(found, step, *panel)
     _split(entry, step, chunks, lhs, rhs, out, gemm_block, by_columns=by_columns, small=small)
 
 
@@ -211,20 +216,18 @@ def _small_suits(found, step: Gemm, m: int, n: int) -> bool:
     return (found.small and not step.symmetric and min(step.m, step.n, k) >= SMALL_MIN
             and m * k + k * n + m * n <= SMALL_MAX_ELEMENTS)
 
-def _gemm_chunks(entry: EntryEmitter, step: Gemm, found) -> tuple[int, bool]:
+def _gemm_chunks(entry: EntryEmitter, step: Gemm, found, per_thread: int) -> int:
     """Into how many blocks a product is split across the pool (1: one BLAS call per batch element, threaded by
-    BLAS itself), and whether they are blocks of columns. Splitting needs BLAS's thread control, so that BLAS
-    runs one thread per block."""
+    BLAS itself), up to ``per_thread`` a thread. Splitting needs BLAS's thread control, so that BLAS runs one
+    thread per block. (Each ?gemm block packs the other operand again: the blocks split the dimension whose other
+    operand is the smaller, columns where the product is wider than tall.)"""
     work = step.batch * step.m * step.n * step.k
     if step.symmetric or not found.thread_control or not entry.split_blas or entry.threads < 2:
-        return 1, False
+        return 1
     if GEMM_SPLIT_MIN_WORK is None or work < GEMM_SPLIT_MIN_WORK:
-        return 1, False
-    # each block packs the other operand again: split the dimension whose other operand is the smaller
-    by_columns = step.n > step.m
-    extent = step.n if by_columns else step.m
-    chunks = min(entry.threads * GEMM_CHUNKS_PER_THREAD, work // GEMM_CHUNK_MIN_WORK, extent // GEMM_MIN_BLOCK)
-    return max(1, chunks), by_columns
+        return 1
+    extent = step.n if step.n > step.m else step.m
+    return max(1, min(entry.threads * per_thread, work // GEMM_CHUNK_MIN_WORK, extent // GEMM_MIN_BLOCK))
 
 def _batch_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
     """Into how many runs of batch elements a batch of small products is split across the pool (1: not

@@ -521,7 +521,7 @@ def test_split_products_give_the_same_bits_for_any_thread_count(split_products, 
     if not blas.find_gemm().small:
         pytest.skip("OpenBLAS's small-product kernels are not bound here (no AVX-512 core)")
     monkeypatch.setattr(gemm, "GEMM_CHUNK_MIN_WORK", 1 << 17)
-    a, b = _f32(128, 784), _f32(784, 128)
+    a, b = _f32(512, 784), _f32(784, 128)
     results, splits = [], set()
     for threads in ("2", "3", "4", "8"):
         monkeypatch.setenv("SRCJAX_NUM_THREADS", threads)
