@@ -203,8 +203,8 @@ def emit_product(entry: EntryEmitter, step: Gemm) -> None:
 # 2048x512 ran 1.3x slower). In between it skips ?gemm's packing and zeroing: blocks of an MLP's products
 # (128x784 @ 784x128, 196x128 @ 128x512, 128x512 @ (128x512).T) ran 3-20% faster, float64 ones 7-15%. The
 # choice depends on the product's shape only, not on the blocks the thread count makes, so that its values do
-# not depend on the machine's core count (the kernel sums each element in the same order however the product is
-# cut into blocks; ?gemm's order differs from it).
+# not depend on the machine's core count from two up (the kernel sums each element in the same order however the
+# product is cut into blocks; ?gemm's order, which a pool of one thread gets, differs from it).
 SMALL_MIN = 32
 SMALL_PANEL = 128
 SMALL_MAX_ELEMENTS = 1 << 20
