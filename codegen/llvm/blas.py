@@ -113,7 +113,11 @@ def small_kernel(dtype: np.dtype, transposes: str) -> str:
     """Our symbol of the small-product kernel of ``dtype`` (float32/float64) for ``transposes`` ("nn", "nt",
     "tn", "tt": of its column-major operands). Its arguments: M, N, K, A, lda, alpha, B, ldb, C, ldc (the integers
     64-bit), C = alpha op(A) op(B), column-major."""
-    return f"srcjax_{'s' if np.dtype(dtype) == np.float32 else 'd'}gemm_small_{transposes}"
+    return _small_symbol("s" if np.dtype(dtype) == np.float32 else "d", transposes)
+
+
+def _small_symbol(t: str, transposes: str) -> str:
+    return f"srcjax_{t}gemm_small_{transposes}"
 
 
 def _bind_small_kernels(lib: ctypes.CDLL) -> bool:
@@ -136,7 +140,7 @@ def _bind_small_kernels(lib: ctypes.CDLL) -> bool:
     except AttributeError:
         return False
     for (t, ops), address in addresses.items():
-        engine.add_symbol(f"srcjax_{t}gemm_small_{ops}", address)
+        engine.add_symbol(_small_symbol(t, ops), address)
     return True
 
 

@@ -226,7 +226,7 @@ def _gemm_chunks(entry: EntryEmitter, step: Gemm, found, per_thread: int) -> int
         return 1
     if GEMM_SPLIT_MIN_WORK is None or work < GEMM_SPLIT_MIN_WORK:
         return 1
-    extent = step.n if step.n > step.m else step.m
+    extent = max(step.m, step.n)  # (the dimension the blocks split)
     return max(1, min(entry.threads * per_thread, work // GEMM_CHUNK_MIN_WORK, extent // GEMM_MIN_BLOCK))
 
 def _batch_chunks(entry: EntryEmitter, step: Gemm, found) -> int:
